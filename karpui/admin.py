@@ -1,0 +1,195 @@
+"""Django admin: NodePools and node classes edited as YAML through the same services as `karp apply`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django import forms
+from django.contrib import admin
+from django.db.models import Min, QuerySet
+from django.http import HttpRequest
+
+from karpui import models, services, store
+from provisioner.manifests import ManifestError, load_documents
+
+
+class ManifestForm(forms.ModelForm):
+    """A form with one YAML field; `clean` validates it into a domain value with the field-named error."""
+
+    manifest = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 30, "cols": 100, "spellcheck": "false", "class": "vLargeTextField"}),
+        help_text="The object as YAML, exactly as `karp apply -f` takes it.",
+    )
+    kinds: tuple[str, ...] = ()
+
+    class Meta:
+        fields = ("cluster",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["manifest"].initial = yaml.safe_dump(self.manifest_of(self.instance), sort_keys=False)
+        elif "cluster" in self.fields:
+            self.fields["cluster"].initial = models.Cluster.objects.filter(name=services.DEFAULT_CLUSTER).first()
+
+    def manifest_of(self, instance: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        text = cleaned.get("manifest")
+        if not text:
+            return cleaned
+        try:
+            documents = load_documents(text)
+            if len(documents) != 1 or documents[0].kind not in self.kinds:
+                raise ManifestError(f"expected exactly one object of kind {' or '.join(self.kinds)}", field="kind")
+            value = services.parse_document(documents[0])
+        except ManifestError as error:
+            raise forms.ValidationError({"manifest": str(error)}) from None
+        if self.instance.pk and value.name != self.instance.name:
+            raise forms.ValidationError(
+                {"manifest": f"metadata.name: cannot rename {self.instance.name!r}; create a new object"}
+            )
+        cleaned["value"] = value
+        return cleaned
+
+
+class NodePoolForm(ManifestForm):
+    kinds = ("NodePool",)
+
+    class Meta(ManifestForm.Meta):
+        model = models.NodePool
+
+    def manifest_of(self, instance: Any) -> dict[str, Any]:
+        manifest = store.nodepool_manifest(instance)
+        manifest.pop("status")
+        return manifest
+
+
+class NodeClassForm(ManifestForm):
+    kinds = ("KWOKNodeClass", "EC2NodeClass")
+
+    class Meta(ManifestForm.Meta):
+        model = models.NodeClass
+
+    def manifest_of(self, instance: Any) -> dict[str, Any]:
+        manifest = store.nodeclass_manifest(instance)
+        manifest.pop("status")
+        return manifest
+
+
+class ManifestAdmin(admin.ModelAdmin):
+    """Saves go through services (validation, audit row); the row the service wrote becomes the admin's object."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        value = form.cleaned_data["value"]
+        cluster = form.cleaned_data["cluster"]
+        if isinstance(obj, models.NodePool):
+            services.nodepool_apply(cluster=cluster, nodepool=value, actor=actor)
+            saved: Any = models.NodePool.objects.get(cluster=cluster, name=value.name)
+        else:
+            services.nodeclass_apply(cluster=cluster, nodeclass=value, actor=actor)
+            saved = models.NodeClass.objects.get(cluster=cluster, kind=value.kind, name=value.name)
+        obj.pk, obj.name = saved.pk, saved.name
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        kind = "NodePool" if isinstance(obj, models.NodePool) else obj.kind
+        services.object_delete(cluster=obj.cluster, kind=kind, name=obj.name, actor=actor)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)
+
+
+@admin.register(models.NodePool)
+class NodePoolAdmin(ManifestAdmin):
+    form = NodePoolForm
+    list_display = ("name", "cluster", "weight", "node_class", "consolidation", "updated_at")
+    list_filter = ("cluster",)
+    search_fields = ("name",)
+
+    @admin.display(description="node class")
+    def node_class(self, obj: models.NodePool) -> str:
+        ref = obj.spec.get("template", {}).get("spec", {}).get("nodeClassRef", {})
+        return f"{ref.get('kind')}/{ref.get('name')}"
+
+    @admin.display(description="consolidation")
+    def consolidation(self, obj: models.NodePool) -> str:
+        disruption = obj.spec.get("disruption", {})
+        return f"{disruption.get('consolidationPolicy')} after {disruption.get('consolidateAfter')}"
+
+
+@admin.register(models.NodeClass)
+class NodeClassAdmin(ManifestAdmin):
+    form = NodeClassForm
+    list_display = ("name", "kind", "cluster", "updated_at")
+    list_filter = ("kind", "cluster")
+
+
+class OfferingInline(admin.TabularInline):
+    model = models.Offering
+    fields = ("zone", "capacity_type", "price", "available")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows changed only through services (catalog import, audited actions)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(models.InstanceType)
+class InstanceTypeAdmin(ReadOnlyAdmin):
+    list_display = ("name", "catalog", "family", "cpu", "memory", "pods", "arch", "os", "cheapest_price")
+    list_filter = ("catalog", "family", "arch", "os")
+    search_fields = ("name",)
+    inlines = (OfferingInline,)
+    list_per_page = 200
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.InstanceType]:
+        return super().get_queryset(request).select_related("catalog").annotate(min_price=Min("offerings__price"))
+
+    @admin.display(ordering="cpu_millis")
+    def cpu(self, obj: models.InstanceType) -> str:
+        return str(obj.capacity.get("cpu"))
+
+    @admin.display(ordering="memory_bytes")
+    def memory(self, obj: models.InstanceType) -> str:
+        return str(obj.capacity.get("memory"))
+
+    @admin.display(description="cheapest $/h", ordering="min_price")
+    def cheapest_price(self, obj: Any) -> str:
+        return f"{obj.min_price:.6f}" if obj.min_price is not None else "—"
+
+
+@admin.register(models.Catalog)
+class CatalogAdmin(ReadOnlyAdmin):
+    list_display = ("name", "description", "updated_at")
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "actor_name", "via", "action", "target_kind", "target_name")
+    list_filter = ("action", "target_kind", "via")
+    search_fields = ("target_name", "actor_name")
+
+
+@admin.register(models.Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ("name", "mode", "clock", "created_at")

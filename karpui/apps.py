@@ -1,0 +1,21 @@
+"""The karpui Django app; after migrations it makes sure the lab cluster and built-in catalogs exist."""
+
+from typing import Any
+
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _ensure_defaults(sender: AppConfig, **kwargs: Any) -> None:
+    from karpui import services
+
+    services.defaults_ensure()
+
+
+class KarpuiConfig(AppConfig):
+    name = "karpui"
+    verbose_name = "karpui"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        post_migrate.connect(_ensure_defaults, sender=self)

@@ -1,0 +1,172 @@
+"""Configuration models: clusters, NodePools, node classes, instance catalogs, and the audit trail."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Cluster(models.Model):
+    """A cluster karpui manages: the simulated lab, a kwok cluster, or an observed Karpenter cluster."""
+
+    class Mode(models.TextChoices):
+        LAB = "lab", "lab (simulated)"
+        KWOK = "kwok", "kwok (real API server)"
+        OBSERVE = "observe", "observe (real Karpenter)"
+
+    name = models.SlugField(max_length=63, unique=True)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.LAB)
+    clock = models.DateTimeField(default=timezone.now, help_text="The cluster's current time (virtual in the lab).")
+    ticked_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last periodic tick.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class KubeObjectMixin(models.Model):
+    """Fields every stored Kubernetes-shaped object has."""
+
+    uid = models.UUIDField(default=uuid.uuid4, editable=False, unique=True)
+    labels = models.JSONField(default=dict, blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
+    spec = models.JSONField(default=dict)
+    generation = models.PositiveBigIntegerField(default=1)
+    resource_version = models.PositiveBigIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "name": self.name,
+            "uid": str(self.uid),
+            "resourceVersion": str(self.resource_version),
+            "generation": self.generation,
+            "creationTimestamp": self.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        if self.labels:
+            meta["labels"] = dict(self.labels)
+        if self.annotations:
+            meta["annotations"] = dict(self.annotations)
+        return meta
+
+
+class NodeClass(KubeObjectMixin):
+    """A KWOKNodeClass or EC2NodeClass; its spec is stored as given."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="node_classes")
+    api_version = models.CharField(max_length=128)
+    kind = models.CharField(max_length=64)
+    name = models.CharField(max_length=253)
+
+    class Meta:
+        verbose_name = "node class"
+        verbose_name_plural = "node classes"
+        constraints = [models.UniqueConstraint(fields=["cluster", "kind", "name"], name="nodeclass_unique_name")]
+        ordering = ["kind", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+class NodePool(KubeObjectMixin):
+    """A karpenter.sh/v1 NodePool; `spec` holds the validated, defaulted v1 spec."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodepools")
+    name = models.CharField(max_length=253)
+    # Denormalised from spec for ordering and listing; services keep it in step.
+    weight = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "NodePool"
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="nodepool_unique_name")]
+        ordering = ["-weight", "-name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Catalog(models.Model):
+    """A set of instance types, used by the NodePools whose node class kind is listed."""
+
+    name = models.SlugField(max_length=63, unique=True)
+    description = models.TextField(blank=True)
+    node_class_kinds = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class InstanceType(models.Model):
+    """One instance type of a catalog; capacity and overhead are canonical quantity strings."""
+
+    catalog = models.ForeignKey(Catalog, on_delete=models.CASCADE, related_name="instance_types")
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict, blank=True)
+    capacity = models.JSONField(default=dict)
+    overhead = models.JSONField(default=dict, blank=True)
+    devices = models.JSONField(default=list, blank=True, help_text="DRA device declarations.")
+    # Denormalised for filtering and sorting in the catalog views.
+    cpu_millis = models.BigIntegerField(default=0)
+    memory_bytes = models.BigIntegerField(default=0)
+    pods = models.IntegerField(default=0)
+    arch = models.CharField(max_length=32, blank=True)
+    os = models.CharField(max_length=32, blank=True)
+    family = models.CharField(max_length=64, blank=True)
+    position = models.PositiveIntegerField(default=0, help_text="Order within the catalog file.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["catalog", "name"], name="instancetype_unique_name")]
+        ordering = ["catalog", "position"]
+        indexes = [models.Index(fields=["family", "arch", "os"]), models.Index(fields=["cpu_millis", "memory_bytes"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Offering(models.Model):
+    instance_type = models.ForeignKey(InstanceType, on_delete=models.CASCADE, related_name="offerings")
+    zone = models.CharField(max_length=63)
+    capacity_type = models.CharField(max_length=32)
+    price = models.FloatField(help_text="US dollars per hour.")
+    available = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["instance_type", "zone", "capacity_type"], name="offering_unique")
+        ]
+        ordering = ["instance_type", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.instance_type.name} {self.zone} {self.capacity_type} ${self.price:.6f}/h"
+
+
+class AuditEvent(models.Model):
+    """An append-only record of a human change or decision, written in the same transaction as the change."""
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    actor_name = models.CharField(max_length=150, help_text="Who acted, kept if the user is deleted.")
+    via = models.CharField(max_length=32, help_text="cli, admin, web or api.")
+    action = models.CharField(max_length=64)
+    target_kind = models.CharField(max_length=64)
+    target_name = models.CharField(max_length=253)
+    reason = models.TextField(blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.target_kind}/{self.target_name}"
+        )

@@ -1,0 +1,239 @@
+"""Write operations: each owns its transaction and writes its audit row. Views, commands and tasks call these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from karpui import models, store
+from provisioner.catalog import Catalog
+from provisioner.catalog.aws import aws_catalog
+from provisioner.catalog.kwok import kwok_catalog
+from provisioner.manifests import Document, ManifestError, load_documents
+from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, parse_nodeclass
+from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
+from provisioner.objects import NodeClass, NodePool
+
+DEFAULT_CLUSTER = "lab"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting and through what: a user (admin, web) or a named CLI operator."""
+
+    name: str
+    via: str
+    user: AbstractBaseUser | None = None
+
+    @classmethod
+    def for_user(cls, user: AbstractBaseUser, via: str) -> Actor:
+        return cls(name=user.get_username(), via=via, user=user)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """One line of `karp apply` output: `nodepool.karpenter.sh/default configured`."""
+
+    resource: str
+    name: str
+    outcome: str  # created, configured, unchanged
+
+    def __str__(self) -> str:
+        return f"{self.resource}/{self.name} {self.outcome}"
+
+
+def cluster_get_or_create(name: str = DEFAULT_CLUSTER) -> models.Cluster:
+    cluster, _ = models.Cluster.objects.get_or_create(name=name)
+    return cluster
+
+
+def _audit(actor: Actor, action: str, kind: str, name: str, before: Any, after: Any, reason: str = "") -> None:
+    models.AuditEvent.objects.create(
+        actor=actor.user if actor.user is not None and actor.user.pk else None,
+        actor_name=actor.name,
+        via=actor.via,
+        action=action,
+        target_kind=kind,
+        target_name=name,
+        reason=reason,
+        before=before,
+        after=after,
+    )
+
+
+def nodepool_apply(*, cluster: models.Cluster, nodepool: NodePool, actor: Actor) -> ApplyResult:
+    """Create or update a NodePool from its validated domain value."""
+    manifest = nodepool_to_manifest(nodepool)
+    fields = {
+        "labels": manifest["metadata"].get("labels", {}),
+        "annotations": manifest["metadata"].get("annotations", {}),
+        "spec": manifest["spec"],
+        "weight": nodepool.weight,
+    }
+    row = models.NodePool.objects.select_for_update().filter(cluster=cluster, name=nodepool.name).first()
+    if row is None:
+        row = models.NodePool.objects.create(cluster=cluster, name=nodepool.name, **fields)
+        _audit(actor, "create", "NodePool", row.name, None, store.nodepool_manifest(row))
+        return ApplyResult("nodepool.karpenter.sh", row.name, "created")
+    before = store.nodepool_manifest(row)
+    if row.spec == fields["spec"] and row.labels == fields["labels"] and row.annotations == fields["annotations"]:
+        return ApplyResult("nodepool.karpenter.sh", row.name, "unchanged")
+    spec_changed = row.spec != fields["spec"]
+    for key, value in fields.items():
+        setattr(row, key, value)
+    row.resource_version += 1
+    if spec_changed:
+        row.generation += 1
+    row.save()
+    _audit(actor, "update", "NodePool", row.name, before, store.nodepool_manifest(row))
+    return ApplyResult("nodepool.karpenter.sh", row.name, "configured")
+
+
+def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Actor) -> ApplyResult:
+    resource = f"{nodeclass.kind.lower()}.{nodeclass.group}"
+    row = (
+        models.NodeClass.objects.select_for_update()
+        .filter(cluster=cluster, kind=nodeclass.kind, name=nodeclass.name)
+        .first()
+    )
+    fields = {
+        "api_version": nodeclass.api_version,
+        "labels": nodeclass.labels,
+        "annotations": nodeclass.annotations,
+        "spec": nodeclass.spec,
+    }
+    if row is None:
+        row = models.NodeClass.objects.create(cluster=cluster, kind=nodeclass.kind, name=nodeclass.name, **fields)
+        _audit(actor, "create", nodeclass.kind, row.name, None, store.nodeclass_manifest(row))
+        return ApplyResult(resource, row.name, "created")
+    if all(getattr(row, key) == value for key, value in fields.items()):
+        return ApplyResult(resource, row.name, "unchanged")
+    before = store.nodeclass_manifest(row)
+    spec_changed = row.spec != fields["spec"]
+    for key, value in fields.items():
+        setattr(row, key, value)
+    row.resource_version += 1
+    if spec_changed:
+        row.generation += 1
+    row.save()
+    _audit(actor, "update", nodeclass.kind, row.name, before, store.nodeclass_manifest(row))
+    return ApplyResult(resource, row.name, "configured")
+
+
+# kind -> (parse a document into a domain value, store it). Later kinds register here.
+Applier = Callable[[models.Cluster, Any, Actor], ApplyResult]
+APPLIERS: dict[str, tuple[Callable[[dict[str, Any]], Any], Applier]] = {
+    "NodePool": (parse_nodepool, lambda c, v, a: nodepool_apply(cluster=c, nodepool=v, actor=a)),
+    **{
+        kind: (parse_nodeclass, lambda c, v, a: nodeclass_apply(cluster=c, nodeclass=v, actor=a))
+        for kind in NODE_CLASS_KINDS
+    },
+}
+
+
+def parse_document(document: Document) -> Any:
+    """Validate one document into its domain value; errors carry the document's position and identity."""
+    entry = APPLIERS.get(document.kind)
+    try:
+        if entry is None:
+            raise ManifestError(
+                f'no matches for kind "{document.kind}" in version "{document.api_version}"', field="kind"
+            )
+        return entry[0](document.body)
+    except ManifestError as error:
+        raise error.located(document=document.index, kind=document.kind, name=document.name) from None
+
+
+def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list[ApplyResult]:
+    """Apply every document of a file, all or nothing: every document is validated before anything is written."""
+    documents = load_documents(text)
+    values = [(document, parse_document(document)) for document in documents]
+    with transaction.atomic():
+        return [APPLIERS[document.kind][1](cluster, value, actor) for document, value in values]
+
+
+def object_delete(*, cluster: models.Cluster, kind: str, name: str, actor: Actor) -> str:
+    """Delete a NodePool or node class by kind and name; raises LookupError when it does not exist."""
+    with transaction.atomic():
+        if kind == "NodePool":
+            row: models.NodePool | models.NodeClass | None = models.NodePool.objects.filter(
+                cluster=cluster, name=name
+            ).first()
+            before = store.nodepool_manifest(row) if row else None
+            resource = "nodepool.karpenter.sh"
+        else:
+            row = models.NodeClass.objects.filter(cluster=cluster, kind=kind, name=name).first()
+            before = store.nodeclass_manifest(row) if row else None
+            resource = f"{kind.lower()}.{row.api_version.split('/')[0]}" if row else kind.lower()
+        if row is None:
+            raise LookupError(f'{resource} "{name}" not found')
+        row.delete()
+        _audit(actor, "delete", kind, name, before, None)
+    return f'{resource} "{name}" deleted'
+
+
+def catalog_import(*, catalog: Catalog, actor: Actor) -> models.Catalog:
+    """Replace a catalog's instance types and offerings with `catalog`'s, atomically."""
+    with transaction.atomic():
+        row, created = models.Catalog.objects.select_for_update().get_or_create(name=catalog.name)
+        before_count = row.instance_types.count()
+        row.description = catalog.description
+        row.node_class_kinds = list(catalog.node_class_kinds)
+        row.save()
+        row.instance_types.all().delete()
+        _catalog_rows_create(row, catalog)
+        _audit(
+            actor,
+            "import",
+            "InstanceCatalog",
+            catalog.name,
+            None if created else {"instanceTypes": before_count},
+            {"instanceTypes": len(catalog.instance_types)},
+        )
+    return row
+
+
+def _catalog_rows_create(row: models.Catalog, catalog: Catalog) -> None:
+    type_rows = models.InstanceType.objects.bulk_create(
+        models.InstanceType(catalog=row, name=it.name, **store.instance_type_row_fields(it, position))
+        for position, it in enumerate(catalog.instance_types)
+    )
+    models.Offering.objects.bulk_create(
+        models.Offering(
+            instance_type=type_row,
+            zone=offering.zone,
+            capacity_type=offering.capacity_type,
+            price=offering.price,
+            available=offering.available,
+        )
+        for type_row, it in zip(type_rows, catalog.instance_types, strict=True)
+        for offering in it.offerings
+    )
+
+
+def clusters_tick(*, now: datetime | None = None) -> None:
+    """Advance each lab cluster's clock by the wall time since its last tick (controllers run off this clock)."""
+    now = now or timezone.now()
+    for cluster_id in models.Cluster.objects.filter(mode=models.Cluster.Mode.LAB).values_list("id", flat=True):
+        with transaction.atomic():
+            cluster = models.Cluster.objects.select_for_update().get(id=cluster_id)
+            if cluster.ticked_at is not None and now > cluster.ticked_at:
+                cluster.clock += now - cluster.ticked_at
+            cluster.ticked_at = now
+            cluster.save(update_fields=["clock", "ticked_at"])
+
+
+def defaults_ensure() -> None:
+    """First-run state: the lab cluster and the built-in catalogs, loaded only where absent."""
+    cluster_get_or_create()
+    system = Actor(name="system", via="migrate")
+    for build in (kwok_catalog, aws_catalog):
+        catalog = build()
+        if not models.Catalog.objects.filter(name=catalog.name).exists():
+            catalog_import(catalog=catalog, actor=system)

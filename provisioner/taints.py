@@ -1,0 +1,96 @@
+"""Node taints and pod tolerations with Kubernetes' matching rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
+EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
+EQUAL, EXISTS = "Equal", "Exists"
+
+DISRUPTED = "karpenter.sh/disrupted"
+UNREGISTERED = "karpenter.sh/unregistered"
+# Taints that a node sheds on its own while it starts; ignored on uninitialised Karpenter nodes.
+EPHEMERAL_TAINT_KEYS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+        UNREGISTERED,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    effect: str
+    value: str = ""
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object]) -> Taint:
+        return cls(key=str(spec["key"]), effect=str(spec["effect"]), value=str(spec.get("value") or ""))
+
+    @classmethod
+    def parse(cls, text: str) -> Taint:
+        """Parse kubectl's `key=value:Effect` / `key:Effect` form."""
+        body, _, effect = text.rpartition(":")
+        if not body or effect not in EFFECTS:
+            raise ValueError(f"invalid taint spec {text!r}: expected key[=value]:Effect with Effect in {EFFECTS}")
+        key, _, value = body.partition("=")
+        return cls(key=key, effect=effect, value=value)
+
+    def to_spec(self) -> dict[str, str]:
+        spec = {"key": self.key, "effect": self.effect}
+        if self.value:
+            spec["value"] = self.value
+        return spec
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = EQUAL
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object]) -> Toleration:
+        seconds = spec.get("tolerationSeconds")
+        return cls(
+            key=str(spec.get("key") or ""),
+            operator=str(spec.get("operator") or EQUAL),
+            value=str(spec.get("value") or ""),
+            effect=str(spec.get("effect") or ""),
+            toleration_seconds=int(seconds) if isinstance(seconds, int) else None,
+        )
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' ToleratesTaint: empty effect/key match all; Exists ignores the value."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == EXISTS:
+            return True
+        if self.operator == EQUAL:
+            return self.value == taint.value
+        return False
+
+
+TOLERATE_PREFER_NO_SCHEDULE = Toleration(operator=EXISTS, effect=PREFER_NO_SCHEDULE)
+
+
+def untolerated(taints: Iterable[Taint], tolerations: Iterable[Toleration]) -> list[Taint]:
+    """The taints no toleration matches (every effect counts, PreferNoSchedule included, as in Karpenter)."""
+    tolerations = tuple(tolerations)
+    return [taint for taint in taints if not any(t.tolerates(taint) for t in tolerations)]
+
+
+def tolerates_all(taints: Iterable[Taint], tolerations: Iterable[Toleration]) -> bool:
+    return not untolerated(taints, tolerations)

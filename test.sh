@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install the test tools into .venv (when requirements change) and run the whole test suite.
+# Uses SQLite unless DATABASE_URL is set (CI sets it to PostgreSQL); REDIS_URL enables the Redis tests.
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+stamp=.venv/.requirements-dev.sha
+want=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+  echo "$want" > "$stamp"
+fi
+exec .venv/bin/python -m pytest "$@"

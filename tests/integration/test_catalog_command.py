@@ -1,0 +1,45 @@
+import io
+import json
+
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+
+from karpui import models
+
+
+def run(*args):
+    out = io.StringIO()
+    call_command("catalog", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_generate_prints_the_kwok_catalog(db):
+    manifest = yaml.safe_load(run("generate", "kwok"))
+    assert manifest["kind"] == "InstanceCatalog"
+    assert len(manifest["spec"]["instanceTypes"]) == 144
+
+
+def test_export_then_import_round_trips_and_replaces(db, tmp_path):
+    exported = json.loads(run("export", "aws-sample", "-o", "json"))
+    exported["metadata"]["name"] = "mine"
+    exported["spec"]["instanceTypes"] = exported["spec"]["instanceTypes"][:3]
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(exported))
+    assert run("import", str(path)) == "catalog mine: 3 instance types imported\n"
+    assert models.InstanceType.objects.filter(catalog__name="mine").count() == 3
+    exported["spec"]["instanceTypes"] = exported["spec"]["instanceTypes"][:1]
+    path.write_text(json.dumps(exported))
+    run("import", str(path))
+    assert list(models.InstanceType.objects.filter(catalog__name="mine").values_list("name", flat=True)) == ["c5.large"]
+
+
+def test_a_bad_catalog_file_changes_nothing(db, tmp_path):
+    manifest = yaml.safe_load(run("export", "kwok"))
+    manifest["spec"]["instanceTypes"][5]["capacity"]["memory"] = "1.5.5Gi"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    before = models.Offering.objects.count()
+    with pytest.raises(CommandError, match=r"document 1 InstanceCatalog/kwok: spec.instanceTypes\[5\].capacity.memory"):
+        run("import", str(path))
+    assert models.Offering.objects.count() == before

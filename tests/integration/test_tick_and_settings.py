@@ -1,0 +1,93 @@
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from karpui import services
+from karpui.settings import feature_gates
+
+ROOT = Path(__file__).parent.parent.parent
+
+
+def test_the_tick_advances_the_lab_clock_by_wall_time(lab):
+    start = timezone.now()
+    services.clusters_tick(now=start)
+    lab.refresh_from_db()
+    clock = lab.clock
+    services.clusters_tick(now=start + timedelta(seconds=7))
+    lab.refresh_from_db()
+    assert lab.clock - clock == timedelta(seconds=7)
+    assert lab.ticked_at == start + timedelta(seconds=7)
+
+
+def test_the_tick_task_body_runs(lab):
+    from karpui.tasks import clusters_tick
+
+    clusters_tick.run()
+    lab.refresh_from_db()
+    assert lab.ticked_at is not None
+
+
+def test_feature_gates_parse_karpenters_syntax():
+    assert feature_gates("SpotToSpotConsolidation=true, NodeRepair=false") == {
+        "SpotToSpotConsolidation": True,
+        "NodeRepair": False,
+    }
+    with pytest.raises(Exception, match="expected Name=true"):
+        feature_gates("SpotToSpotConsolidation")
+
+
+def test_production_settings_pass_check_deploy(tmp_path):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "karpui.settings_production",
+        "SECRET_KEY": "k" * 20 + "Q7-random-enough-for-the-check-!@#$%^&*()x" * 2,
+        "ALLOWED_HOSTS": "karpui.example.com",
+        "KARPUI_VAR_DIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_production_settings_refuse_a_missing_secret_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env.update(DJANGO_SETTINGS_MODULE="karpui.settings_production", KARPUI_VAR_DIR=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+@pytest.mark.redis
+def test_celery_uses_redis_as_the_broker_when_redis_url_is_set():
+    """A real round trip through Redis with the broker settings karpui derives from REDIS_URL."""
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        pytest.skip("REDIS_URL is not set")
+    script = (
+        "import django, os; django.setup();"
+        "from django.conf import settings; from karpui.celery import app;"
+        "assert settings.CELERY_BROKER_URL == os.environ['REDIS_URL'], settings.CELERY_BROKER_URL;"
+        "q = app.connection().SimpleQueue('karpui-test-roundtrip'); q.put({'n': 42});"
+        "m = q.get(timeout=5); m.ack(); print(m.payload['n']); q.close()"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "karpui.settings"}
+    env.pop("CELERY_BROKER_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "42"
