@@ -1,0 +1,41 @@
+"""Nodes and DaemonSets as the scheduler sees them (existing capacity and per-node overhead)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from provisioner.pods import Pod
+from provisioner.quantity import Resources
+from provisioner.taints import Taint
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node that exists or is being launched (an in-flight NodeClaim counts as a node that is not initialized)."""
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Resources
+    capacity: Resources = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    initialized: bool = True
+    managed: bool = False  # created by karpui/Karpenter (has a NodeClaim)
+    nodepool: str = ""
+    marked_for_deletion: bool = False
+    unschedulable: bool = False
+
+    @property
+    def hostname(self) -> str:
+        return self.labels.get("kubernetes.io/hostname", self.name)
+
+
+@dataclass(frozen=True)
+class DaemonSet:
+    """A DaemonSet's pod template, used for per-node overhead."""
+
+    name: str
+    namespace: str
+    template: Pod

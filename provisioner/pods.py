@@ -1,0 +1,190 @@
+"""Pods as the scheduler sees them: requests, node constraints, tolerations, pod (anti-)affinity, spread, ports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from provisioner import labels as wk
+from provisioner.quantity import Resources
+from provisioner.requirements import Requirement, Requirements
+from provisioner.selectors import LabelSelector
+from provisioner.taints import Toleration
+
+DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
+HONOR, IGNORE = "Honor", "Ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """One term of required node affinity: its expressions are ANDed; terms are ORed."""
+
+    requirements: Requirements
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int
+    requirements: Requirements
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A pod (anti-)affinity term; `namespaces` empty and no selector means the pod's own namespace."""
+
+    topology_key: str
+    selector: LabelSelector | None
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None
+    weight: int = 0  # only for preferred terms
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: LabelSelector | None
+    min_domains: int | None = None
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"  # noqa: S104 - the Kubernetes default meaning "all addresses"
+
+    def conflicts(self, other: HostPort) -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        unspecified = ("", "0.0.0.0")  # noqa: S104
+        return self.host_ip in unspecified or other.host_ip in unspecified or self.host_ip == other.host_ip
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = True
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod's scheduling-relevant spec and state. `requests` are Kubernetes' effective pod requests."""
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    created: float = 0.0  # seconds since the epoch
+    requests: Resources = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[NodeSelectorTerm, ...] = ()
+    preferred_terms: tuple[PreferredSchedulingTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    spread: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    owner: OwnerReference | None = None
+    node_name: str = ""
+    nominated_node_name: str = ""
+    unschedulable: bool = False  # PodScheduled=False with reason Unschedulable
+    phase: str = "Pending"
+    deleting: bool = False
+    priority: int = 0
+    resource_claims: tuple[str, ...] = ()  # names of ResourceClaims (DRA)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def id(self) -> str:
+        return self.uid or self.key
+
+    def is_daemonset_pod(self) -> bool:
+        return self.owner is not None and self.owner.kind == "DaemonSet"
+
+    def is_mirror_pod(self) -> bool:
+        return self.owner is not None and self.owner.kind == "Node"
+
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    def is_provisionable(self) -> bool:
+        """Karpenter's IsProvisionable: marked unschedulable, unbound, not nominated, not a DaemonSet or mirror pod."""
+        return (
+            self.unschedulable
+            and not self.node_name
+            and not self.nominated_node_name
+            and not self.is_daemonset_pod()
+            and not self.is_mirror_pod()
+            and not self.deleting
+            and not self.is_terminal()
+        )
+
+
+def effective_requests(
+    containers: Iterable[Mapping[str, int]],
+    init_containers: Iterable[tuple[Mapping[str, int], bool]] = (),
+    overhead: Mapping[str, int] | None = None,
+) -> Resources:
+    """Kubernetes' pod requests: max(sum of app containers + sidecars, each init container's peak) + overhead.
+
+    `init_containers` are (requests, is_sidecar) in spec order; a sidecar (restartPolicy Always) keeps running,
+    so it adds to everything that starts after it.
+    """
+    sidecars: Resources = {}
+    init_peak: Resources = {}
+    for requests, is_sidecar in init_containers:
+        if is_sidecar:
+            for name, amount in requests.items():
+                sidecars[name] = sidecars.get(name, 0) + amount
+            _raise_to(init_peak, sidecars)
+        else:
+            running = dict(sidecars)
+            for name, amount in requests.items():
+                running[name] = running.get(name, 0) + amount
+            _raise_to(init_peak, running)
+    total = dict(sidecars)
+    for requests in containers:
+        for name, amount in requests.items():
+            total[name] = total.get(name, 0) + amount
+    _raise_to(total, init_peak)
+    for name, amount in (overhead or {}).items():
+        total[name] = total.get(name, 0) + amount
+    return total
+
+
+def _raise_to(target: Resources, other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        if amount > target.get(name, 0):
+            target[name] = amount
+
+
+def validation_errors(pod: Pod) -> list[str]:
+    """Why Karpenter refuses to consider a pod (restricted keys, empty `In`); it is not scheduled."""
+    errors = []
+    selectors = [Requirements.from_labels(pod.node_selector)] + [t.requirements for t in pod.required_terms]
+    for requirements in selectors:
+        for key, requirement in requirements.items():
+            if key == wk.NODEPOOL and requirement.operator == "DoesNotExist":
+                errors.append(f'requirement "{key}" DoesNotExist excludes every NodePool')
+            elif wk.is_restricted_label(key) and key not in (wk.NODEPOOL, wk.HOSTNAME):
+                errors.append(f'label "{key}" is restricted')
+            elif key == wk.HOSTNAME:
+                errors.append(f'label "{key}" is restricted; pods cannot be scheduled to a specific new node')
+    return errors
+
+
+def in_requirement(key: str, *values: str) -> Requirement:
+    return Requirement.in_values(key, *values)

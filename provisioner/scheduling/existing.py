@@ -1,0 +1,104 @@
+"""Existing and in-flight nodes as places for pods: fixed capacity, labels as requirements, real taints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from provisioner.nodes import DaemonSet, Node
+from provisioner.pods import Pod
+from provisioner.quantity import Resources, add, exceeded, fits, format_resources, subtract
+from provisioner.requirements import Requirements
+from provisioner.scheduling import results as r
+from provisioner.scheduling.hostports import HostPortUsage
+from provisioner.scheduling.nodeclaim import Unfit
+from provisioner.scheduling.poddata import PodData, PodState
+from provisioner.scheduling.topology import Topology, TopologyError
+from provisioner.scheduling.topologygroup import TopologyGroup
+from provisioner.taints import EPHEMERAL_TAINT_KEYS, Taint, untolerated
+
+
+class ExistingNode:
+    def __init__(self, seq: int, node: Node, daemonsets: Sequence[DaemonSet]) -> None:
+        self.seq = seq
+        self.node = node
+        self.name = node.name
+        self.hostname = node.hostname
+        self.requirements = Requirements.from_labels(node.labels)
+        self.taints = _effective_taints(node)
+        running = [p for p in node.pods if not p.is_terminal() and not p.deleting]
+        used = add(*(PodState.of(p).data().requests for p in running)) if running else {}
+        self.available: Resources = subtract(node.allocatable, add(used, _missing_daemons(node, running, daemonsets)))
+        self.requests: Resources = {}
+        self.ports = HostPortUsage(port for p in running for port in p.host_ports)
+        self.pods: list[Pod] = []
+
+    def fit(self, state: PodState, data: PodData, topology: Topology, groups: list[TopologyGroup]) -> Requirements:
+        pod = state.pod
+        blocking = untolerated(self.taints, data.tolerations)
+        if blocking:
+            raise Unfit(r.TAINTS, f"did not tolerate taint {blocking[0]}")
+        conflict = self.ports.conflict(pod.host_ports)
+        if conflict is not None:
+            raise Unfit(r.HOST_PORTS, f"host port {conflict.port}/{conflict.protocol} is already in use")
+        # Capacity first: an existing node cannot grow, so this is the likeliest reason to move on.
+        needed = add(self.requests, data.requests)
+        if not fits(needed, self.available):
+            raise Unfit(
+                r.RESOURCES,
+                f"exceeds node resources ({', '.join(exceeded(needed, self.available))})",
+                {"requests": format_resources(needed)},
+            )
+        requirements = self.requirements
+        if data.requirements:
+            errors = requirements.compatibility_errors(data.requirements, allow_undefined=frozenset())
+            if errors:
+                raise Unfit(r.REQUIREMENTS, f"incompatible requirements, {errors[0]}")
+            requirements = requirements.merged(data.requirements)
+        if groups:
+            try:
+                added = topology.add_requirements(pod, data, requirements, groups)
+            except TopologyError as error:
+                raise Unfit(r.TOPOLOGY, error.reason) from None
+            if requirements.compatibility_errors(added, allow_undefined=frozenset()):
+                raise Unfit(r.TOPOLOGY, "incompatible topology requirements")
+            requirements = requirements.merged(added)
+        return requirements
+
+    def commit(self, state: PodState, data: PodData, requirements: Requirements, topology: Topology) -> None:
+        self.pods.append(state.pod)
+        self.requests = add(self.requests, data.requests)
+        self.requirements = requirements
+        self.ports.add(state.pod.host_ports)
+        topology.record(state.pod, requirements, self.taints)
+
+
+def _effective_taints(node: Node) -> tuple[Taint, ...]:
+    """An uninitialised Karpenter node will shed its startup and ephemeral taints; pods need not tolerate them."""
+    if node.initialized or not node.managed:
+        return node.taints
+    startup = set(node.startup_taints)
+    return tuple(
+        t
+        for t in node.taints
+        if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS and not t.key.startswith("readiness.k8s.io/")
+    )
+
+
+def _missing_daemons(node: Node, running: Sequence[Pod], daemonsets: Sequence[DaemonSet]) -> Resources:
+    """Requests of DaemonSets that will run on this node but have no pod there yet."""
+    present = {(p.namespace, p.owner.name) for p in running if p.owner is not None and p.owner.kind == "DaemonSet"}
+    labels = Requirements.from_labels(node.labels)
+    missing: Resources = {}
+    for daemonset in daemonsets:
+        if (daemonset.namespace, daemonset.name) in present:
+            continue
+        daemon = daemonset.template
+        if untolerated(node.taints, daemon.tolerations):
+            continue
+        state = PodState.of(daemon)
+        data = state.data()
+        terms = state.required_terms or [Requirements()]
+        base = Requirements.from_labels(daemon.node_selector)
+        if any(labels.compatible(base.merged(t), allow_undefined=frozenset()) for t in terms):
+            missing = add(missing, data.requests)
+    return missing

@@ -1,0 +1,191 @@
+"""NodeClaim templates (one per NodePool) and the NodeClaims a simulation plans from them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from provisioner import labels as wk
+from provisioner.catalog import InstanceType
+from provisioner.nodes import DaemonSet
+from provisioner.objects import NodePool
+from provisioner.pods import HostPort, Pod
+from provisioner.quantity import Resources, add, exceeded, format_resources
+from provisioner.requirements import Requirement, Requirements
+from provisioner.scheduling import results as r
+from provisioner.scheduling.hostports import HostPortUsage
+from provisioner.scheduling.poddata import PodData, PodState
+from provisioner.scheduling.topology import Topology, TopologyError
+from provisioner.scheduling.topologygroup import TopologyGroup
+from provisioner.scheduling.typeindex import TypeIndex
+from provisioner.taints import PREFER_NO_SCHEDULE, TOLERATE_PREFER_NO_SCHEDULE, untolerated
+
+STRICT, BEST_EFFORT = "Strict", "BestEffort"
+
+
+class Unfit(Exception):
+    """A pod does not fit a place; `kind` says whether the verdict can change later (topology) or not."""
+
+    def __init__(self, kind: str, message: str, details: Mapping[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details: Mapping[str, object] = details or {}
+
+
+# Failures that stay failures for the same pod class: requirements only narrow, capacity only shrinks.
+PERMANENT = frozenset({r.REQUIREMENTS, r.TAINTS, r.RESOURCES, r.HOST_PORTS, r.MIN_VALUES, r.NO_INSTANCE_TYPES})
+
+
+@dataclass
+class NodeClaimTemplate:
+    nodepool: NodePool
+    requirements: Requirements
+    labels: dict[str, str]
+    index: TypeIndex
+    daemon_requests: Resources
+    daemon_ports: tuple[HostPort, ...]
+    excluded: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, nodepool: NodePool, instance_types: list[InstanceType], daemonsets: list[DaemonSet], min_values: str
+    ) -> NodeClaimTemplate:
+        requirements = nodepool.template_requirements()
+        node_class_key = f"{nodepool.node_class_ref.group}/{nodepool.node_class_ref.kind.lower()}"
+        labels = {**nodepool.template_labels, wk.NODEPOOL: nodepool.name, node_class_key: nodepool.node_class_ref.name}
+        everything = TypeIndex(instance_types)
+        mask = everything.compatible(requirements)
+        excluded = {
+            it.name: "does not satisfy the NodePool's requirements"
+            for i, it in enumerate(instance_types)
+            if not mask >> i & 1
+        }
+        survivors = everything.members(mask)
+        index = TypeIndex(survivors)
+        if min_values == STRICT:
+            for requirement in requirements.values():
+                if requirement.min_values and index.distinct_values(index.all, requirement) < requirement.min_values:
+                    index = TypeIndex([])
+        daemon_requests: Resources = {}
+        ports: list[HostPort] = []
+        for daemonset in daemonsets:
+            if daemon_fits_template(daemonset.template, nodepool, requirements):
+                daemon_requests = add(daemon_requests, PodState.of(daemonset.template).data().requests)
+                ports.extend(daemonset.template.host_ports)
+        return cls(nodepool, requirements, labels, index, daemon_requests, tuple(ports), excluded)
+
+    @property
+    def name(self) -> str:
+        return self.nodepool.name
+
+
+def daemon_fits_template(daemon: Pod, nodepool: NodePool, requirements: Requirements) -> bool:
+    """A DaemonSet runs on a pool's nodes if it tolerates the taints (PreferNoSchedule aside) and its node
+    requirements are compatible (startup taints are ignored: they are gone by the time daemons matter)."""
+    tolerations = (*daemon.tolerations, TOLERATE_PREFER_NO_SCHEDULE)
+    if untolerated([t for t in nodepool.taints if t.effect != PREFER_NO_SCHEDULE], tolerations):
+        return False
+    state = PodState.of(daemon)
+    terms = state.required_terms or [Requirements()]
+    base = Requirements.from_labels(daemon.node_selector)
+    return any(requirements.compatible(base.merged(term)) for term in terms)
+
+
+class PlannedNodeClaim:
+    """A NodeClaim being filled during one simulation: its options shrink as pods are added."""
+
+    def __init__(self, seq: int, template: NodeClaimTemplate, mask: int, topology: Topology) -> None:
+        self.seq = seq
+        self.template = template
+        self.hostname = f"hostname-placeholder-{seq:04d}"
+        topology.register(wk.HOSTNAME, self.hostname)
+        self.requirements = template.requirements.merged([Requirement.in_values(wk.HOSTNAME, self.hostname)])
+        self.requests: Resources = {}
+        self.mask = mask
+        self.pods: list[Pod] = []
+        self.ports = HostPortUsage(template.daemon_ports)
+        self.min_values_relaxed = False
+
+    def fit(
+        self, state: PodState, data: PodData, topology: Topology, groups: list[TopologyGroup], min_values: str
+    ) -> tuple[Requirements, int, bool]:
+        """Check the pod against this NodeClaim; the new requirements, options and minValues flag, or Unfit."""
+        pod, template = state.pod, self.template
+        blocking = untolerated(template.nodepool.taints, data.tolerations)
+        if blocking:
+            raise Unfit(r.TAINTS, f"did not tolerate taint {blocking[0]}", {"taint": str(blocking[0])})
+        conflict = self.ports.conflict(pod.host_ports)
+        if conflict is not None:
+            raise Unfit(r.HOST_PORTS, f"host port {conflict.port}/{conflict.protocol} is already in use")
+        requirements = self.requirements
+        if data.requirements:
+            errors = requirements.compatibility_errors(data.requirements)
+            if errors:
+                raise Unfit(r.REQUIREMENTS, f"incompatible requirements, {errors[0]}", {"errors": errors})
+            requirements = requirements.merged(data.requirements)
+        if groups:
+            try:
+                added = topology.add_requirements(pod, data, requirements, groups)
+            except TopologyError as error:
+                raise Unfit(r.TOPOLOGY, error.reason) from None
+            errors = requirements.compatibility_errors(added)
+            if errors:
+                raise Unfit(r.TOPOLOGY, f"incompatible topology requirements, {errors[0]}", {"errors": errors})
+            requirements = requirements.merged(added)
+        index = template.index
+        needed = add(self.requests, data.requests, template.daemon_requests)
+        compatible = self.mask & index.compatible(requirements) if requirements is not self.requirements else self.mask
+        if not compatible:
+            raise Unfit(r.REQUIREMENTS, "no instance type satisfied the requirements " + _summary(requirements))
+        mask = compatible & index.fitting(needed)
+        if not mask:
+            largest = index.max_capacity(compatible)
+            details = {
+                "requests": format_resources(needed),
+                "exceeds": exceeded(needed, _max_allocatable(index, compatible)),
+            }
+            raise Unfit(
+                r.RESOURCES,
+                f"no instance type has enough resources for requests {_json(format_resources(needed))} "
+                f"(daemonset overhead {_json(format_resources(template.daemon_requests))}; "
+                f"largest compatible type capacity {_json(format_resources(largest))})",
+                details,
+            )
+        relaxed = self.min_values_relaxed
+        for requirement in requirements.values():
+            if requirement.min_values and index.distinct_values(mask, requirement) < requirement.min_values:
+                if min_values == STRICT:
+                    raise Unfit(
+                        r.MIN_VALUES,
+                        f"minValues requirement is not met for {requirement.key} "
+                        f"({index.distinct_values(mask, requirement)} < {requirement.min_values})",
+                    )
+                relaxed = True
+        return requirements, mask, relaxed
+
+    def commit(self, state: PodState, data: PodData, fit: tuple[Requirements, int, bool], topology: Topology) -> None:
+        requirements, mask, relaxed = fit
+        self.pods.append(state.pod)
+        self.requests = add(self.requests, data.requests)
+        self.requirements = requirements
+        self.mask = mask
+        self.min_values_relaxed = relaxed
+        self.ports.add(state.pod.host_ports)
+        topology.record(state.pod, requirements, self.template.nodepool.taints)
+
+
+def _max_allocatable(index: TypeIndex, mask: int) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for it in index.members(mask):
+        for name, amount in it.allocatable.items():
+            result[name] = max(result.get(name, 0), amount)
+    return result
+
+
+def _summary(requirements: Requirements) -> str:
+    return ", ".join(str(req) for key, req in sorted(requirements.items()) if key != wk.HOSTNAME)
+
+
+def _json(resources: dict[str, str]) -> str:
+    return "{" + ",".join(f'"{k}":"{v}"' for k, v in resources.items()) + "}"

@@ -1,0 +1,105 @@
+"""What a simulation returns: NodeClaim plans, placements on existing nodes, and structured reasons for the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from provisioner import labels as wk
+from provisioner.catalog import InstanceType
+from provisioner.pods import Pod
+from provisioner.quantity import Resources, format_resources
+from provisioner.requirements import Requirements
+from provisioner.taints import Taint
+
+# Reason kinds, for the dashboard's verdicts and for filtering.
+VALIDATION = "validation"
+NO_NODEPOOL = "no-nodepool"
+REQUIREMENTS = "requirements"
+TAINTS = "taints"
+RESOURCES = "resources"
+LIMITS = "limits"
+TOPOLOGY = "topology"
+HOST_PORTS = "host-ports"
+MIN_VALUES = "min-values"
+NO_INSTANCE_TYPES = "no-instance-types"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a pod cannot go to one NodePool (nodepool is empty for pod-level reasons)."""
+
+    nodepool: str
+    kind: str
+    message: str
+    details: Mapping[str, object] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f'incompatible with nodepool "{self.nodepool}", {self.message}' if self.nodepool else self.message
+
+
+@dataclass(frozen=True)
+class PodFailure:
+    pod: Pod
+    reasons: tuple[Reason, ...]
+
+    @property
+    def message(self) -> str:
+        return "; ".join(str(r) for r in self.reasons)
+
+
+@dataclass(frozen=True)
+class InstanceTypeOption:
+    """A candidate type of a planned NodeClaim with its cheapest compatible offering price."""
+
+    instance_type: InstanceType
+    price: float
+
+
+@dataclass(frozen=True)
+class NodeClaimPlan:
+    """A NodeClaim the simulation decided to create."""
+
+    nodepool: str
+    pods: tuple[Pod, ...]
+    requests: Resources  # pods' requests + daemon overhead, incl. `pods`
+    requirements: Requirements  # final: with instance-type and capacity-type lists, without the hostname
+    options: tuple[InstanceTypeOption, ...]  # cheapest first, truncated
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    min_values_relaxed: bool = False
+    hostname: str = ""  # the placeholder used during the simulation
+    excluded: Mapping[str, str] = field(default_factory=dict)  # type name -> why the NodePool's type was dropped
+
+    @property
+    def instance_type_names(self) -> list[str]:
+        return sorted(o.instance_type.name for o in self.options)
+
+    @property
+    def cheapest(self) -> InstanceTypeOption:
+        return self.options[0]
+
+    def requests_text(self) -> dict[str, str]:
+        return format_resources(self.requests)
+
+    def spec_requirements(self) -> list[dict[str, object]]:
+        return self.requirements.to_specs()
+
+    @property
+    def capacity_types(self) -> frozenset[str]:
+        requirement = self.requirements.get(wk.CAPACITY_TYPE)
+        return requirement.values if requirement is not None else frozenset()
+
+
+@dataclass
+class SchedulingResult:
+    new_nodeclaims: list[NodeClaimPlan] = field(default_factory=list)
+    placements: dict[str, list[Pod]] = field(default_factory=dict)  # existing node name -> pods
+    failures: dict[str, PodFailure] = field(default_factory=dict)  # pod id -> why not
+    relaxations: dict[str, list[str]] = field(default_factory=dict)  # pod id -> preferences relaxed
+    pods_considered: list[Pod] = field(default_factory=list)  # in queue order
+    skipped_nodepools: dict[str, str] = field(default_factory=dict)  # nodepool -> why it cannot launch anything
+
+    def scheduled_count(self) -> int:
+        return sum(len(nc.pods) for nc in self.new_nodeclaims) + sum(len(p) for p in self.placements.values())

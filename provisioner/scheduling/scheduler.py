@@ -1,0 +1,432 @@
+"""Karpenter's scheduling simulation: place each pending pod on an existing node, a planned NodeClaim or a new one.
+
+The loop keeps Karpenter's shape: pods are tried largest first; a pod that fails is retried at the back of the
+queue, because it may depend on a later pod (affinity), until a whole cycle makes no progress. Each attempt
+relaxes the pod's preferences in a fixed order until it fits or nothing is left to relax.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from provisioner import labels as wk
+from provisioner.catalog import InstanceType
+from provisioner.nodes import DaemonSet, Node
+from provisioner.objects import NodePool
+from provisioner.pods import Pod, validation_errors
+from provisioner.quantity import MILLI, Resources, add, format_resources, subtract
+from provisioner.requirements import Requirement, Requirements
+from provisioner.scheduling import results as r
+from provisioner.scheduling.existing import ExistingNode
+from provisioner.scheduling.nodeclaim import PERMANENT, STRICT, NodeClaimTemplate, PlannedNodeClaim, Unfit
+from provisioner.scheduling.poddata import RESPECT, PodData, PodState
+from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan, PodFailure, Reason, SchedulingResult
+from provisioner.scheduling.topology import Topology
+from provisioner.scheduling.topologygroup import TopologyGroup
+from provisioner.taints import PREFER_NO_SCHEDULE
+
+MAX_INSTANCE_TYPES = 600
+
+
+@dataclass(frozen=True)
+class PoolOffer:
+    """A NodePool and the instance types its node class offers (from its catalog)."""
+
+    nodepool: NodePool
+    instance_types: Sequence[InstanceType]
+
+
+@dataclass(frozen=True)
+class SchedulingInput:
+    pods: Sequence[Pod]
+    pools: Sequence[PoolOffer]
+    nodes: Sequence[Node] = ()
+    daemonsets: Sequence[DaemonSet] = ()
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    preference_policy: str = RESPECT
+    min_values_policy: str = STRICT
+    max_instance_types: int = MAX_INSTANCE_TYPES
+
+
+def queue_order(pod: Pod) -> tuple[int, int, float, str]:
+    """Karpenter's queue: CPU descending, memory descending, older first, then UID."""
+    return (-pod.requests.get("cpu", 0), -pod.requests.get("memory", 0), pod.created, pod.uid or pod.key)
+
+
+def solve(request: SchedulingInput) -> SchedulingResult:
+    return Scheduler(request).solve()
+
+
+class _PlannedOrder:
+    """Planned NodeClaims by pod count ascending (Karpenter tries the emptiest first), stable within a count."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, dict[int, PlannedNodeClaim]] = {}
+        self._counts: list[int] = []
+        self._stamp: dict[int, tuple[int, int]] = {}
+        self._clock = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._stamp)
+
+    def put(self, claim: PlannedNodeClaim, previous: int | None = None) -> None:
+        if previous is not None:
+            bucket = self._buckets[previous]
+            del bucket[claim.seq]
+            if not bucket:
+                del self._buckets[previous]
+                self._counts.pop(bisect.bisect_left(self._counts, previous))
+        count = len(claim.pods)
+        if count not in self._buckets:
+            self._buckets[count] = {}
+            bisect.insort(self._counts, count)
+        self._buckets[count][claim.seq] = claim
+        self._stamp[claim.seq] = (count, next(self._clock))
+
+    def __iter__(self) -> Iterator[PlannedNodeClaim]:
+        for count in self._counts:
+            yield from self._buckets[count].values()
+
+    def ordered(self, claims: list[PlannedNodeClaim]) -> list[PlannedNodeClaim]:
+        return sorted(claims, key=lambda c: self._stamp[c.seq])
+
+
+class Scheduler:
+    def __init__(self, request: SchedulingInput) -> None:
+        self.request = request
+        self.result = SchedulingResult()
+        self.templates: list[NodeClaimTemplate] = []
+        for offer in sorted(request.pools, key=lambda o: o.nodepool.ordering_key(), reverse=True):
+            template = NodeClaimTemplate.build(
+                offer.nodepool, list(offer.instance_types), list(request.daemonsets), request.min_values_policy
+            )
+            if len(template.index) == 0:
+                self.result.skipped_nodepools[offer.nodepool.name] = (
+                    "no instance type satisfies the NodePool's requirements"
+                    if offer.instance_types
+                    else "the NodePool's node class offers no instance types"
+                )
+            self.templates.append(template)
+        self.remaining: dict[str, Resources] = {}
+        self.limits_version: dict[str, int] = {}
+        for template in self.templates:
+            limits = template.nodepool.limits
+            if limits:
+                usage = _pool_usage(template.name, request.nodes)
+                self.remaining[template.name] = subtract(limits, usage)
+            self.limits_version[template.name] = 0
+        schedulable = [n for n in request.nodes if not n.marked_for_deletion and not n.unschedulable]
+        ordered = sorted(schedulable, key=lambda n: (not n.initialized, n.name))
+        self.existing = [ExistingNode(i, n, request.daemonsets) for i, n in enumerate(ordered)]
+        self.existing_by_hostname = {e.hostname: e for e in self.existing}
+        self.topology = Topology(_universe(self.templates, request.pods), request.nodes, request.namespace_labels)
+        self.planned = _PlannedOrder()
+        self.planned_by_hostname: dict[str, PlannedNodeClaim] = {}
+        self.seq = itertools.count(1)
+        self.tolerate_prefer_no_schedule = any(
+            t.effect == PREFER_NO_SCHEDULE for tmpl in self.templates for t in tmpl.nodepool.taints
+        )
+        # pod class -> places (("e", seq) existing, ("n", seq) planned) known never to fit pods of that class
+        self.dead: dict[tuple[object, ...], set[tuple[str, int]]] = {}
+        self.fresh_dead: dict[tuple[object, ...], Unfit] = {}
+
+    # The loop -----------------------------------------------------------------------------------------------------
+
+    def solve(self) -> SchedulingResult:
+        states: dict[str, PodState] = {}
+        queue: list[Pod] = []
+        for pod in sorted(self.request.pods, key=queue_order):
+            errors = validation_errors(pod)
+            if errors:
+                self.result.failures[pod.id] = PodFailure(pod, tuple(Reason("", r.VALIDATION, e) for e in errors))
+                continue
+            states[pod.id] = PodState.of(pod, self.request.preference_policy)
+            queue.append(pod)
+        self.result.pods_considered = list(queue)
+        for state in states.values():
+            self.topology.update(state, state.data())
+        if not self.templates and not self.existing:
+            for pod in queue:
+                self.result.failures[pod.id] = PodFailure(
+                    pod, (Reason("", r.NO_NODEPOOL, "no NodePool is ready to provision nodes"),)
+                )
+            return self.result
+
+        # Retry until a full pass over the queue places nothing: later pods can unblock earlier ones.
+        last_pushed: dict[str, int] = {}
+        head = 0
+        while head < len(queue):
+            pod = queue[head]
+            if last_pushed.get(pod.id) == len(queue) - head:
+                break
+            head += 1
+            failure = self._try_schedule(pod)
+            if failure is None:
+                self.result.failures.pop(pod.id, None)
+                continue
+            self.result.failures[pod.id] = failure
+            queue.append(pod)
+            last_pushed[pod.id] = len(queue) - head
+        self._finalize()
+        return self.result
+
+    def _try_schedule(self, pod: Pod) -> PodFailure | None:
+        state = PodState.of(pod, self.request.preference_policy)
+        data = state.data()
+        self.topology.update(state, data)
+        while True:
+            reasons = self._add(state, data)
+            if reasons is None:
+                if state.relaxations:
+                    self.result.relaxations[pod.id] = list(state.relaxations)
+                return None
+            relaxed = state.relax(self.tolerate_prefer_no_schedule)
+            if relaxed is None:
+                return PodFailure(pod, tuple(reasons))
+            state.relaxations.append(relaxed)
+            data = state.data()
+            self.topology.update(state, data)
+
+    def _add(self, state: PodState, data: PodData) -> list[Reason] | None:
+        pod = state.pod
+        groups = self.topology.matching(pod)
+        class_key = data.class_key()
+        dead = self.dead.setdefault(class_key, set())
+        hostnames = self.topology.hostname_candidates(groups, pod) if groups else None
+
+        for node in self._existing_candidates(hostnames):
+            if ("e", node.seq) in dead:
+                continue
+            try:
+                requirements = node.fit(state, data, self.topology, groups)
+            except Unfit as unfit:
+                if unfit.kind in PERMANENT:
+                    dead.add(("e", node.seq))
+                continue
+            node.commit(state, data, requirements, self.topology)
+            self.result.placements.setdefault(node.name, []).append(pod)
+            return None
+
+        for claim in self._planned_candidates(hostnames):
+            if ("n", claim.seq) in dead:
+                continue
+            previous = len(claim.pods)
+            try:
+                fit = claim.fit(state, data, self.topology, groups, self.request.min_values_policy)
+            except Unfit as unfit:
+                if unfit.kind in PERMANENT:
+                    dead.add(("n", claim.seq))
+                continue
+            claim.commit(state, data, fit, self.topology)
+            self.planned.put(claim, previous)
+            return None
+
+        return self._new_nodeclaim(state, data, groups, class_key)
+
+    def _existing_candidates(self, hostnames: set[str] | None) -> list[ExistingNode]:
+        if hostnames is None:
+            return self.existing
+        return [e for e in self.existing if e.hostname in hostnames]
+
+    def _planned_candidates(self, hostnames: set[str] | None) -> Iterator[PlannedNodeClaim]:
+        if hostnames is None:
+            yield from self.planned
+            return
+        # A few allowed hostnames: sort just those; many: walk the full order and skip the rest.
+        if len(hostnames) * 8 < len(self.planned):
+            claims = [self.planned_by_hostname[h] for h in hostnames if h in self.planned_by_hostname]
+            yield from self.planned.ordered(claims)
+            return
+        for claim in self.planned:
+            if claim.hostname in hostnames:
+                yield claim
+
+    def _new_nodeclaim(
+        self, state: PodState, data: PodData, groups: list[TopologyGroup], class_key: tuple[object, ...]
+    ) -> list[Reason] | None:
+        reasons = []
+        for template in self.templates:
+            name = template.name
+            if len(template.index) == 0:
+                reasons.append(Reason(name, r.NO_INSTANCE_TYPES, self.result.skipped_nodepools[name]))
+                continue
+            mask = template.index.all
+            remaining = self.remaining.get(name)
+            if remaining is not None:
+                mask, limit_reason = _within_limits(template, remaining)
+                if limit_reason is not None:
+                    reasons.append(Reason(name, r.LIMITS, limit_reason, {"remaining": format_resources(remaining)}))
+                    continue
+            fresh_key = (class_key, name, self.limits_version[name])
+            known = self.fresh_dead.get(fresh_key)
+            if known is not None:
+                reasons.append(Reason(name, known.kind, known.message, known.details))
+                continue
+            claim = PlannedNodeClaim(next(self.seq), template, mask, self.topology)
+            try:
+                fit = claim.fit(state, data, self.topology, groups, self.request.min_values_policy)
+            except Unfit as unfit:
+                if unfit.kind in PERMANENT:
+                    self.fresh_dead[fresh_key] = unfit
+                reasons.append(Reason(name, unfit.kind, unfit.message, unfit.details))
+                continue
+            claim.commit(state, data, fit, self.topology)
+            self.planned.put(claim)
+            self.planned_by_hostname[claim.hostname] = claim
+            if remaining is not None:
+                # Pessimistic: the NodeClaim may launch as its largest remaining option.
+                self.remaining[name] = subtract(remaining, _without_nodes(template.index.max_capacity(claim.mask)))
+                self.limits_version[name] += 1
+            return None
+        if not self.templates:
+            reasons.append(Reason("", r.NO_NODEPOOL, "no NodePool is ready to provision nodes"))
+        return reasons
+
+    # After the loop ---------------------------------------------------------------------------------------------
+
+    def _finalize(self) -> None:
+        for node in self.existing:
+            if node.pods:
+                self.result.placements[node.name] = list(node.pods)
+        for claim in sorted(self.planned, key=lambda c: c.seq):
+            plan = self._plan(claim)
+            if isinstance(plan, NodeClaimPlan):
+                self.result.new_nodeclaims.append(plan)
+            else:
+                for pod in claim.pods:
+                    self.result.failures[pod.id] = PodFailure(pod, (plan,))
+
+    def _plan(self, claim: PlannedNodeClaim) -> NodeClaimPlan | Reason:
+        template = claim.template
+        index = template.index
+        requirements = Requirements(v for k, v in claim.requirements.items() if k != wk.HOSTNAME)
+        priced = []
+        for it in index.members(claim.mask):
+            price = it.cheapest_price(requirements)
+            if price is not None:
+                priced.append(InstanceTypeOption(it, price))
+        priced.sort(key=lambda o: (o.price, o.instance_type.name))
+        kept = priced[: self.request.max_instance_types]
+        kept_mask = 0
+        position = {it.name: i for i, it in enumerate(index.types)}
+        for option in kept:
+            kept_mask |= 1 << position[option.instance_type.name]
+        relaxed = claim.min_values_relaxed
+        for requirement in requirements.values():
+            if requirement.min_values and index.distinct_values(kept_mask, requirement) < requirement.min_values:
+                if self.request.min_values_policy == STRICT:
+                    return Reason(
+                        template.name,
+                        r.MIN_VALUES,
+                        "pod didn't schedule because NodePool couldn't meet minValues requirements",
+                    )
+                relaxed = True
+        capacity_types = {
+            o.capacity_type for option in kept for o in option.instance_type.compatible_offerings(requirements)
+        }
+        final = requirements.merged(
+            [
+                Requirement(
+                    wk.INSTANCE_TYPE,
+                    frozenset(o.instance_type.name for o in kept),
+                    min_values=_min_values(requirements, wk.INSTANCE_TYPE),
+                ),
+                Requirement(wk.CAPACITY_TYPE, frozenset(capacity_types)),
+            ]
+        )
+        requests = add(claim.requests, template.daemon_requests)
+        return NodeClaimPlan(
+            nodepool=template.name,
+            pods=tuple(claim.pods),
+            requests=requests,
+            requirements=final,
+            options=tuple(kept),
+            labels=_labels(template, final),
+            taints=template.nodepool.taints,
+            startup_taints=template.nodepool.startup_taints,
+            min_values_relaxed=relaxed,
+            hostname=claim.hostname,
+            excluded=dict(template.excluded),
+        )
+
+
+def _min_values(requirements: Requirements, key: str) -> int | None:
+    requirement = requirements.get(key)
+    return requirement.min_values if requirement is not None else None
+
+
+def _labels(template: NodeClaimTemplate, requirements: Requirements) -> dict[str, str]:
+    """Template labels plus a value for each single-valued or custom requirement, as Karpenter stamps NodeClaims."""
+    labels = dict(template.labels)
+    for key, requirement in requirements.items():
+        if key in labels or (wk.is_restricted_label(key) and key != wk.NODEPOOL):
+            continue
+        if key in wk.WELL_KNOWN_LABELS:
+            if requirement.operator == "In" and len(requirement.values) == 1:
+                labels[key] = next(iter(requirement.values))
+        else:
+            value = requirement.any_value()
+            if value:
+                labels[key] = value
+    return labels
+
+
+def _pool_usage(nodepool: str, nodes: Sequence[Node]) -> Resources:
+    usage: Resources = {}
+    for node in nodes:
+        if node.nodepool == nodepool:
+            usage = add(usage, node.capacity or node.allocatable, {"nodes": MILLI})
+    return usage
+
+
+def _without_nodes(capacity: Resources) -> Resources:
+    return {k: v for k, v in capacity.items() if k != "nodes"}
+
+
+def _within_limits(template: NodeClaimTemplate, remaining: Resources) -> tuple[int, str | None]:
+    """Options whose capacity fits the remaining limits; `nodes` exhausted blocks the pool outright."""
+    if "nodes" in remaining and remaining["nodes"] < MILLI:
+        return (
+            0,
+            f"all available instance types exceed limits for nodepool: nodes limit reached (remaining {format_resources({'nodes': max(remaining['nodes'], 0)})['nodes']})",
+        )
+    index = template.index
+    mask = 0
+    for position, it in enumerate(index.types):
+        if all(it.capacity.get(name, 0) <= amount for name, amount in remaining.items() if name != "nodes"):
+            mask |= 1 << position
+    if not mask:
+        limited = {k: v for k, v in remaining.items() if k != "nodes"}
+        return (
+            0,
+            f"all available instance types exceed limits for nodepool (remaining {format_resources({k: max(v, 0) for k, v in limited.items()})})",
+        )
+    return mask, None
+
+
+def _universe(templates: Sequence[NodeClaimTemplate], pods: Sequence[Pod]) -> dict[str, set[str]]:
+    """Every domain a topology key can take on nodes the NodePools could launch."""
+    keys = {c.topology_key for p in pods for c in p.spread}
+    keys |= {
+        t.topology_key
+        for p in pods
+        for t in (*p.affinity, *p.anti_affinity, *p.preferred_affinity, *p.preferred_anti_affinity)
+    }
+    keys.discard(wk.HOSTNAME)
+    universe: dict[str, set[str]] = {key: set() for key in keys}
+    for template in templates:
+        for key in keys:
+            pool_requirement = template.requirements.get(key)
+            for it in template.index.types:
+                type_requirement = it.requirements.get(key)
+                if type_requirement is None:
+                    continue
+                allowed = type_requirement if pool_requirement is None else type_requirement.intersect(pool_requirement)
+                universe[key].update(allowed.values)
+            defined_by_types = any(key in it.requirements for it in template.index.types)
+            if pool_requirement is not None and pool_requirement.operator == "In" and not defined_by_types:
+                universe[key].update(pool_requirement.values)
+    return universe

@@ -1,0 +1,204 @@
+"""The topology state of one simulation: groups, their counts, and the requirements they add for a pod."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from provisioner import labels as wk
+from provisioner.nodes import Node
+from provisioner.pods import Pod
+from provisioner.requirements import Requirement, Requirements
+from provisioner.scheduling.poddata import PodData, PodState
+from provisioner.scheduling.topologygroup import (
+    AFFINITY,
+    ANTI_AFFINITY,
+    SPREAD,
+    GroupKey,
+    TopologyGroup,
+    affinity_group_key,
+    spread_group_key,
+)
+from provisioner.taints import Taint
+
+
+class TopologyError(Exception):
+    """No domain satisfies a topology constraint; `reason` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Topology:
+    def __init__(
+        self,
+        universe: Mapping[str, set[str]],
+        nodes: Sequence[Node],
+        namespace_labels: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        self._universe = {key: set(domains) for key, domains in universe.items()}
+        self._nodes = nodes
+        self._namespace_labels = namespace_labels
+        self._groups: dict[GroupKey, TopologyGroup] = {}
+        self._inverse: dict[GroupKey, TopologyGroup] = {}
+        self._owned: dict[str, list[TopologyGroup]] = {}
+        self._inverse_owned: dict[str, list[TopologyGroup]] = {}
+        # Existing pods with required anti-affinity keep matching pods out of their domains.
+        for node in nodes:
+            for pod in node.pods:
+                if pod.anti_affinity and _counts(pod):
+                    self._add_inverse(pod, node.labels)
+
+    # Ownership ------------------------------------------------------------------------------------------------
+
+    def update(self, state: PodState, data: PodData) -> None:
+        """(Re-)register the groups a pod owns, as currently relaxed."""
+        pod = state.pod
+        for group in self._owned.pop(pod.id, []):
+            group.owners.discard(pod.id)
+        keys: list[GroupKey] = []
+        for constraint in state.spread:
+            keys.append(spread_group_key(pod.namespace, pod.labels, constraint, data.node_filter, data.tolerations))
+        for kind, terms in (
+            (AFFINITY, [*pod.affinity, *state.preferred_affinity]),
+            (ANTI_AFFINITY, [*pod.anti_affinity, *state.preferred_anti_affinity]),
+        ):
+            for term in terms:
+                keys.append(affinity_group_key(kind, pod.namespace, pod.labels, term, self._namespace_labels))
+        owned = []
+        for key in keys:
+            existing = self._groups.get(key)
+            group = existing if existing is not None else self._new_group(key)
+            self._groups[key] = group
+            group.owners.add(pod.id)
+            owned.append(group)
+        self._owned[pod.id] = owned
+        if pod.anti_affinity and pod.id not in self._inverse_owned:
+            self._add_inverse(pod, None)
+
+    def _blank_group(self, key: GroupKey) -> TopologyGroup:
+        """A group knowing every domain of its key (from NodePools, instance types and nodes), all at zero."""
+        group = TopologyGroup(key)
+        for domain in sorted(self._universe.get(key.key, ())):
+            group.register(domain)
+        for node in self._nodes:
+            if key.key in node.labels:
+                group.register(node.labels[key.key])
+        return group
+
+    def _new_group(self, key: GroupKey) -> TopologyGroup:
+        group = self._blank_group(key)
+        for node in self._nodes:
+            domain = node.labels.get(key.key)
+            if domain is None:
+                continue
+            node_requirements = Requirements.from_labels(node.labels)
+            if not group.node_matches(node_requirements, node.taints):
+                continue
+            matching = sum(1 for pod in node.pods if _counts(pod) and group.selects(pod.namespace, pod.labels))
+            if matching:
+                group.counts[domain] += matching
+                group.empty.discard(domain)
+        return group
+
+    def _add_inverse(self, pod: Pod, node_labels: Mapping[str, str] | None) -> None:
+        groups = []
+        for term in pod.anti_affinity:
+            key = affinity_group_key(ANTI_AFFINITY, pod.namespace, pod.labels, term, self._namespace_labels)
+            group = self._inverse.get(key)
+            if group is None:
+                group = self._blank_group(key)
+                self._inverse[key] = group
+            group.owners.add(pod.id)
+            if node_labels is not None and term.topology_key in node_labels:
+                group.record([node_labels[term.topology_key]])
+            groups.append(group)
+        self._inverse_owned[pod.id] = groups
+
+    def register(self, key: str, domain: str) -> None:
+        """A new domain (a new NodeClaim's hostname) exists for every group on `key`."""
+        self._universe.setdefault(key, set()).add(domain)
+        for group in (*self._groups.values(), *self._inverse.values()):
+            if group.key == key:
+                group.register(domain)
+
+    # Queries ----------------------------------------------------------------------------------------------------
+
+    def matching(self, pod: Pod) -> list[TopologyGroup]:
+        """Groups that constrain the pod: those it owns and inverse anti-affinity groups that select it."""
+        groups = list(self._owned.get(pod.id, ()))
+        groups.extend(g for g in self._inverse.values() if g.selects(pod.namespace, pod.labels))
+        return groups
+
+    def add_requirements(
+        self, pod: Pod, data: PodData, node_requirements: Requirements, groups: Iterable[TopologyGroup]
+    ) -> Requirements:
+        """The requirements the topology adds on a node; raises TopologyError when a constraint leaves no domain."""
+        added = []
+        for group in groups:
+            pod_domains = data.strict.get(group.key) or Requirement(group.key, frozenset(), True)
+            node_domains = node_requirements.get(group.key) or Requirement(group.key, frozenset(), True)
+            self_selecting = group.selects(pod.namespace, pod.labels)
+            domains = group.next_domains(self_selecting, pod_domains, node_domains, None)
+            if len(domains) == 0:
+                raise TopologyError(_describe(group, node_domains))
+            added.append(domains)
+        return Requirements(added)
+
+    def hostname_candidates(self, groups: Iterable[TopologyGroup], pod: Pod) -> set[str] | None:
+        """Hostnames a pod could use at all, when a hostname constraint narrows them (None: no narrowing)."""
+        allowed: set[str] | None = None
+        for group in groups:
+            if group.key != wk.HOSTNAME:
+                continue
+            spec = group.spec
+            if spec.kind == ANTI_AFFINITY:
+                domains = group.empty
+            elif spec.kind == AFFINITY and not group.selects(pod.namespace, pod.labels):
+                domains = {d for d, c in group.counts.items() if c > 0}
+            elif spec.kind == SPREAD and spec.max_skew == 1 and group.selects(pod.namespace, pod.labels):
+                domains = group.empty
+            else:
+                continue
+            allowed = set(domains) if allowed is None else allowed & domains
+        return allowed
+
+    # Recording --------------------------------------------------------------------------------------------------
+
+    def record(self, pod: Pod, requirements: Requirements, taints: Sequence[Taint]) -> None:
+        """Count a placed pod in every group that selects it; anti-affinity counts every domain still possible."""
+        for group in self._groups.values():
+            if not group.selects(pod.namespace, pod.labels) or not group.node_matches(requirements, taints):
+                continue
+            domains = requirements.get(group.key)
+            if domains is None or domains.complement:
+                continue
+            if group.spec.kind == ANTI_AFFINITY or len(domains.values) == 1:
+                group.record(domains.values)
+        for group in self._inverse_owned.get(pod.id, ()):
+            domains = requirements.get(group.key)
+            if domains is not None and not domains.complement:
+                group.record(domains.values)
+
+
+def _counts(pod: Pod) -> bool:
+    return not pod.is_terminal() and not pod.deleting
+
+
+def _describe(group: TopologyGroup, node_domains: Requirement) -> str:
+    spec = group.spec
+    selector = (
+        " ".join(f"{t.key} {t.operator} {sorted(t.values)}" for t in spec.selector.terms) if spec.selector else ""
+    )
+    if spec.kind == SPREAD:
+        counts = ", ".join(f"{d}={c}" for d, c in sorted(group.counts.items()) if node_domains.has(d)) or "none"
+        what = f"topology spread on {spec.key} (maxSkew {spec.max_skew}; counts {counts})"
+    elif spec.kind == AFFINITY:
+        what = (
+            f"pod affinity on {spec.key} to pods matching {selector or 'nothing'} (no such pod in a reachable domain)"
+        )
+    else:
+        what = (
+            f"pod anti-affinity on {spec.key} to pods matching {selector or 'nothing'} (every reachable domain has one)"
+        )
+    return f"unsatisfiable topology constraint: {what}"

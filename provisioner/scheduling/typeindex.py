@@ -1,0 +1,133 @@
+"""A NodePool's instance types as bit positions, so "which types still fit" is a few integer ANDs.
+
+A NodeClaim's options are a bitmask over its template's types. Resource fit uses, per resource, the types
+sorted by allocatable and the mask of each suffix: the types with at least X of a resource are one binary
+search away. Requirement and offering compatibility masks are cached by the requirement values they depend on.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping, Sequence
+
+from provisioner import labels as wk
+from provisioner.catalog import InstanceType
+from provisioner.requirements import Requirement, Requirements
+
+
+class TypeIndex:
+    def __init__(self, instance_types: Sequence[InstanceType]) -> None:
+        self.types = tuple(instance_types)
+        self.all = (1 << len(self.types)) - 1
+        self._by_resource: dict[str, tuple[list[int], list[int]]] = {}
+        resources = {name for it in self.types for name in it.allocatable}
+        for resource in resources:
+            order = sorted(range(len(self.types)), key=lambda i: self.types[i].allocatable.get(resource, 0))
+            values = [self.types[i].allocatable.get(resource, 0) for i in order]
+            suffix = [0] * (len(order) + 1)
+            for j in range(len(order) - 1, -1, -1):
+                suffix[j] = suffix[j + 1] | (1 << order[j])
+            self._by_resource[resource] = (values, suffix)
+        # key -> value -> mask of types whose requirement on key allows value
+        self._values: dict[str, dict[str, int]] = {}
+        for position, it in enumerate(self.types):
+            for key, requirement in it.requirements.items():
+                for value in requirement.values:
+                    by_value = self._values.setdefault(key, {})
+                    by_value[value] = by_value.get(value, 0) | (1 << position)
+        self._with_key = {key: _or(by_value.values()) for key, by_value in self._values.items()}
+        self.keys = frozenset(self._values)
+        self._requirement_cache: dict[Requirement, int] = {}
+        self._offering_cache: dict[tuple[Requirement | None, Requirement | None], int] = {}
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def fitting(self, requests: Mapping[str, int]) -> int:
+        """Types whose allocatable covers every positive request (a resource a type lacks fits only zero)."""
+        mask = self.all
+        for resource, amount in requests.items():
+            if amount <= 0:
+                continue
+            entry = self._by_resource.get(resource)
+            if entry is None:
+                return 0
+            values, suffix = entry
+            mask &= suffix[bisect_left(values, amount)]
+            if not mask:
+                return 0
+        return mask
+
+    def compatible(self, requirements: Requirements) -> int:
+        """Types whose requirements intersect these (shared keys only) and that have a compatible available offering."""
+        mask = self.all
+        for key in self.keys:
+            requirement = requirements.get(key)
+            if requirement is not None:
+                mask &= self._requirement_mask(requirement)
+                if not mask:
+                    return 0
+        return mask & self._offering_mask(requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE))
+
+    def _requirement_mask(self, requirement: Requirement) -> int:
+        cached = self._requirement_cache.get(requirement)
+        if cached is not None:
+            return cached
+        by_value = self._values[requirement.key]
+        mask = self.all & ~self._with_key[requirement.key]  # types that leave the key undefined
+        for value, value_mask in by_value.items():
+            if requirement.has(value):
+                mask |= value_mask
+        self._requirement_cache[requirement] = mask
+        return mask
+
+    def _offering_mask(self, zone: Requirement | None, capacity_type: Requirement | None) -> int:
+        key = (zone, capacity_type)
+        cached = self._offering_cache.get(key)
+        if cached is not None:
+            return cached
+        mask = 0
+        for position, it in enumerate(self.types):
+            for offering in it.offerings:
+                if (
+                    offering.available
+                    and (zone is None or zone.has(offering.zone))
+                    and (capacity_type is None or capacity_type.has(offering.capacity_type))
+                ):
+                    mask |= 1 << position
+                    break
+        self._offering_cache[key] = mask
+        return mask
+
+    def distinct_values(self, mask: int, requirement: Requirement) -> int:
+        """How many values of `requirement.key` the types in `mask` offer within the requirement (for minValues)."""
+        return sum(
+            1
+            for value, value_mask in self._values.get(requirement.key, {}).items()
+            if value_mask & mask and requirement.has(value)
+        )
+
+    def positions(self, mask: int) -> Iterator[int]:
+        while mask:
+            low = mask & -mask
+            yield low.bit_length() - 1
+            mask ^= low
+
+    def members(self, mask: int) -> list[InstanceType]:
+        return [self.types[p] for p in self.positions(mask)]
+
+    def max_capacity(self, mask: int) -> dict[str, int]:
+        """Per-resource maximum capacity over the types in `mask` (for pessimistic limit accounting)."""
+        result: dict[str, int] = {}
+        for position in self.positions(mask):
+            for resource, amount in self.types[position].capacity.items():
+                if amount > result.get(resource, -1):
+                    result[resource] = amount
+        return result
+
+
+def _or(masks: object) -> int:
+    result = 0
+    for mask in masks:  # type: ignore[attr-defined]
+        result |= mask
+    return result
