@@ -17,7 +17,7 @@ from provisioner.catalog import InstanceType
 from provisioner.nodes import DaemonSet, Node
 from provisioner.objects import NodePool
 from provisioner.pods import Pod, validation_errors
-from provisioner.quantity import MILLI, Resources, add, format_resources, subtract
+from provisioner.quantity import MILLI, Resources, add, format_resources
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling import results as r
 from provisioner.scheduling.existing import ExistingNode
@@ -112,11 +112,11 @@ class Scheduler:
             self.templates.append(template)
         self.remaining: dict[str, Resources] = {}
         self.limits_version: dict[str, int] = {}
+        self._limits_cache: dict[tuple[str, int], tuple[int, str | None]] = {}
         for template in self.templates:
             limits = template.nodepool.limits
             if limits:
-                usage = _pool_usage(template.name, request.nodes)
-                self.remaining[template.name] = subtract(limits, usage)
+                self.remaining[template.name] = _limited_subtract(limits, _pool_usage(template.name, request.nodes))
             self.limits_version[template.name] = 0
         schedulable = [n for n in request.nodes if not n.marked_for_deletion and not n.unschedulable]
         ordered = sorted(schedulable, key=lambda n: (not n.initialized, n.name))
@@ -226,6 +226,13 @@ class Scheduler:
 
         return self._new_nodeclaim(state, data, groups, class_key)
 
+    def _within_limits(self, template: NodeClaimTemplate, remaining: Resources) -> tuple[int, str | None]:
+        key = (template.name, self.limits_version[template.name])
+        cached = self._limits_cache.get(key)
+        if cached is None:
+            cached = self._limits_cache[key] = _within_limits(template, remaining)
+        return cached
+
     def _existing_candidates(self, hostnames: set[str] | None) -> list[ExistingNode]:
         if hostnames is None:
             return self.existing
@@ -256,7 +263,7 @@ class Scheduler:
             mask = template.index.all
             remaining = self.remaining.get(name)
             if remaining is not None:
-                mask, limit_reason = _within_limits(template, remaining)
+                mask, limit_reason = self._within_limits(template, remaining)
                 if limit_reason is not None:
                     reasons.append(Reason(name, r.LIMITS, limit_reason, {"remaining": format_resources(remaining)}))
                     continue
@@ -269,6 +276,8 @@ class Scheduler:
             try:
                 fit = claim.fit(state, data, self.topology, groups, self.request.min_values_policy)
             except Unfit as unfit:
+                if unfit.kind == r.RESOURCES and remaining is not None and mask != template.index.all:
+                    unfit = _blamed_on_limits(template, data, remaining, unfit)
                 if unfit.kind in PERMANENT:
                     self.fresh_dead[fresh_key] = unfit
                 reasons.append(Reason(name, unfit.kind, unfit.message, unfit.details))
@@ -278,7 +287,7 @@ class Scheduler:
             self.planned_by_hostname[claim.hostname] = claim
             if remaining is not None:
                 # Pessimistic: the NodeClaim may launch as its largest remaining option.
-                self.remaining[name] = subtract(remaining, _without_nodes(template.index.max_capacity(claim.mask)))
+                self.remaining[name] = _limited_subtract(remaining, template.index.max_capacity(claim.mask))
                 self.limits_version[name] += 1
             return None
         if not self.templates:
@@ -303,17 +312,15 @@ class Scheduler:
         template = claim.template
         index = template.index
         requirements = Requirements(v for k, v in claim.requirements.items() if k != wk.HOSTNAME)
-        priced = []
-        for it in index.members(claim.mask):
-            price = it.cheapest_price(requirements)
-            if price is not None:
-                priced.append(InstanceTypeOption(it, price))
-        priced.sort(key=lambda o: (o.price, o.instance_type.name))
-        kept = priced[: self.request.max_instance_types]
+        order, prices = index.priced(requirements)
+        kept: list[InstanceTypeOption] = []
         kept_mask = 0
-        position = {it.name: i for i, it in enumerate(index.types)}
-        for option in kept:
-            kept_mask |= 1 << position[option.instance_type.name]
+        for position in order:
+            if claim.mask >> position & 1:
+                kept.append(InstanceTypeOption(index.types[position], prices[position]))
+                kept_mask |= 1 << position
+                if len(kept) == self.request.max_instance_types:
+                    break
         relaxed = claim.min_values_relaxed
         for requirement in requirements.values():
             if requirement.min_values and index.distinct_values(kept_mask, requirement) < requirement.min_values:
@@ -324,9 +331,7 @@ class Scheduler:
                         "pod didn't schedule because NodePool couldn't meet minValues requirements",
                     )
                 relaxed = True
-        capacity_types = {
-            o.capacity_type for option in kept for o in option.instance_type.compatible_offerings(requirements)
-        }
+        capacity_types = index.capacity_types(kept_mask, requirements)
         final = requirements.merged(
             [
                 Requirement(
@@ -382,29 +387,37 @@ def _pool_usage(nodepool: str, nodes: Sequence[Node]) -> Resources:
     return usage
 
 
-def _without_nodes(capacity: Resources) -> Resources:
-    return {k: v for k, v in capacity.items() if k != "nodes"}
+def _limited_subtract(remaining: Resources, used: Resources) -> Resources:
+    """Subtract usage from limits, only for the resources that are limited (others are unlimited, not negative)."""
+    return {name: amount - used.get(name, 0) for name, amount in remaining.items()}
 
 
 def _within_limits(template: NodeClaimTemplate, remaining: Resources) -> tuple[int, str | None]:
     """Options whose capacity fits the remaining limits; `nodes` exhausted blocks the pool outright."""
     if "nodes" in remaining and remaining["nodes"] < MILLI:
-        return (
-            0,
-            f"all available instance types exceed limits for nodepool: nodes limit reached (remaining {format_resources({'nodes': max(remaining['nodes'], 0)})['nodes']})",
-        )
-    index = template.index
-    mask = 0
-    for position, it in enumerate(index.types):
-        if all(it.capacity.get(name, 0) <= amount for name, amount in remaining.items() if name != "nodes"):
-            mask |= 1 << position
+        return 0, "all available instance types exceed limits for nodepool: the nodes limit is reached"
+    mask = template.index.within({k: v for k, v in remaining.items() if k != "nodes"})
     if not mask:
-        limited = {k: v for k, v in remaining.items() if k != "nodes"}
-        return (
-            0,
-            f"all available instance types exceed limits for nodepool (remaining {format_resources({k: max(v, 0) for k, v in limited.items()})})",
-        )
+        return 0, f"all available instance types exceed limits for nodepool (remaining {_remaining_text(remaining)})"
     return mask, None
+
+
+def _remaining_text(remaining: Resources) -> str:
+    shown = format_resources({k: max(v, 0) for k, v in remaining.items() if k != "nodes"})
+    return ", ".join(f"{k}={v}" for k, v in shown.items())
+
+
+def _blamed_on_limits(template: NodeClaimTemplate, data: PodData, remaining: Resources, unfit: Unfit) -> Unfit:
+    """A resource failure is really a limits failure when a type the limits excluded would have fitted."""
+    index = template.index
+    needed = add(data.requests, template.daemon_requests)
+    if not index.fitting(needed) & index.compatible(data.requirements):
+        return unfit
+    return Unfit(
+        r.LIMITS,
+        f"all instance types that fit exceed the NodePool's remaining limits ({_remaining_text(remaining)})",
+        {"remaining": format_resources({k: max(v, 0) for k, v in remaining.items()})},
+    )
 
 
 def _universe(templates: Sequence[NodeClaimTemplate], pods: Sequence[Pod]) -> dict[str, set[str]]:

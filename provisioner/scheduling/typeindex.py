@@ -7,7 +7,7 @@ search away. Requirement and offering compatibility masks are cached by the requ
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 
 from provisioner import labels as wk
@@ -20,6 +20,15 @@ class TypeIndex:
         self.types = tuple(instance_types)
         self.all = (1 << len(self.types)) - 1
         self._by_resource: dict[str, tuple[list[int], list[int]]] = {}
+        self._by_capacity: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        for resource in {name for it in self.types for name in it.capacity}:
+            order = sorted(range(len(self.types)), key=lambda i: self.types[i].capacity.get(resource, 0))
+            values = [self.types[i].capacity.get(resource, 0) for i in order]
+            prefix = [0] * (len(order) + 1)
+            for j, position in enumerate(order):
+                prefix[j + 1] = prefix[j] | (1 << position)
+            self._by_capacity[resource] = (values, prefix, order)
+        self._price_cache: dict[tuple[Requirement | None, Requirement | None], tuple[list[int], list[float]]] = {}
         resources = {name for it in self.types for name in it.allocatable}
         for resource in resources:
             order = sorted(range(len(self.types)), key=lambda i: self.types[i].allocatable.get(resource, 0))
@@ -99,6 +108,61 @@ class TypeIndex:
         self._offering_cache[key] = mask
         return mask
 
+    def within(self, limits: Mapping[str, int]) -> int:
+        """Types whose capacity is at most `limits` for every limited resource they have."""
+        mask = self.all
+        for resource, amount in limits.items():
+            entry = self._by_capacity.get(resource)
+            if entry is not None:
+                values, prefix, _ = entry
+                mask &= prefix[bisect_right(values, amount)]
+        return mask
+
+    def priced(self, requirements: Requirements) -> tuple[list[int], list[float]]:
+        """Positions with a compatible available offering, cheapest first (ties by name), and each one's price.
+
+        Only zone and capacity type decide which offerings count, so the table is shared by every NodeClaim
+        pinned the same way.
+        """
+        key = (requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE))
+        cached = self._price_cache.get(key)
+        if cached is not None:
+            return cached
+        zone, capacity_type = key
+        prices = [float("inf")] * len(self.types)
+        for position, it in enumerate(self.types):
+            for offering in it.offerings:
+                if (
+                    offering.available
+                    and (zone is None or zone.has(offering.zone))
+                    and (capacity_type is None or capacity_type.has(offering.capacity_type))
+                    and offering.price < prices[position]
+                ):
+                    prices[position] = offering.price
+        order = sorted(
+            (p for p in range(len(self.types)) if prices[p] != float("inf")),
+            key=lambda p: (prices[p], self.types[p].name),
+        )
+        self._price_cache[key] = (order, prices)
+        return order, prices
+
+    def capacity_types(self, mask: int, requirements: Requirements) -> frozenset[str]:
+        """Capacity types of the compatible available offerings of the types in `mask`."""
+        zone, capacity_type = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
+        found: set[str] = set()
+        for position in self.positions(mask):
+            for offering in self.types[position].offerings:
+                if (
+                    offering.available
+                    and offering.capacity_type not in found
+                    and (zone is None or zone.has(offering.zone))
+                    and (capacity_type is None or capacity_type.has(offering.capacity_type))
+                ):
+                    found.add(offering.capacity_type)
+            if len(found) >= 2 and capacity_type is None:
+                break
+        return frozenset(found)
+
     def distinct_values(self, mask: int, requirement: Requirement) -> int:
         """How many values of `requirement.key` the types in `mask` offer within the requirement (for minValues)."""
         return sum(
@@ -119,10 +183,14 @@ class TypeIndex:
     def max_capacity(self, mask: int) -> dict[str, int]:
         """Per-resource maximum capacity over the types in `mask` (for pessimistic limit accounting)."""
         result: dict[str, int] = {}
-        for position in self.positions(mask):
-            for resource, amount in self.types[position].capacity.items():
-                if amount > result.get(resource, -1):
-                    result[resource] = amount
+        if not mask:
+            return result
+        for resource, (values, _, order) in self._by_capacity.items():
+            for j in range(len(order) - 1, -1, -1):
+                if mask >> order[j] & 1:
+                    if values[j] or self.types[order[j]].capacity.get(resource) is not None:
+                        result[resource] = values[j]
+                    break
         return result
 
 
