@@ -258,7 +258,19 @@ class Requirements(Mapping[str, Requirement]):
         return sorted(reasons) + self.intersection_errors(incoming)
 
     def compatible(self, incoming: Requirements, allow_undefined: frozenset[str] = wk.WELL_KNOWN_LABELS) -> bool:
-        return not self.compatibility_errors(incoming, allow_undefined)
+        """Same verdict as `compatibility_errors`, without building messages."""
+        mine = self._by_key
+        for key, requirement in incoming._by_key.items():
+            existing = mine.get(key)
+            if existing is None:
+                if key in allow_undefined or requirement.operator in _NEGATIVE:
+                    continue
+                return False
+            if len(existing.intersect(requirement)) == 0 and not (
+                requirement.operator in _NEGATIVE and existing.operator in _NEGATIVE
+            ):
+                return False
+        return True
 
     def intersects(self, incoming: Requirements) -> bool:
         return not self.intersection_errors(incoming)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from provisioner import labels as wk
@@ -26,11 +26,20 @@ STRICT, BEST_EFFORT = "Strict", "BestEffort"
 class Unfit(Exception):
     """A pod does not fit a place; `kind` says whether the verdict can change later (topology) or not."""
 
-    def __init__(self, kind: str, message: str, details: Mapping[str, object] | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, kind: str, message: str | Callable[[], str], details: Mapping[str, object] | None = None
+    ) -> None:
+        super().__init__(kind)
         self.kind = kind
-        self.message = message
+        self._message = message
         self.details: Mapping[str, object] = details or {}
+
+    @property
+    def message(self) -> str:
+        """Built on first use: most failed fits are skipped over and never explained."""
+        if callable(self._message):
+            self._message = self._message()
+        return self._message
 
 
 # Failures that stay failures for the same pod class: requirements only narrow, capacity only shrinks.
@@ -106,6 +115,7 @@ class PlannedNodeClaim:
         self.pods: list[Pod] = []
         self.ports = HostPortUsage(template.daemon_ports)
         self.min_values_relaxed = False
+        self.stamp = 0  # position in the scheduler's orders; refreshed whenever the claim moves
 
     def fit(
         self, state: PodState, data: PodData, topology: Topology, groups: list[TopologyGroup], min_values: str
@@ -120,24 +130,29 @@ class PlannedNodeClaim:
             raise Unfit(r.HOST_PORTS, f"host port {conflict.port}/{conflict.protocol} is already in use")
         requirements = self.requirements
         if data.requirements:
-            errors = requirements.compatibility_errors(data.requirements)
-            if errors:
-                raise Unfit(r.REQUIREMENTS, f"incompatible requirements, {errors[0]}", {"errors": errors})
+            if not requirements.compatible(data.requirements):
+                current = requirements
+                raise Unfit(
+                    r.REQUIREMENTS,
+                    lambda: "incompatible requirements, " + current.compatibility_errors(data.requirements)[0],
+                )
             requirements = requirements.merged(data.requirements)
         if groups:
             try:
                 added = topology.add_requirements(pod, data, requirements, groups)
             except TopologyError as error:
                 raise Unfit(r.TOPOLOGY, error.reason) from None
-            errors = requirements.compatibility_errors(added)
-            if errors:
-                raise Unfit(r.TOPOLOGY, f"incompatible topology requirements, {errors[0]}", {"errors": errors})
+            if not requirements.compatible(added):
+                current = requirements
+                raise Unfit(
+                    r.TOPOLOGY, lambda: "incompatible topology requirements, " + current.compatibility_errors(added)[0]
+                )
             requirements = requirements.merged(added)
         index = template.index
         needed = add(self.requests, data.requests, template.daemon_requests)
         compatible = self.mask & index.compatible(requirements) if requirements is not self.requirements else self.mask
         if not compatible:
-            raise Unfit(r.REQUIREMENTS, "no instance type satisfied the requirements " + _summary(requirements))
+            raise Unfit(r.REQUIREMENTS, lambda: "no instance type satisfied the requirements " + _summary(requirements))
         mask = compatible & index.fitting(needed)
         if not mask:
             largest = index.max_capacity(compatible)

@@ -8,6 +8,7 @@ relaxes the pod's preferences in a fixed order until it fits or nothing is left 
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from provisioner.scheduling.existing import ExistingNode
 from provisioner.scheduling.nodeclaim import PERMANENT, STRICT, NodeClaimTemplate, PlannedNodeClaim, Unfit
 from provisioner.scheduling.poddata import RESPECT, PodData, PodState
 from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan, PodFailure, Reason, SchedulingResult
-from provisioner.scheduling.topology import Topology
+from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologygroup import TopologyGroup
 from provisioner.taints import PREFER_NO_SCHEDULE
 
@@ -61,37 +62,43 @@ def solve(request: SchedulingInput) -> SchedulingResult:
 
 
 class _PlannedOrder:
-    """Planned NodeClaims by pod count ascending (Karpenter tries the emptiest first), stable within a count."""
+    """Planned NodeClaims by pod count ascending (Karpenter tries the emptiest first), then by when they got there.
+
+    The scheduler keeps one order over all planned NodeClaims and one per pinned value of each topology key, all
+    sharing the claims' stamps, so merging a few of them lazily yields exactly the global order.
+    """
 
     def __init__(self) -> None:
         self._buckets: dict[int, dict[int, PlannedNodeClaim]] = {}
         self._counts: list[int] = []
-        self._stamp: dict[int, tuple[int, int]] = {}
-        self._clock = itertools.count()
+        self._where: dict[int, int] = {}  # claim seq -> bucket
 
     def __len__(self) -> int:
-        return len(self._stamp)
+        return len(self._where)
 
-    def put(self, claim: PlannedNodeClaim, previous: int | None = None) -> None:
-        if previous is not None:
-            bucket = self._buckets[previous]
-            del bucket[claim.seq]
-            if not bucket:
-                del self._buckets[previous]
-                self._counts.pop(bisect.bisect_left(self._counts, previous))
+    def add(self, claim: PlannedNodeClaim) -> None:
         count = len(claim.pods)
         if count not in self._buckets:
             self._buckets[count] = {}
             bisect.insort(self._counts, count)
         self._buckets[count][claim.seq] = claim
-        self._stamp[claim.seq] = (count, next(self._clock))
+        self._where[claim.seq] = count
+
+    def remove(self, claim: PlannedNodeClaim) -> None:
+        count = self._where.pop(claim.seq)
+        bucket = self._buckets[count]
+        del bucket[claim.seq]
+        if not bucket:
+            del self._buckets[count]
+            self._counts.pop(bisect.bisect_left(self._counts, count))
 
     def __iter__(self) -> Iterator[PlannedNodeClaim]:
         for count in self._counts:
             yield from self._buckets[count].values()
 
-    def ordered(self, claims: list[PlannedNodeClaim]) -> list[PlannedNodeClaim]:
-        return sorted(claims, key=lambda c: self._stamp[c.seq])
+
+def _order_key(claim: PlannedNodeClaim) -> tuple[int, int]:
+    return (len(claim.pods), claim.stamp)
 
 
 class Scheduler:
@@ -125,6 +132,12 @@ class Scheduler:
         self.topology = Topology(_universe(self.templates, request.pods), request.nodes, request.namespace_labels)
         self.planned = _PlannedOrder()
         self.planned_by_hostname: dict[str, PlannedNodeClaim] = {}
+        # topology key -> pinned value (None: not pinned to one value) -> planned NodeClaims in global order
+        self.pinned: dict[str, dict[str | None, _PlannedOrder]] = {
+            key: {} for key in _universe(self.templates, request.pods)
+        }
+        self.pins: dict[int, dict[str, str | None]] = {}
+        self.stamps = itertools.count()
         self.seq = itertools.count(1)
         self.tolerate_prefer_no_schedule = any(
             t.effect == PREFER_NO_SCHEDULE for tmpl in self.templates for t in tmpl.nodepool.taints
@@ -195,7 +208,17 @@ class Scheduler:
         groups = self.topology.matching(pod)
         class_key = data.class_key()
         dead = self.dead.setdefault(class_key, set())
-        hostnames = self.topology.hostname_candidates(groups, pod) if groups else None
+        hostnames = None
+        narrowed: tuple[str, set[str]] | None = None
+        if groups:
+            try:
+                allowed = self.topology.allowed_domains(pod, data, groups)
+            except TopologyError as error:
+                return [Reason(t.name, r.TOPOLOGY, error.reason) for t in self.templates] or [
+                    Reason("", r.TOPOLOGY, error.reason)
+                ]
+            hostnames = self.topology.hostname_candidates(groups, pod)
+            narrowed = self._narrowest(allowed)
 
         for node in self._existing_candidates(hostnames):
             if ("e", node.seq) in dead:
@@ -210,18 +233,18 @@ class Scheduler:
             self.result.placements.setdefault(node.name, []).append(pod)
             return None
 
-        for claim in self._planned_candidates(hostnames):
+        for claim in self._planned_candidates(hostnames, narrowed):
             if ("n", claim.seq) in dead:
                 continue
-            previous = len(claim.pods)
             try:
                 fit = claim.fit(state, data, self.topology, groups, self.request.min_values_policy)
             except Unfit as unfit:
                 if unfit.kind in PERMANENT:
                     dead.add(("n", claim.seq))
                 continue
+            self._unindex(claim)
             claim.commit(state, data, fit, self.topology)
-            self.planned.put(claim, previous)
+            self._index(claim)
             return None
 
         return self._new_nodeclaim(state, data, groups, class_key)
@@ -238,18 +261,58 @@ class Scheduler:
             return self.existing
         return [e for e in self.existing if e.hostname in hostnames]
 
-    def _planned_candidates(self, hostnames: set[str] | None) -> Iterator[PlannedNodeClaim]:
-        if hostnames is None:
-            yield from self.planned
+    def _narrowest(self, allowed: dict[str, set[str]]) -> tuple[str, set[str]] | None:
+        """The topology key whose allowed domains rule out the largest share of its domains, if any."""
+        best: tuple[str, set[str]] | None = None
+        best_share = 1.0
+        for key, domains in allowed.items():
+            if key not in self.pinned:
+                continue
+            share = len(domains) / max(self.topology.universe_size(key), 1)
+            if share < best_share:
+                best, best_share = (key, domains), share
+        return best
+
+    def _planned_candidates(
+        self, hostnames: set[str] | None, narrowed: tuple[str, set[str]] | None
+    ) -> Iterator[PlannedNodeClaim]:
+        if hostnames is not None:
+            if len(hostnames) * 8 < len(self.planned):
+                # A few allowed hostnames: sort just those.
+                claims = [self.planned_by_hostname[h] for h in hostnames if h in self.planned_by_hostname]
+                yield from sorted(claims, key=_order_key)
+                return
+            # Many: walk the full order and skip the rest.
+            for claim in self.planned:
+                if claim.hostname in hostnames:
+                    yield claim
             return
-        # A few allowed hostnames: sort just those; many: walk the full order and skip the rest.
-        if len(hostnames) * 8 < len(self.planned):
-            claims = [self.planned_by_hostname[h] for h in hostnames if h in self.planned_by_hostname]
-            yield from self.planned.ordered(claims)
+        if narrowed is not None:
+            key, domains = narrowed
+            by_value = self.pinned[key]
+            sources = [by_value[v] for v in (*sorted(domains), None) if v in by_value]
+            yield from heapq.merge(*sources, key=_order_key)
             return
-        for claim in self.planned:
-            if claim.hostname in hostnames:
-                yield claim
+        yield from self.planned
+
+    def _unindex(self, claim: PlannedNodeClaim) -> None:
+        """Take a planned NodeClaim out of every order before it changes (pod count, pinned domains)."""
+        self.planned.remove(claim)
+        for key, value in self.pins.pop(claim.seq).items():
+            self.pinned[key][value].remove(claim)
+
+    def _index(self, claim: PlannedNodeClaim) -> None:
+        """Put a planned NodeClaim into every order, behind the claims already at its pod count."""
+        claim.stamp = next(self.stamps)
+        self.planned.add(claim)
+        pins: dict[str, str | None] = {}
+        for key, by_value in self.pinned.items():
+            requirement = claim.requirements.get(key)
+            single = requirement is not None and requirement.operator == "In" and len(requirement.values) == 1
+            value = next(iter(requirement.values)) if single and requirement is not None else None
+            by_value.setdefault(value, _PlannedOrder()).add(claim)
+            pins[key] = value
+        self.pins[claim.seq] = pins
 
     def _new_nodeclaim(
         self, state: PodState, data: PodData, groups: list[TopologyGroup], class_key: tuple[object, ...]
@@ -283,7 +346,7 @@ class Scheduler:
                 reasons.append(Reason(name, unfit.kind, unfit.message, unfit.details))
                 continue
             claim.commit(state, data, fit, self.topology)
-            self.planned.put(claim)
+            self._index(claim)
             self.planned_by_hostname[claim.hostname] = claim
             if remaining is not None:
                 # Pessimistic: the NodeClaim may launch as its largest remaining option.
@@ -315,8 +378,9 @@ class Scheduler:
         order, prices = index.priced(requirements)
         kept: list[InstanceTypeOption] = []
         kept_mask = 0
+        bits = bin(claim.mask)[:1:-1]  # bits[i] == "1" when type i is still an option
         for position in order:
-            if claim.mask >> position & 1:
+            if position < len(bits) and bits[position] == "1":
                 kept.append(InstanceTypeOption(index.types[position], prices[position]))
                 kept_mask |= 1 << position
                 if len(kept) == self.request.max_instance_types:

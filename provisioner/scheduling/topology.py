@@ -145,6 +145,28 @@ class Topology:
             added.append(domains)
         return Requirements(added)
 
+    def allowed_domains(self, pod: Pod, data: PodData, groups: Iterable[TopologyGroup]) -> dict[str, set[str]]:
+        """Per non-hostname key, the domains any node could offer this pod now; raises TopologyError if none.
+
+        Outside hostname keys what a group allows does not depend on the node (a node only narrows it), so an
+        empty set means no node can take the pod and the scan can be skipped, and a small set means only
+        NodeClaims pinned to those domains (or not pinned yet) need to be tried.
+        """
+        allowed: dict[str, set[str]] = {}
+        for group in groups:
+            if group.key == wk.HOSTNAME:
+                continue
+            pod_domains = data.strict.get(group.key) or Requirement(group.key, frozenset(), True)
+            domains = group.allowed(group.selects(pod.namespace, pod.labels), pod_domains)
+            domains = domains if group.key not in allowed else domains & allowed[group.key]
+            if not domains:
+                raise TopologyError(_describe(group, Requirement(group.key, frozenset(), True)))
+            allowed[group.key] = domains
+        return allowed
+
+    def universe_size(self, key: str) -> int:
+        return len(self._universe.get(key, ()))
+
     def hostname_candidates(self, groups: Iterable[TopologyGroup], pod: Pod) -> set[str] | None:
         """Hostnames a pod could use at all, when a hostname constraint narrows them (None: no narrowing)."""
         allowed: set[str] | None = None

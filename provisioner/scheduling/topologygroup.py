@@ -74,6 +74,22 @@ class TopologyGroup:
             return self._next_affinity(self_selecting, pod_domains, node_domains)
         return self._next_anti_affinity(pod_domains, node_domains)
 
+    def allowed(self, self_selecting: bool, pod_domains: Requirement) -> set[str]:
+        """Every domain some node could use for this pod now (a superset of any one node's answer)."""
+        kind = self.spec.kind
+        if kind == SPREAD:
+            minimum = self._min_count(pod_domains, None)
+            extra = 1 if self_selecting else 0
+            return {
+                d for d, c in self.counts.items() if pod_domains.has(d) and c + extra - minimum <= self.spec.max_skew
+            }
+        if kind == AFFINITY:
+            matched = {d for d, c in self.counts.items() if c > 0 and pod_domains.has(d)}
+            if not matched and self_selecting:
+                return {d for d in self.counts if pod_domains.has(d)}  # bootstrap: any domain will do
+            return matched
+        return {d for d in self.empty if pod_domains.has(d)}
+
     def _candidates(self, node_domains: Requirement) -> list[str]:
         if node_domains.operator == "In":
             return sorted(d for d in node_domains.values if d in self.counts)
