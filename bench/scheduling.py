@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provisioner.catalog import InstanceType, Offering, Overhead  # noqa: E402
-from provisioner.catalog.kwok import kwok_catalog  # noqa: E402
-from provisioner.objects import NodeClassRef, NodePool, NodeSelectorRequirement  # noqa: E402
-from provisioner.pods import DO_NOT_SCHEDULE, OwnerReference, Pod, PodAffinityTerm, TopologySpreadConstraint  # noqa: E402
-from provisioner.quantity import MILLI, parse_quantity, parse_resources  # noqa: E402
-from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve  # noqa: E402
-from provisioner.selectors import LabelSelector  # noqa: E402
+from provisioner.catalog import InstanceType, Offering, Overhead
+from provisioner.catalog.kwok import kwok_catalog
+from provisioner.objects import NodeClassRef, NodePool, NodeSelectorRequirement
+from provisioner.pods import DO_NOT_SCHEDULE, OwnerReference, Pod, PodAffinityTerm, TopologySpreadConstraint
+from provisioner.quantity import MILLI, parse_quantity, parse_resources
+from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
+from provisioner.selectors import LabelSelector
 
 ZONE, HOSTNAME = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
 CPUS = ["100m", "250m", "500m", "1000m", "1500m"]
@@ -41,8 +41,13 @@ def fake_instance_types(count: int = 400) -> list[InstanceType]:
         price = 0.1 * cpu + 0.1 * memory / 1e9
         offerings = tuple(
             Offering(zone, capacity_type, price)
-            for zone, capacity_type in (("test-zone-1", "spot"), ("test-zone-2", "spot"), ("test-zone-1", "on-demand"),
-                                        ("test-zone-2", "on-demand"), ("test-zone-3", "on-demand"))
+            for zone, capacity_type in (
+                ("test-zone-1", "spot"),
+                ("test-zone-2", "spot"),
+                ("test-zone-1", "on-demand"),
+                ("test-zone-2", "on-demand"),
+                ("test-zone-3", "on-demand"),
+            )
         )
         types.append(
             InstanceType(
@@ -64,8 +69,15 @@ class PodFactory:
     def make(self, labels: dict[str, str], **constraints: object) -> Pod:
         self.count += 1
         requests = {"cpu": parse_quantity(self.rng.choice(CPUS)), "memory": parse_quantity(self.rng.choice(MEMORIES))}
-        return Pod(name=f"pod-{self.count}", uid=f"uid-{self.count:07d}", labels=labels, requests=requests,
-                   unschedulable=True, created=float(self.count), **constraints)  # type: ignore[arg-type]
+        return Pod(
+            name=f"pod-{self.count}",
+            uid=f"uid-{self.count:07d}",
+            labels=labels,
+            requests=requests,
+            unschedulable=True,
+            created=float(self.count),
+            **constraints,
+        )  # type: ignore[arg-type]
 
     def label(self, key: str) -> dict[str, str]:
         return {key: self.rng.choice(LABEL_VALUES)}
@@ -76,7 +88,9 @@ class PodFactory:
         pods = [self.make(self.label("my-label")) for _ in range(share)]
         for key in (ZONE, HOSTNAME):
             for _ in range(share):
-                constraint = TopologySpreadConstraint(1, key, DO_NOT_SCHEDULE, LabelSelector.parse("my-label=" + self.rng.choice(LABEL_VALUES)))
+                constraint = TopologySpreadConstraint(
+                    1, key, DO_NOT_SCHEDULE, LabelSelector.parse("my-label=" + self.rng.choice(LABEL_VALUES))
+                )
                 pods.append(self.make(self.label("my-label"), spread=(constraint,)))
         for _ in range(share):
             term = PodAffinityTerm(ZONE, LabelSelector.parse("my-affinity=" + self.rng.choice(LABEL_VALUES)))
@@ -89,21 +103,34 @@ class PodFactory:
 
 
 def run_diverse(size: int) -> dict[str, object]:
-    pool = NodePool(name="default", node_class_ref=CLASS, limits=parse_resources({"cpu": "10000000", "memory": "10000000Gi"}))
+    pool = NodePool(
+        name="default", node_class_ref=CLASS, limits=parse_resources({"cpu": "10000000", "memory": "10000000Gi"})
+    )
     pods = PodFactory(42).diverse(size)
     request = SchedulingInput(pods=pods, pools=[PoolOffer(pool, fake_instance_types())])
     return measure(f"diverse {size}", request, len(pods))
 
 
 def run_identical(size: int) -> dict[str, object]:
-    pool = NodePool(name="default", node_class_ref=CLASS, requirements=(
-        NodeSelectorRequirement("kubernetes.io/arch", "In", ("amd64",)),
-        NodeSelectorRequirement("karpenter.sh/capacity-type", "In", ("on-demand",)),
-    ))
+    pool = NodePool(
+        name="default",
+        node_class_ref=CLASS,
+        requirements=(
+            NodeSelectorRequirement("kubernetes.io/arch", "In", ("amd64",)),
+            NodeSelectorRequirement("karpenter.sh/capacity-type", "In", ("on-demand",)),
+        ),
+    )
     owner = OwnerReference("ReplicaSet", "pause-5d8f7", "rs-uid")
     pods = [
-        Pod(name=f"pause-{i}", uid=f"uid-{i:07d}", labels={"app": "pause"}, requests={"cpu": 1000}, unschedulable=True,
-            created=1.0, owner=owner)
+        Pod(
+            name=f"pause-{i}",
+            uid=f"uid-{i:07d}",
+            labels={"app": "pause"},
+            requests={"cpu": 1000},
+            unschedulable=True,
+            created=1.0,
+            owner=owner,
+        )
         for i in range(size)
     ]
     request = SchedulingInput(pods=pods, pools=[PoolOffer(pool, kwok_catalog().instance_types)])
@@ -137,13 +164,21 @@ def main() -> None:
         kind, size = args.one.split(":")
         print(json.dumps(run_diverse(int(size)) if kind == "diverse" else run_identical(int(size))))
         return
-    jobs = [f"diverse:{s}" for s in args.sizes.split(",") if s] + ([f"identical:{args.identical}"] if args.identical else [])
-    print(f"{'case':<24}{'pods':>8}{'scheduled':>11}{'seconds':>9}{'pods/s':>9}{'nodes':>7}{'$/h':>11}{'peak RSS MiB':>14}")
+    jobs = [f"diverse:{s}" for s in args.sizes.split(",") if s] + (
+        [f"identical:{args.identical}"] if args.identical else []
+    )
+    print(
+        f"{'case':<24}{'pods':>8}{'scheduled':>11}{'seconds':>9}{'pods/s':>9}{'nodes':>7}{'$/h':>11}{'peak RSS MiB':>14}"
+    )
     for job in jobs:
-        output = subprocess.run([sys.executable, __file__, "--one", job], capture_output=True, text=True, check=True).stdout
+        output = subprocess.run(
+            [sys.executable, __file__, "--one", job], capture_output=True, text=True, check=True
+        ).stdout
         row = json.loads(output)
-        print(f"{row['case']:<24}{row['pods']:>8}{row['scheduled']:>11}{row['seconds']:>9}{row['pods_per_second']:>9}"
-              f"{row['nodes']:>7}{row['dollars_per_hour']:>11}{row['peak_rss_mib']:>14}")
+        print(
+            f"{row['case']:<24}{row['pods']:>8}{row['scheduled']:>11}{row['seconds']:>9}{row['pods_per_second']:>9}"
+            f"{row['nodes']:>7}{row['dollars_per_hour']:>11}{row['peak_rss_mib']:>14}"
+        )
 
 
 if __name__ == "__main__":

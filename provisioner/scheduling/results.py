@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
@@ -48,8 +49,7 @@ class PodFailure:
         return "; ".join(str(r) for r in self.reasons)
 
 
-@dataclass(frozen=True)
-class InstanceTypeOption:
+class InstanceTypeOption(NamedTuple):
     """A candidate type of a planned NodeClaim with its cheapest compatible offering price."""
 
     instance_type: InstanceType
@@ -85,6 +85,21 @@ class NodeClaimPlan:
 
     def spec_requirements(self) -> list[dict[str, object]]:
         return self.requirements.to_specs()
+
+    def explanation(self) -> dict[str, object]:
+        """Why this NodeClaim launches as it will: the cheapest option, what it beat, and what was left out."""
+        cheapest = self.options[0]
+        runner_up = next((o for o in self.options[1:] if o.price > cheapest.price), None)
+        return {
+            "chosen": cheapest.instance_type.name,
+            "price": round(cheapest.price, 6),
+            "reason": f"cheapest compatible offering among {len(self.options)} instance types that fit the pods",
+            "runner_up": {"name": runner_up.instance_type.name, "price": round(runner_up.price, 6)}
+            if runner_up
+            else None,
+            "candidates": [{"name": o.instance_type.name, "price": round(o.price, 6)} for o in self.options],
+            "excluded_by_nodepool_requirements": len(self.excluded),
+        }
 
     @property
     def capacity_types(self) -> frozenset[str]:

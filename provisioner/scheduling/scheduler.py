@@ -145,6 +145,7 @@ class Scheduler:
         # pod class -> places (("e", seq) existing, ("n", seq) planned) known never to fit pods of that class
         self.dead: dict[tuple[object, ...], set[tuple[str, int]]] = {}
         self.fresh_dead: dict[tuple[object, ...], Unfit] = {}
+        self._fresh: dict[str, tuple[PodState, PodData]] = {}
 
     # The loop -----------------------------------------------------------------------------------------------------
 
@@ -159,8 +160,11 @@ class Scheduler:
             states[pod.id] = PodState.of(pod, self.request.preference_policy)
             queue.append(pod)
         self.result.pods_considered = list(queue)
-        for state in states.values():
-            self.topology.update(state, state.data())
+        # Register every pod's topology groups up front; the first attempt reuses this unrelaxed state.
+        for pod_id, state in states.items():
+            data = state.data()
+            self.topology.update(state, data)
+            self._fresh[pod_id] = (state, data)
         if not self.templates and not self.existing:
             for pod in queue:
                 self.result.failures[pod.id] = PodFailure(
@@ -187,9 +191,14 @@ class Scheduler:
         return self.result
 
     def _try_schedule(self, pod: Pod) -> PodFailure | None:
-        state = PodState.of(pod, self.request.preference_policy)
-        data = state.data()
-        self.topology.update(state, data)
+        fresh = self._fresh.pop(pod.id, None)
+        if fresh is not None:
+            state, data = fresh
+        else:
+            # A retry starts unrelaxed again: a pod placed since may now satisfy a preference.
+            state = PodState.of(pod, self.request.preference_policy)
+            data = state.data()
+            self.topology.update(state, data)
         while True:
             reasons = self._add(state, data)
             if reasons is None:
@@ -375,16 +384,15 @@ class Scheduler:
         template = claim.template
         index = template.index
         requirements = Requirements(v for k, v in claim.requirements.items() if k != wk.HOSTNAME)
-        order, prices = index.priced(requirements)
-        kept: list[InstanceTypeOption] = []
+        table = index.priced(requirements)
+        bits = index.bits(claim.mask)
+        positions = [p for p in table.order if bits[p] == "1"][: self.request.max_instance_types]
+        kept = [InstanceTypeOption(index.types[p], table.prices[p]) for p in positions]
         kept_mask = 0
-        bits = bin(claim.mask)[:1:-1]  # bits[i] == "1" when type i is still an option
-        for position in order:
-            if position < len(bits) and bits[position] == "1":
-                kept.append(InstanceTypeOption(index.types[position], prices[position]))
-                kept_mask |= 1 << position
-                if len(kept) == self.request.max_instance_types:
-                    break
+        capacity_types: set[str] = set()
+        for position in positions:
+            kept_mask |= 1 << position
+            capacity_types |= table.capacity_types[position]
         relaxed = claim.min_values_relaxed
         for requirement in requirements.values():
             if requirement.min_values and index.distinct_values(kept_mask, requirement) < requirement.min_values:
@@ -395,7 +403,6 @@ class Scheduler:
                         "pod didn't schedule because NodePool couldn't meet minValues requirements",
                     )
                 relaxed = True
-        capacity_types = index.capacity_types(kept_mask, requirements)
         final = requirements.merged(
             [
                 Requirement(

@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
 from provisioner.requirements import Requirement, Requirements
+
+
+class PriceTable(NamedTuple):
+    order: list[int]  # positions with a compatible offering, cheapest first
+    prices: list[float]  # by position; inf where nothing is compatible
+    capacity_types: list[frozenset[str]]  # by position
 
 
 class TypeIndex:
@@ -28,7 +35,7 @@ class TypeIndex:
             for j, position in enumerate(order):
                 prefix[j + 1] = prefix[j] | (1 << position)
             self._by_capacity[resource] = (values, prefix, order)
-        self._price_cache: dict[tuple[Requirement | None, Requirement | None], tuple[list[int], list[float]]] = {}
+        self._price_cache: dict[tuple[Requirement | None, Requirement | None], PriceTable] = {}
         resources = {name for it in self.types for name in it.allocatable}
         for resource in resources:
             order = sorted(range(len(self.types)), key=lambda i: self.types[i].allocatable.get(resource, 0))
@@ -118,50 +125,39 @@ class TypeIndex:
                 mask &= prefix[bisect_right(values, amount)]
         return mask
 
-    def priced(self, requirements: Requirements) -> tuple[list[int], list[float]]:
-        """Positions with a compatible available offering, cheapest first (ties by name), and each one's price.
-
-        Only zone and capacity type decide which offerings count, so the table is shared by every NodeClaim
-        pinned the same way.
-        """
+    def priced(self, requirements: Requirements) -> PriceTable:
+        """Positions with a compatible available offering, cheapest first (ties by name), with prices and the
+        capacity types on offer. Only zone and capacity type decide which offerings count, so one table serves
+        every NodeClaim pinned the same way."""
         key = (requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE))
         cached = self._price_cache.get(key)
         if cached is not None:
             return cached
         zone, capacity_type = key
         prices = [float("inf")] * len(self.types)
+        capacity_types: list[frozenset[str]] = [frozenset()] * len(self.types)
         for position, it in enumerate(self.types):
-            for offering in it.offerings:
-                if (
-                    offering.available
-                    and (zone is None or zone.has(offering.zone))
-                    and (capacity_type is None or capacity_type.has(offering.capacity_type))
-                    and offering.price < prices[position]
-                ):
-                    prices[position] = offering.price
+            compatible = [
+                o
+                for o in it.offerings
+                if o.available
+                and (zone is None or zone.has(o.zone))
+                and (capacity_type is None or capacity_type.has(o.capacity_type))
+            ]
+            if compatible:
+                prices[position] = min(o.price for o in compatible)
+                capacity_types[position] = frozenset(o.capacity_type for o in compatible)
         order = sorted(
             (p for p in range(len(self.types)) if prices[p] != float("inf")),
             key=lambda p: (prices[p], self.types[p].name),
         )
-        self._price_cache[key] = (order, prices)
-        return order, prices
+        table = PriceTable(order, prices, capacity_types)
+        self._price_cache[key] = table
+        return table
 
-    def capacity_types(self, mask: int, requirements: Requirements) -> frozenset[str]:
-        """Capacity types of the compatible available offerings of the types in `mask`."""
-        zone, capacity_type = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
-        found: set[str] = set()
-        for position in self.positions(mask):
-            for offering in self.types[position].offerings:
-                if (
-                    offering.available
-                    and offering.capacity_type not in found
-                    and (zone is None or zone.has(offering.zone))
-                    and (capacity_type is None or capacity_type.has(offering.capacity_type))
-                ):
-                    found.add(offering.capacity_type)
-            if len(found) >= 2 and capacity_type is None:
-                break
-        return frozenset(found)
+    def bits(self, mask: int) -> str:
+        """The mask as a string of "0"/"1" indexed by position, for fast membership tests in loops."""
+        return format(mask, f"0{len(self.types)}b")[::-1] if self.types else ""
 
     def distinct_values(self, mask: int, requirement: Requirement) -> int:
         """How many values of `requirement.key` the types in `mask` offer within the requirement (for minValues)."""

@@ -1,5 +1,7 @@
 """Karpenter's provisioning behaviour (reference/provisioning.md §5), over the fake provider's catalog."""
 
+from dataclasses import replace
+
 import pytest
 
 from provisioner.pods import SCHEDULE_ANYWAY, effective_requests
@@ -88,7 +90,10 @@ def test_nodepool_taints_must_be_tolerated(toleration, placed):
     if not placed:
         [failure] = result.failures.values()
         assert failure.reasons[0].kind == reasons.TAINTS
-        assert failure.message == 'incompatible with nodepool "default", did not tolerate taint test-key=test-value:NoSchedule'
+        assert (
+            failure.message
+            == 'incompatible with nodepool "default", did not tolerate taint test-key=test-value:NoSchedule'
+        )
 
 
 def test_startup_taints_need_not_be_tolerated():
@@ -132,7 +137,12 @@ def test_undefined_custom_keys_are_explained():
 
 
 def test_required_terms_are_ored_and_tried_in_order():
-    terms = [[r(ZONE, "In", "invalid")], [r(ZONE, "In", "invalid")], [r(ZONE, "In", "test-zone-1")], [r(ZONE, "In", "test-zone-2")]]
+    terms = [
+        [r(ZONE, "In", "invalid")],
+        [r(ZONE, "In", "invalid")],
+        [r(ZONE, "In", "test-zone-1")],
+        [r(ZONE, "In", "test-zone-2")],
+    ]
     result = schedule([pod(required=terms)])
     [plan] = result.new_nodeclaims
     assert plan.requirements[ZONE].values == frozenset({"test-zone-1"})
@@ -144,13 +154,19 @@ def test_a_single_unsatisfiable_required_term_is_not_relaxed():
 
 def test_the_heaviest_satisfiable_preference_wins():
     pool = nodepool("default", req(ZONE, "In", "test-zone-1", "test-zone-2"))
-    preferred = [(100, [r(ZONE, "In", "invalid")]), (50, [r(ZONE, "In", "test-zone-2")]), (1, [r(ZONE, "In", "test-zone-1")])]
+    preferred = [
+        (100, [r(ZONE, "In", "invalid")]),
+        (50, [r(ZONE, "In", "test-zone-2")]),
+        (1, [r(ZONE, "In", "test-zone-1")]),
+    ]
     [plan] = schedule([pod(preferred=preferred)], pools=[pool]).new_nodeclaims
     assert plan.requirements[ZONE].values == frozenset({"test-zone-2"})
 
 
 def test_a_preference_conflicting_with_a_requirement_is_dropped():
-    result = schedule([pod(required=[[r(ZONE, "In", "test-zone-3")]], preferred=[(1, [r(ZONE, "NotIn", "test-zone-3")])])])
+    result = schedule(
+        [pod(required=[[r(ZONE, "In", "test-zone-3")]], preferred=[(1, [r(ZONE, "NotIn", "test-zone-3")])])]
+    )
     [plan] = result.new_nodeclaims
     assert plan.requirements[ZONE].values == frozenset({"test-zone-3"})
 
@@ -188,8 +204,7 @@ def test_five_small_pods_share_one_small_node():
 
 def test_pod_overhead_counts_toward_the_node_size():
     requests = effective_requests([parse_resources({"cpu": "1"})], overhead=parse_resources({"cpu": "2"}))
-    overhead_pod = pod()
-    overhead_pod = type(overhead_pod)(**{**overhead_pod.__dict__, "requests": requests})
+    overhead_pod = replace(pod(), requests=requests)
     assert placed_types(schedule([overhead_pod])) == ["default-instance-type"]
 
 
@@ -240,7 +255,9 @@ def test_gpu_requests_pick_the_gpu_type():
 def test_an_empty_catalog_gives_a_reason_per_nodepool():
     result = schedule([pod()], types=[])
     [failure] = result.failures.values()
-    assert failure.message == "incompatible with nodepool \"default\", the NodePool's node class offers no instance types"
+    assert (
+        failure.message == 'incompatible with nodepool "default", the NodePool\'s node class offers no instance types'
+    )
 
 
 def test_no_nodepool_at_all_is_a_reason():
@@ -257,11 +274,33 @@ def test_conflicting_requirements_are_a_reason():
 
 
 def test_a_pod_that_fits_an_in_flight_node_goes_there():
-    inflight = node("inflight-1", cpu="3900m", memory="4086Mi", pods=5, initialized=False, managed=True,
-                    nodepool_name="default", scheduled=[pod(cpu="1", node_name="inflight-1")])
+    inflight = node(
+        "inflight-1",
+        cpu="3900m",
+        memory="4086Mi",
+        pods=5,
+        initialized=False,
+        managed=True,
+        nodepool_name="default",
+        scheduled=[pod(cpu="1", node_name="inflight-1")],
+    )
     result = schedule([pod(cpu="1")], nodes=[inflight])
     assert result.new_nodeclaims == []
     assert list(result.placements) == ["inflight-1"]
+
+
+def quarter_node(name, pods):
+    """An in-flight node of the 4.25-CPU, 4-pod type holding `pods`."""
+    return node(
+        name,
+        cpu="4250m",
+        memory="8Gi",
+        pods=4,
+        initialized=False,
+        managed=True,
+        nodepool_name="default",
+        scheduled=pods,
+    )
 
 
 def test_repeated_batches_leave_at_most_one_node_with_a_free_cpu():
@@ -274,16 +313,8 @@ def test_repeated_batches_leave_at_most_one_node_with_a_free_cpu():
         pods = [pod(cpu="1") for _ in range(rng.randint(1, 5))]
         result = schedule(pods, types=types, nodes=nodes)
         assert scheduled(result) == len(pods)
-        placed = {name: list(ps) for name, ps in result.placements.items()}
-        nodes = [
-            node(n.name, cpu="4250m", memory="8Gi", pods=4, initialized=False, managed=True, nodepool_name="default",
-                 scheduled=[*n.pods, *placed.get(n.name, [])])
-            for n in nodes
-        ]
-        for index, plan in enumerate(result.new_nodeclaims):
-            name = f"n{round_number}-{index}"
-            nodes.append(node(name, cpu="4250m", memory="8Gi", pods=4, initialized=False, managed=True,
-                              nodepool_name="default", scheduled=list(plan.pods)))
+        nodes = [quarter_node(n.name, [*n.pods, *result.placements.get(n.name, [])]) for n in nodes]
+        nodes += [quarter_node(f"n{round_number}-{i}", list(plan.pods)) for i, plan in enumerate(result.new_nodeclaims)]
     free = [n for n in nodes if 4250 - 1000 * len(n.pods) >= 1000]
     assert len(free) <= 1
 
@@ -292,24 +323,30 @@ def test_repeated_batches_leave_at_most_one_node_with_a_free_cpu():
 
 
 def test_daemonset_overhead_makes_room_on_the_chosen_type():
-    assert placed_types(schedule([pod(cpu="1", memory="1Gi")], daemonsets=[daemonset("1", "1Gi")])) == ["default-instance-type"]
+    assert placed_types(schedule([pod(cpu="1", memory="1Gi")], daemonsets=[daemonset("1", "1Gi")])) == [
+        "default-instance-type"
+    ]
 
 
 def test_daemonset_overhead_applies_with_startup_taints_too():
     pool = nodepool("default", startup_taints=[Taint("startup", "NoSchedule")])
-    assert placed_types(schedule([pod(cpu="1", memory="1Gi")], pools=[pool], daemonsets=[daemonset("1", "1Gi")])) == ["default-instance-type"]
+    assert placed_types(schedule([pod(cpu="1", memory="1Gi")], pools=[pool], daemonsets=[daemonset("1", "1Gi")])) == [
+        "default-instance-type"
+    ]
 
 
 def test_a_daemonset_that_does_not_tolerate_the_pool_adds_no_overhead():
     pool = nodepool("default", taints=[Taint("dedicated", "NoSchedule")])
     tolerant = pod(cpu="1", memory="1Gi", tolerations=[Toleration(key="dedicated", operator="Exists")])
-    assert placed_types(schedule([tolerant], pools=[pool], daemonsets=[daemonset("1", "1Gi")])) == ["small-instance-type"]
+    assert placed_types(schedule([tolerant], pools=[pool], daemonsets=[daemonset("1", "1Gi")])) == [
+        "small-instance-type"
+    ]
 
 
 def test_a_huge_daemonset_leaves_no_room():
     result = schedule([pod(cpu="1")], daemonsets=[daemonset("10000", "1Gi")])
     assert scheduled(result) == 0
-    assert "daemonset overhead {\"cpu\":\"10000\"" in list(result.failures.values())[0].message
+    assert 'daemonset overhead {"cpu":"10000"' in list(result.failures.values())[0].message
 
 
 def test_a_host_port_held_by_a_daemonset_blocks_the_pod():
@@ -351,9 +388,18 @@ def test_a_pod_needing_a_type_beyond_the_limit_does_not_schedule():
 def test_a_second_round_beyond_the_limit_does_not_schedule():
     pool = nodepool("default", limits={"cpu": "2"})
     first = schedule([pod(cpu="1.75")], pools=[pool])
-    existing = node("n1", cpu="1900m", memory="2038Mi", pods=5, managed=True, nodepool_name="default",
-                    scheduled=list(first.new_nodeclaims[0].pods))
-    existing = type(existing)(**{**existing.__dict__, "capacity": {"cpu": 2000, "memory": 2 * 2**30 * 1000, "pods": 5000}})
+    existing = node(
+        "n1",
+        cpu="1900m",
+        memory="2038Mi",
+        pods=5,
+        managed=True,
+        nodepool_name="default",
+        scheduled=list(first.new_nodeclaims[0].pods),
+    )
+    existing = type(existing)(
+        **{**existing.__dict__, "capacity": {"cpu": 2000, "memory": 2 * 2**30 * 1000, "pods": 5000}}
+    )
     result = schedule([pod(cpu="1.75")], pools=[pool], nodes=[existing])
     assert scheduled(result) == 0
     assert list(result.failures.values())[0].reasons[0].kind == reasons.LIMITS
@@ -367,7 +413,9 @@ def test_limits_subtract_the_largest_option_of_each_new_nodeclaim():
 
 
 def test_existing_usage_over_the_limit_blocks_the_pool():
-    big = node("big", cpu="100", memory="100Gi", managed=True, nodepool_name="default", taints=[Taint("full", "NoSchedule")])
+    big = node(
+        "big", cpu="100", memory="100Gi", managed=True, nodepool_name="default", taints=[Taint("full", "NoSchedule")]
+    )
     result = schedule([pod(cpu="1")], pools=[nodepool("default", limits={"cpu": "20"})], nodes=[big])
     assert scheduled(result) == 0
 
@@ -380,7 +428,16 @@ def test_the_nodes_limit_is_enforced_across_rounds():
         result = schedule([pod(cpu="3")], pools=[pool], nodes=nodes)
         outcomes.append(scheduled(result))
         for plan in result.new_nodeclaims:
-            nodes.append(node(f"n{round_number}", cpu="3900m", memory="4086Mi", managed=True, nodepool_name="default", scheduled=list(plan.pods)))
+            nodes.append(
+                node(
+                    f"n{round_number}",
+                    cpu="3900m",
+                    memory="4086Mi",
+                    managed=True,
+                    nodepool_name="default",
+                    scheduled=list(plan.pods),
+                )
+            )
     assert outcomes == [1, 1, 0]
 
 
@@ -390,7 +447,9 @@ ANY_CAPACITY = nodepool("default", req(CAPACITY_TYPE, "Exists"))
 
 
 def spread_pods(count, key=ZONE, max_skew=1, when="DoNotSchedule", **extra):
-    return [pod(labels={"app": "spread"}, spread=[spread(key, max_skew, when, app="spread")], **extra) for _ in range(count)]
+    return [
+        pod(labels={"app": "spread"}, spread=[spread(key, max_skew, when, app="spread")], **extra) for _ in range(count)
+    ]
 
 
 def test_four_pods_spread_over_three_zones():
@@ -524,7 +583,9 @@ MIN_TYPES = [instance_type("it-1", "1", "1Gi", price=0.52, overhead=True), insta
 def test_min_values_splits_pods_so_each_nodeclaim_keeps_two_types():
     pool = nodepool("default", req("node.kubernetes.io/instance-type", "In", "it-1", "it-4", min_values=2))
     pods = [pod(cpu="0.9", memory="0.9Gi"), pod(cpu="0.9", memory="0.9Gi")]
-    result = schedule(pods, pools=[pool], types=[instance_type("it-1", "1", "1Gi", price=0.52, overhead=False), MIN_TYPES[1]])
+    result = schedule(
+        pods, pools=[pool], types=[instance_type("it-1", "1", "1Gi", price=0.52, overhead=False), MIN_TYPES[1]]
+    )
     assert len(result.new_nodeclaims) == 2
     assert [nc.instance_type_names for nc in result.new_nodeclaims] == [["it-1", "it-4"], ["it-1", "it-4"]]
     assert result.new_nodeclaims[0].requirements["node.kubernetes.io/instance-type"].min_values == 2
@@ -544,7 +605,7 @@ def test_truncation_below_min_values_fails_every_pod_of_the_nodeclaim():
     result = schedule([pod(cpu="0.5"), pod(cpu="0.5")], pools=[pool], types=types, max_instance_types=1)
     assert scheduled(result) == 0
     assert {f.message for f in result.failures.values()} == {
-        'incompatible with nodepool "default", pod didn\'t schedule because NodePool couldn\'t meet minValues requirements'
+        "incompatible with nodepool \"default\", pod didn't schedule because NodePool couldn't meet minValues requirements"
     }
 
 
@@ -578,7 +639,7 @@ def test_existing_nodes_need_custom_labels_to_be_defined():
 def test_uninitialized_karpenter_nodes_ignore_their_startup_taints():
     startup = Taint("startup", "NoSchedule")
     inflight = node("inflight", initialized=False, managed=True, taints=[startup])
-    inflight = type(inflight)(**{**inflight.__dict__, "startup_taints": (startup,)})
+    inflight = replace(inflight, startup_taints=(startup,))
     result = schedule([pod()], nodes=[inflight])
     assert list(result.placements) == ["inflight"]
 

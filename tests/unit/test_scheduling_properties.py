@@ -95,7 +95,10 @@ def test_identical_input_gives_an_identical_result(specs):
 
     def shape(result):
         return (
-            [(nc.nodepool, [p.uid for p in nc.pods], nc.instance_type_names, sorted(nc.requests.items())) for nc in result.new_nodeclaims],
+            [
+                (nc.nodepool, [p.uid for p in nc.pods], nc.instance_type_names, sorted(nc.requests.items()))
+                for nc in result.new_nodeclaims
+            ],
             sorted((uid, f.message) for uid, f in result.failures.items()),
         )
 

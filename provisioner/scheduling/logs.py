@@ -1,0 +1,69 @@
+"""Karpenter's provisioning log records, as data for the controllers to emit ("found provisionable pod(s)", ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from provisioner.pods import Pod
+from provisioner.scheduling.results import NodeClaimPlan
+
+PROVISIONER = "controller.provisioner"
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One JSON log line: Karpenter's message text and field names."""
+
+    message: str
+    fields: Mapping[str, object] = field(default_factory=dict)
+    level: str = "INFO"
+    logger: str = PROVISIONER
+
+    def as_dict(self) -> dict[str, object]:
+        return {"level": self.level, "logger": self.logger, "message": self.message, **self.fields}
+
+
+def first_and_others(items: Sequence[str], shown: int = 5) -> str:
+    """Karpenter's list style: "a, b, c, d, e and 7 other(s)"."""
+    text = ", ".join(items[:shown])
+    return f"{text} and {len(items) - shown} other(s)" if len(items) > shown else text
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration String for the durations logs carry: 850ms, 1.5s, 2m3.5s."""
+    if seconds < 0.001:
+        return f"{seconds * 1e6:g}µs"
+    if seconds < 1:
+        return f"{round(seconds * 1000, 6):g}ms"
+    minutes, rest = divmod(seconds, 60)
+    if minutes:
+        return f"{int(minutes)}m{round(rest, 6):g}s"
+    return f"{round(seconds, 6):g}s"
+
+
+def found_provisionable(pods: Sequence[Pod], duration_seconds: float) -> LogRecord:
+    return LogRecord(
+        "found provisionable pod(s)",
+        {"Pods": first_and_others([p.key for p in pods]), "duration": go_duration(duration_seconds)},
+    )
+
+
+def created_nodeclaim(plan: NodeClaimPlan, name: str) -> LogRecord:
+    return LogRecord(
+        "created nodeclaim",
+        {
+            "NodePool": {"name": plan.nodepool},
+            "NodeClaim": {"name": name},
+            "requests": plan.requests_text(),
+            "instance-types": first_and_others(plan.instance_type_names),
+        },
+    )
+
+
+def could_not_schedule(pod: Pod, message: str) -> LogRecord:
+    return LogRecord(
+        "could not schedule pod",
+        {"Pod": {"name": pod.name, "namespace": pod.namespace}, "error": message},
+        level="ERROR",
+    )

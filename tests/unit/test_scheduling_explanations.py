@@ -1,0 +1,98 @@
+"""What the engine says about its decisions: log records, NodeClaim explanations, pod-level inputs."""
+
+from dataclasses import replace
+
+from provisioner.pods import OwnerReference, effective_requests
+from provisioner.quantity import format_resources, parse_resources
+from provisioner.scheduling.logs import created_nodeclaim, first_and_others, found_provisionable, go_duration
+from provisioner.selectors import LabelSelector
+from tests.builders import CAPACITY_TYPE, HOSTNAME, KWOK, nodepool, pod, req, schedule, spread, term
+
+AMD64_ON_DEMAND = nodepool("default", req("kubernetes.io/arch", "In", "amd64"), req(CAPACITY_TYPE, "In", "on-demand"))
+
+
+def test_log_records_carry_karpenters_fields():
+    pods = [pod(cpu="1", name=f"pause-{i}") for i in range(7)]
+    result = schedule(pods, pools=[AMD64_ON_DEMAND], types=KWOK)
+    [plan] = result.new_nodeclaims
+    found = found_provisionable(result.pods_considered, 0.0295).as_dict()
+    assert found == {
+        "level": "INFO",
+        "logger": "controller.provisioner",
+        "message": "found provisionable pod(s)",
+        "Pods": "default/pause-0, default/pause-1, default/pause-2, default/pause-3, default/pause-4 and 2 other(s)",
+        "duration": "29.5ms",
+    }
+    created = created_nodeclaim(plan, "default-abcde").as_dict()
+    assert created["NodePool"] == {"name": "default"} and created["NodeClaim"] == {"name": "default-abcde"}
+    assert created["requests"] == {"cpu": "7", "pods": "7"}
+    assert created["instance-types"] == (
+        "c-128x-amd64-linux, c-128x-amd64-windows, c-16x-amd64-linux, c-16x-amd64-windows, c-192x-amd64-linux and 49 other(s)"
+    )
+
+
+def test_go_durations_and_lists():
+    assert [go_duration(s) for s in (0.0000123, 0.85, 1.5, 123.5)] == ["12.3µs", "850ms", "1.5s", "2m3.5s"]
+    assert first_and_others(["a", "b"]) == "a, b"
+
+
+def test_a_nodeclaim_explains_its_choice():
+    [plan] = schedule([pod(cpu="1") for _ in range(5)], pools=[AMD64_ON_DEMAND], types=KWOK).new_nodeclaims
+    explanation = plan.explanation()
+    assert explanation["chosen"] == "c-8x-amd64-linux" and explanation["price"] == 0.21718
+    assert explanation["runner_up"] == {"name": "s-8x-amd64-linux", "price": 0.23436}
+    assert len(explanation["candidates"]) == 54
+    assert explanation["excluded_by_nodepool_requirements"] == 72
+
+
+def test_effective_requests_follow_kubernetes_for_init_containers_sidecars_and_overhead():
+    app = [parse_resources({"cpu": "500m", "memory": "256Mi"}), parse_resources({"cpu": "250m"})]
+    init = [
+        (parse_resources({"cpu": "2", "memory": "64Mi"}), False),  # a big init container runs alone first
+        (parse_resources({"cpu": "100m", "memory": "128Mi"}), True),  # a sidecar keeps running
+    ]
+    requests = effective_requests(app, init, overhead=parse_resources({"cpu": "50m"}))
+    # max(app 750m + sidecar 100m, init 2 CPU) + overhead 50m; memory max(256+128, 64) Mi.
+    assert format_resources(requests) == {"cpu": "2050m", "memory": "384Mi"}
+
+
+def test_provisionable_pods_exclude_daemonset_bound_and_nominated_pods():
+    assert pod().is_provisionable()
+    assert not pod(owner=OwnerReference("DaemonSet", "ds")).is_provisionable()
+    assert not pod(node_name="n1").is_provisionable()
+    nominated = replace(pod(), nominated_node_name="n1")
+    assert not nominated.is_provisionable()
+
+
+def test_affinity_counts_pods_in_the_namespaces_the_term_names():
+    other_ns = pod(labels={"app": "db"}, namespace="data")
+    follower = pod(labels={"app": "web"}, affinity=[term(HOSTNAME, app="db")])
+    assert len(schedule([other_ns, follower]).failures) == 1  # the term defaults to the follower's namespace
+    cross = pod(labels={"app": "web"}, affinity=[term(HOSTNAME, app="db")])
+    cross_term = cross.affinity[0]
+    cross = type(cross)(
+        **{
+            **cross.__dict__,
+            "affinity": (
+                type(cross_term)(
+                    **{
+                        **{f: getattr(cross_term, f) for f in cross_term.__dataclass_fields__},
+                        "namespaces": frozenset({"data"}),
+                    }
+                ),
+            ),
+        }
+    )
+    result = schedule([pod(labels={"app": "db"}, namespace="data"), cross])
+    assert len(result.failures) == 0 and len(result.new_nodeclaims) == 1
+
+
+def test_match_label_keys_spreads_each_revision_on_its_own():
+    constraint = spread(HOSTNAME, 1, app="web")
+    constraint = type(constraint)(
+        **{**{f: getattr(constraint, f) for f in constraint.__dataclass_fields__}, "match_label_keys": ("rev",)}
+    )
+    pods = [pod(labels={"app": "web", "rev": rev}, spread=[constraint]) for rev in ("1", "1", "2", "2")]
+    # Without matchLabelKeys four pods would need four nodes; per revision, two pods of different revisions may share.
+    assert len(schedule(pods).new_nodeclaims) == 2
+    assert LabelSelector.parse("app=web").matches({"app": "web"})
