@@ -23,6 +23,11 @@ class Cluster(models.Model):
     clock = models.DateTimeField(default=timezone.now, help_text="The cluster's current time (virtual in the lab).")
     ticked_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last periodic tick.")
     created_at = models.DateTimeField(auto_now_add=True)
+    lab_state = models.JSONField(default=dict, blank=True, help_text="The lab's controller state (batcher, RNG).")
+    # The lease that keeps two workers from reconciling this cluster at once (DB mode; Redis has its own lock).
+    lease_holder = models.CharField(max_length=128, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_epoch = models.PositiveBigIntegerField(default=0, help_text="Fencing token: bumped on every acquisition.")
 
     def __str__(self) -> str:
         return self.name
@@ -83,6 +88,7 @@ class NodePool(KubeObjectMixin):
     name = models.CharField(max_length=253)
     # Denormalised from spec for ordering and listing; services keep it in step.
     weight = models.PositiveSmallIntegerField(null=True, blank=True)
+    status = models.JSONField(default=dict, blank=True)
 
     class Meta:
         verbose_name = "NodePool"
@@ -91,6 +97,56 @@ class NodePool(KubeObjectMixin):
 
     def __str__(self) -> str:
         return self.name
+
+
+class KubeObject(models.Model):
+    """A Kubernetes object of a lab cluster (Pod, Node, NodeClaim, Deployment, ...), stored as its manifest."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="kube_objects")
+    kind = models.CharField(max_length=64)
+    namespace = models.CharField(max_length=253, blank=True)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64)
+    resource_version = models.PositiveBigIntegerField(default=0)
+    body = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "kind", "namespace", "name"], name="kubeobject_unique_name")
+        ]
+        indexes = [models.Index(fields=["cluster", "kind", "namespace"])]
+        ordering = ["kind", "namespace", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+class LogEntry(models.Model):
+    """A controller log record (Karpenter's message names and fields) at the cluster's time."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="log_entries")
+    time = models.DateTimeField(db_index=True)
+    level = models.CharField(max_length=8)
+    logger = models.CharField(max_length=128)
+    message = models.CharField(max_length=255, db_index=True)
+    fields = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["time", "id"]
+        verbose_name_plural = "log entries"
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} {self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "time": self.time.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "level": self.level,
+            "logger": self.logger,
+            "message": self.message,
+            **self.fields,
+        }
 
 
 class Catalog(models.Model):

@@ -11,11 +11,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from karpui import models, store
+from karpui import lab, models, store
 from provisioner.catalog import Catalog
 from provisioner.catalog.aws import aws_catalog
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.manifests import Document, ManifestError, load_documents
+from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
 from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, parse_nodeclass
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 from provisioner.objects import NodeClass, NodePool
@@ -141,21 +142,44 @@ def parse_document(document: Document) -> Any:
     """Validate one document into its domain value; errors carry the document's position and identity."""
     entry = APPLIERS.get(document.kind)
     try:
-        if entry is None:
-            raise ManifestError(
-                f'no matches for kind "{document.kind}" in version "{document.api_version}"', field="kind"
-            )
-        return entry[0](document.body)
+        if entry is not None:
+            return entry[0](document.body)
+        if document.kind in VALIDATORS:
+            return validate_cluster_object(document.body)
+        raise ManifestError(f'no matches for kind "{document.kind}" in version "{document.api_version}"', field="kind")
     except ManifestError as error:
         raise error.located(document=document.index, kind=document.kind, name=document.name) from None
 
 
 def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list[ApplyResult]:
-    """Apply every document of a file, all or nothing: every document is validated before anything is written."""
+    """Apply every document of a file, all or nothing: every document is validated before anything is written.
+
+    Configuration (NodePools, node classes) is stored in its tables; cluster objects go into the lab, whose
+    controllers then react at the current time (a Deployment gets its pods at once, as on a real cluster).
+    """
     documents = load_documents(text)
     values = [(document, parse_document(document)) for document in documents]
     with transaction.atomic():
-        return [APPLIERS[document.kind][1](cluster, value, actor) for document, value in values]
+        results = [APPLIERS[d.kind][1](cluster, value, actor) for d, value in values if d.kind in APPLIERS]
+        objects = [value for d, value in values if d.kind not in APPLIERS]
+        if objects:
+            results += lab.run(cluster.name, lambda running: _apply_objects(running, objects))
+        return results
+
+
+def _apply_objects(running: Any, objects: list[dict[str, Any]]) -> list[ApplyResult]:
+    results = []
+    for obj in objects:
+        _, outcome = running.store.apply(obj)
+        results.append(ApplyResult(resource_name(obj["kind"], obj["apiVersion"]), obj["metadata"]["name"], outcome))
+    running.settle()
+    return results
+
+
+def resource_name(kind: str, api_version: str) -> str:
+    """kubectl's `deployment.apps` style: lowercase kind, then the API group if there is one."""
+    group = api_version.split("/")[0] if "/" in api_version else ""
+    return f"{kind.lower()}.{group}" if group else kind.lower()
 
 
 def object_delete(*, cluster: models.Cluster, kind: str, name: str, actor: Actor) -> str:
@@ -218,15 +242,10 @@ def _catalog_rows_create(row: models.Catalog, catalog: Catalog) -> None:
 
 
 def clusters_tick(*, now: datetime | None = None) -> None:
-    """Advance each lab cluster's clock by the wall time since its last tick (controllers run off this clock)."""
+    """Run each lab cluster's controllers over the wall time since its last tick, under its lease."""
     now = now or timezone.now()
-    for cluster_id in models.Cluster.objects.filter(mode=models.Cluster.Mode.LAB).values_list("id", flat=True):
-        with transaction.atomic():
-            cluster = models.Cluster.objects.select_for_update().get(id=cluster_id)
-            if cluster.ticked_at is not None and now > cluster.ticked_at:
-                cluster.clock += now - cluster.ticked_at
-            cluster.ticked_at = now
-            cluster.save(update_fields=["clock", "ticked_at"])
+    for cluster in models.Cluster.objects.filter(mode=models.Cluster.Mode.LAB):
+        lab.tick(cluster, now=now)
 
 
 def defaults_ensure() -> None:

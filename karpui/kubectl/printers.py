@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -68,3 +68,7 @@ def render(manifests: Sequence[Manifest], output: str, *, single: bool) -> str:
     if output == "yaml":
         return yaml.safe_dump(body, sort_keys=False, default_flow_style=False).rstrip()
     raise ValueError(output)
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from karpui import models, store
 from karpui.kubectl.printers import Column, Manifest, age
@@ -131,7 +132,274 @@ RESOURCES: Sequence[Resource] = (
     ),
 )
 
-_BY_NAME = {alias: r for r in RESOURCES for alias in (*r.aliases, r.qualified, f"{r.aliases[0]}.{r.group}")}
+
+def _lab(kind: str) -> Callable[[models.Cluster], list[Manifest]]:
+    def list_manifests(cluster: models.Cluster) -> list[Manifest]:
+        return [
+            row.body
+            for row in models.KubeObject.objects.filter(cluster=cluster, kind=kind).order_by("namespace", "name")
+        ]
+
+    return list_manifests
+
+
+def _name(m: Manifest, now: object) -> str:
+    return str(m["metadata"]["name"])
+
+
+def _condition(m: Manifest, kind: str) -> str:
+    for item in (m.get("status") or {}).get("conditions") or []:
+        if item.get("type") == kind:
+            return str(item.get("status"))
+    return "Unknown"
+
+
+def _node_status(m: Manifest, now: object) -> str:
+    ready = _condition(m, "Ready") if (m.get("status") or {}).get("conditions") else "True"
+    text = "Ready" if ready == "True" else "NotReady"
+    if (m.get("spec") or {}).get("unschedulable"):
+        text += ",SchedulingDisabled"
+    return text
+
+
+def _roles(m: Manifest, now: object) -> str:
+    labels = m["metadata"].get("labels") or {}
+    roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
+    return ",".join(roles) or "<none>"
+
+
+def _label(key: str) -> Callable[[Manifest, object], str]:
+    return lambda m, now: str((m["metadata"].get("labels") or {}).get(key, ""))
+
+
+def _pod_ready(m: Manifest, now: object) -> str:
+    containers = len((m.get("spec") or {}).get("containers") or [])
+    running = (m.get("status") or {}).get("phase") == "Running"
+    return f"{containers if running else 0}/{containers}"
+
+
+def _pod_status(m: Manifest, now: object) -> str:
+    if m["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    return str((m.get("status") or {}).get("phase") or "Pending")
+
+
+def _field(*path: str, default: str = "") -> Callable[[Manifest, object], str]:
+    def value(m: Manifest, now: object) -> str:
+        current: Any = m
+        for part in path:
+            current = current.get(part) if isinstance(current, dict) else None
+        return default if current is None else str(current)
+
+    return value
+
+
+def _event_object(m: Manifest, now: object) -> str:
+    involved = m.get("involvedObject") or {}
+    return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+
+
+def _event_age(m: Manifest, now: Any) -> str:
+    return age({"metadata": {"creationTimestamp": m.get("lastTimestamp")}}, now)
+
+
+def _ready_of(ready_key: str, total_key: str) -> Callable[[Manifest, object], str]:
+    return lambda m, now: (
+        f"{(m.get('status') or {}).get(ready_key, 0)}/{(m.get('spec') or {}).get(total_key, (m.get('status') or {}).get(total_key, 0))}"
+    )
+
+
+LAB_RESOURCES: Sequence[Resource] = (
+    Resource(
+        "Node",
+        "nodes",
+        "",
+        ("node", "nodes", "no"),
+        (
+            Column("NAME", _name),
+            Column("STATUS", _node_status),
+            Column("ROLES", _roles),
+            _AGE,
+            Column("VERSION", lambda m, now: "v1.34.0"),
+            Column("INSTANCE-TYPE", _label("node.kubernetes.io/instance-type"), wide_only=True),
+            Column("CAPACITY-TYPE", _label("karpenter.sh/capacity-type"), wide_only=True),
+            Column("ZONE", _label("topology.kubernetes.io/zone"), wide_only=True),
+            Column("NODEPOOL", _label("karpenter.sh/nodepool"), wide_only=True),
+        ),
+        _lab("Node"),
+    ),
+    Resource(
+        "Pod",
+        "pods",
+        "",
+        ("pod", "pods", "po"),
+        (
+            Column("NAME", _name),
+            Column("READY", _pod_ready),
+            Column("STATUS", _pod_status),
+            Column("RESTARTS", lambda m, now: "0"),
+            _AGE,
+            Column("NODE", _field("spec", "nodeName", default="<none>"), wide_only=True),
+        ),
+        _lab("Pod"),
+    ),
+    Resource(
+        "NodeClaim",
+        "nodeclaims",
+        "karpenter.sh",
+        ("nodeclaim", "nodeclaims", "nc"),
+        (
+            Column("NAME", _name),
+            Column("TYPE", _label("node.kubernetes.io/instance-type")),
+            Column("CAPACITY", _label("karpenter.sh/capacity-type")),
+            Column("ZONE", _label("topology.kubernetes.io/zone")),
+            Column("NODE", _field("status", "nodeName")),
+            Column("READY", lambda m, now: _condition(m, "Ready")),
+            _AGE,
+            Column("ID", _field("status", "providerID"), wide_only=True),
+            Column("NODEPOOL", _label("karpenter.sh/nodepool"), wide_only=True),
+            Column("NODECLASS", _field("spec", "nodeClassRef", "name"), wide_only=True),
+        ),
+        _lab("NodeClaim"),
+    ),
+    Resource(
+        "Deployment",
+        "deployments",
+        "apps",
+        ("deployment", "deployments", "deploy"),
+        (
+            Column("NAME", _name),
+            Column("READY", _ready_of("readyReplicas", "replicas")),
+            Column("UP-TO-DATE", _field("status", "updatedReplicas", default="0")),
+            Column("AVAILABLE", _field("status", "readyReplicas", default="0")),
+            _AGE,
+        ),
+        _lab("Deployment"),
+    ),
+    Resource(
+        "ReplicaSet",
+        "replicasets",
+        "apps",
+        ("replicaset", "replicasets", "rs"),
+        (
+            Column("NAME", _name),
+            Column("DESIRED", _field("spec", "replicas", default="0")),
+            Column("CURRENT", _field("status", "replicas", default="0")),
+            Column("READY", _field("status", "readyReplicas", default="0")),
+            _AGE,
+        ),
+        _lab("ReplicaSet"),
+    ),
+    Resource(
+        "DaemonSet",
+        "daemonsets",
+        "apps",
+        ("daemonset", "daemonsets", "ds"),
+        (
+            Column("NAME", _name),
+            Column("DESIRED", _field("status", "desiredNumberScheduled", default="0")),
+            Column("READY", _field("status", "numberReady", default="0")),
+            _AGE,
+        ),
+        _lab("DaemonSet"),
+    ),
+    Resource(
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "policy",
+        ("pdb", "pdbs", "poddisruptionbudget", "poddisruptionbudgets"),
+        (
+            Column("NAME", _name),
+            Column("MIN AVAILABLE", _field("spec", "minAvailable", default="N/A")),
+            Column("MAX UNAVAILABLE", _field("spec", "maxUnavailable", default="N/A")),
+            _AGE,
+        ),
+        _lab("PodDisruptionBudget"),
+    ),
+    Resource(
+        "Namespace",
+        "namespaces",
+        "",
+        ("namespace", "namespaces", "ns"),
+        (Column("NAME", _name), Column("STATUS", lambda m, now: "Active"), _AGE),
+        _lab("Namespace"),
+    ),
+    Resource(
+        "Event",
+        "events",
+        "",
+        ("event", "events", "ev"),
+        (
+            Column("LAST SEEN", _event_age),
+            Column("TYPE", _field("type")),
+            Column("REASON", _field("reason")),
+            Column("OBJECT", _event_object),
+            Column("MESSAGE", _field("message")),
+        ),
+        _lab("Event"),
+    ),
+    Resource(
+        "DeviceClass",
+        "deviceclasses",
+        "resource.k8s.io",
+        ("deviceclass", "deviceclasses"),
+        (Column("NAME", _name), _AGE),
+        _lab("DeviceClass"),
+    ),
+    Resource(
+        "ResourceClaim",
+        "resourceclaims",
+        "resource.k8s.io",
+        ("resourceclaim", "resourceclaims"),
+        (Column("NAME", _name), _AGE),
+        _lab("ResourceClaim"),
+    ),
+    Resource(
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        "resource.k8s.io",
+        ("resourceclaimtemplate", "resourceclaimtemplates"),
+        (Column("NAME", _name), _AGE),
+        _lab("ResourceClaimTemplate"),
+    ),
+    Resource(
+        "ResourceSlice",
+        "resourceslices",
+        "resource.k8s.io",
+        ("resourceslice", "resourceslices"),
+        (
+            Column("NAME", _name),
+            Column("NODE", _field("spec", "nodeName")),
+            Column("DRIVER", _field("spec", "driver")),
+            _AGE,
+        ),
+        _lab("ResourceSlice"),
+    ),
+    Resource(
+        "DRAConfig",
+        "draconfigs",
+        "test.karpenter.sh",
+        ("draconfig", "draconfigs"),
+        (Column("NAME", _name), _AGE),
+        _lab("DRAConfig"),
+    ),
+)
+NAMESPACED = frozenset(
+    {
+        "Pod",
+        "Deployment",
+        "ReplicaSet",
+        "DaemonSet",
+        "PodDisruptionBudget",
+        "Event",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+    }
+)
+
+_BY_NAME = {
+    alias: r for r in (*RESOURCES, *LAB_RESOURCES) for alias in (*r.aliases, r.qualified, f"{r.aliases[0]}.{r.group}")
+}
 
 
 def resolve(name: str) -> Resource:

@@ -1,34 +1,16 @@
 """`karp apply` / `get` / `delete` for NodePools and node classes, run as a user would."""
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 import yaml
-from django.core.management import call_command
 
 from karpui import models
+from tests.karp import karp
 
 ROOT = Path(__file__).parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-
-
-def karp(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    if stdin is not None:
-        import sys
-
-        old, sys.stdin = sys.stdin, io.StringIO(stdin)
-    try:
-        call_command("karp", *args, stdout=out, stderr=err)
-    except SystemExit as exit:
-        code = exit.code
-    finally:
-        if stdin is not None:
-            sys.stdin = old
-    return code, out.getvalue(), err.getvalue()
 
 
 def db_state():

@@ -1,21 +1,35 @@
-"""`manage.py karp`: kubectl for karpui's clusters (apply, get, delete; the lab verbs come with the lab)."""
+"""`manage.py karp`: kubectl for karpui's lab cluster.
+
+apply -f FILE|DIR|-, delete -f FILE | delete KIND NAME, get KIND [NAME] [-n NS|-A] [-l SEL] [-o FORMAT],
+describe KIND NAME, scale deploy/NAME --replicas N, taint node NAME key=value:Effect [--overwrite] | key:Effect-,
+rollout restart deploy/NAME, advance DURATION, logs [--since DURATION], reset.
+"""
 
 from __future__ import annotations
 
 import getpass
+import json
 import sys
+from datetime import timedelta
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
 from django.core.management.base import BaseCommand
 
-from karpui import services
+from karpui import lab, models, services
 from karpui.kubectl import printers
-from karpui.kubectl.resources import Resource, resolve
+from karpui.kubectl.jsonpath import JSONPathError, render
+from karpui.kubectl.resources import NAMESPACED, Resource, resolve
+from provisioner.durations import DurationError, format_duration, parse_duration
 from provisioner.manifests import ManifestError, load_documents
 from provisioner.selectors import LabelSelector, SelectorError
+from provisioner.sim.lab import Lab
+from provisioner.sim.store import NotFound
+from provisioner.taints import EFFECTS, Taint
 
-VERBS = ("apply", "delete", "get")
+VERBS = ("apply", "delete", "get", "describe", "scale", "taint", "rollout", "advance", "logs", "reset")
 OUTPUTS = ("wide", "json", "yaml", "name")
 
 
@@ -24,7 +38,7 @@ class KarpError(Exception):
 
 
 class Command(BaseCommand):
-    help = "kubectl for karpui clusters: karp apply -f FILE | get KIND [NAME] [-o yaml|json|wide] | delete ..."
+    help = __doc__
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> Any:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -34,14 +48,19 @@ class Command(BaseCommand):
         parser.add_argument("-f", "--filename", action="append", default=[])
         parser.add_argument("-o", "--output", default="")
         parser.add_argument("-l", "--selector", default="")
+        parser.add_argument("--replicas", type=int, default=None)
+        parser.add_argument("--overwrite", action="store_true")
+        parser.add_argument("--since", default=None)
         parser.add_argument("args", nargs="*")
         return parser
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             self._dispatch(list(args), options)
-        except (KarpError, ManifestError, LookupError, SelectorError) as error:
-            message = str(error)
+        except BrokenPipeError:
+            sys.stderr.close()  # `karp logs | head`: the reader left; that is not an error
+        except (KarpError, ManifestError, LookupError, SelectorError, JSONPathError, DurationError) as error:
+            message = str(error).strip("'\"") if isinstance(error, KeyError) else str(error)
             self.stderr.write(message if message.startswith(("error", "Error")) else f"error: {message}")
             sys.exit(1)
 
@@ -51,53 +70,285 @@ class Command(BaseCommand):
         verb, rest = words[0], words[1:]
         if verb not in VERBS:
             raise KarpError(f'unknown command "{verb}" for "karp"')
-        if options["output"] and options["output"] not in OUTPUTS:
+        output = options["output"]
+        if output and output not in OUTPUTS and not output.startswith("jsonpath="):
             raise KarpError(
-                f'unable to match a printer suitable for the output format "{options["output"]}", '
-                f"allowed formats are: {','.join(OUTPUTS)}"
+                f'unable to match a printer suitable for the output format "{output}", '
+                f"allowed formats are: {','.join(OUTPUTS)},jsonpath"
             )
         cluster = services.cluster_get_or_create(options["cluster"])
         actor = services.Actor(name=f"cli:{getpass.getuser()}", via="cli")
         getattr(self, f"_{verb}")(cluster, rest, options, actor)
 
-    def _apply(self, cluster: Any, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
-        if rest or not options["filename"]:
-            raise KarpError(
-                "must specify one of -f and -k" if not options["filename"] else f"unexpected arguments {rest}"
-            )
+    # Verbs ------------------------------------------------------------------------------------------------------
+
+    def _apply(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        if not options["filename"]:
+            raise KarpError("must specify one of -f and -k")
+        if rest:
+            raise KarpError(f"unexpected arguments {rest}")
         for result in services.manifests_apply(cluster=cluster, text=_read_files(options["filename"]), actor=actor):
             self.stdout.write(str(result))
 
-    def _delete(self, cluster: Any, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
-        targets: list[tuple[str, str]] = []
+    def _delete(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
         if options["filename"]:
-            targets = [(d.kind, d.name) for d in load_documents(_read_files(options["filename"]))]
+            targets = [
+                (d.kind, d.name, d.body["metadata"].get("namespace") or "default")
+                for d in load_documents(_read_files(options["filename"]))
+            ]
         else:
-            targets = [(resource.kind, name) for resource, name in _kind_and_names(rest, require_name=True)]
-        for kind, name in targets:
-            self.stdout.write(services.object_delete(cluster=cluster, kind=kind, name=name, actor=actor))
+            namespace = options["namespace"] or "default"
+            targets = [(r.kind, name or "", namespace) for r, name in _kind_and_names(rest, require_name=True)]
+        for kind, name, namespace in targets:
+            if kind in ("NodePool", "KWOKNodeClass", "EC2NodeClass"):
+                self.stdout.write(services.object_delete(cluster=cluster, kind=kind, name=name, actor=actor))
+                continue
+            resource = resolve(kind)
 
-    def _get(self, cluster: Any, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
-        pairs = _kind_and_names(rest, require_name=False)
+            def delete(running: Lab, kind: str = kind, name: str = name, namespace: str = namespace) -> None:
+                running.store.delete(kind, name, namespace)
+                running.settle()
+
+            try:
+                lab.run(cluster.name, delete)
+            except NotFound:
+                raise KarpError(f'Error from server (NotFound): {resource.qualified} "{name}" not found') from None
+            self.stdout.write(f'{resource.aliases[0]}{"." + resource.group if resource.group else ""} "{name}" deleted')
+
+    def _get(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
         selector = LabelSelector.parse(options["selector"])
         output = options["output"]
-        for resource, name in pairs:
-            manifests = [
-                m for m in resource.list_manifests(cluster) if selector.matches(m["metadata"].get("labels", {}))
-            ]
-            if name is not None:
-                manifests = [m for m in manifests if m["metadata"]["name"] == name]
-                if not manifests:
-                    raise KarpError(f'Error from server (NotFound): {resource.qualified} "{name}" not found')
-            if output in ("json", "yaml"):
+        for resource, name in _kind_and_names(rest, require_name=False):
+            manifests = self._select(cluster, resource, name, options, selector)
+            if output.startswith("jsonpath="):
+                body = manifests[0] if name is not None else printers.as_list(manifests)
+                self.stdout.write(render(output[len("jsonpath=") :], body))
+            elif output in ("json", "yaml"):
                 self.stdout.write(printers.render(manifests, output, single=name is not None))
             elif output == "name":
                 for manifest in manifests:
-                    self.stdout.write(f"{resource.aliases[0]}.{resource.group}/{manifest['metadata']['name']}")
+                    prefix = f"{resource.aliases[0]}.{resource.group}" if resource.group else resource.aliases[0]
+                    self.stdout.write(f"{prefix}/{manifest['metadata']['name']}")
             elif not manifests:
-                self.stderr.write("No resources found")
+                where = (
+                    f" in {options['namespace'] or 'default'} namespace"
+                    if resource.kind in NAMESPACED and not options["all_namespaces"]
+                    else ""
+                )
+                self.stderr.write(f"No resources found{where}.")
             else:
-                self.stdout.write(printers.table(manifests, resource.columns, cluster.clock, wide=output == "wide"))
+                columns = resource.columns
+                if options["all_namespaces"] and resource.kind in NAMESPACED:
+                    columns = (
+                        printers.Column("NAMESPACE", lambda m, now: m["metadata"].get("namespace", "")),
+                        *columns,
+                    )
+                self.stdout.write(printers.table(manifests, columns, cluster.clock, wide=output == "wide"))
+
+    def _select(
+        self,
+        cluster: models.Cluster,
+        resource: Resource,
+        name: str | None,
+        options: dict[str, Any],
+        selector: LabelSelector,
+    ) -> list[dict[str, Any]]:
+        manifests = [m for m in resource.list_manifests(cluster) if selector.matches(m["metadata"].get("labels") or {})]
+        if resource.kind in NAMESPACED and not options["all_namespaces"]:
+            namespace = options["namespace"] or "default"
+            manifests = [m for m in manifests if (m["metadata"].get("namespace") or "default") == namespace]
+        if name is not None:
+            manifests = [m for m in manifests if m["metadata"]["name"] == name]
+            if not manifests:
+                raise KarpError(f'Error from server (NotFound): {resource.qualified} "{name}" not found')
+        return manifests
+
+    def _describe(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        for resource, name in _kind_and_names(rest, require_name=True):
+            [manifest] = self._select(cluster, resource, name, options, LabelSelector())
+            meta = manifest["metadata"]
+            lines = [f"Name:         {meta['name']}"]
+            if meta.get("namespace"):
+                lines.append(f"Namespace:    {meta['namespace']}")
+            lines.append(
+                "Labels:       "
+                + (
+                    "\n              ".join(f"{k}={v}" for k, v in sorted((meta.get("labels") or {}).items()))
+                    or "<none>"
+                )
+            )
+            lines.append(
+                "Annotations:  "
+                + (
+                    "\n              ".join(f"{k}: {v}" for k, v in sorted((meta.get("annotations") or {}).items()))
+                    or "<none>"
+                )
+            )
+            lines.append(f"API Version:  {manifest.get('apiVersion')}")
+            lines.append(f"Kind:         {manifest.get('kind')}")
+            lines.append(f"Created:      {meta.get('creationTimestamp')}")
+            for section in ("spec", "status"):
+                if manifest.get(section):
+                    lines.append(f"{section.capitalize()}:")
+                    lines.extend(
+                        "  " + line for line in yaml.safe_dump(manifest[section], sort_keys=False).rstrip().splitlines()
+                    )
+            events = [
+                e
+                for e in lab.objects(cluster, "Event")
+                if (e.get("involvedObject") or {}).get("name") == meta["name"]
+                and (e.get("involvedObject") or {}).get("kind") == manifest["kind"]
+            ]
+            lines.append("Events:" if events else "Events:       <none>")
+            if events:
+                rows = [["Type", "Reason", "Age", "From", "Message"], ["----", "------", "----", "----", "-------"]]
+                for event in sorted(events, key=lambda e: e.get("lastTimestamp", "")):
+                    age = printers.age({"metadata": {"creationTimestamp": event.get("lastTimestamp")}}, cluster.clock)
+                    count = int(event.get("count", 1))
+                    rows.append(
+                        [
+                            event.get("type", ""),
+                            event.get("reason", ""),
+                            f"{age}" + (f" (x{count})" if count > 1 else ""),
+                            "karpenter",
+                            event.get("message", ""),
+                        ]
+                    )
+                widths = [max(len(r[i]) for r in rows) for i in range(4)]
+                lines.extend(
+                    "  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows
+                )
+            self.stdout.write("\n".join(lines))
+
+    def _scale(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        replicas = options["replicas"]
+        if replicas is None or replicas < 0:
+            raise KarpError("--replicas=COUNT is required, and COUNT must be greater than or equal to 0")
+        [(resource, name)] = _kind_and_names(rest, require_name=True)
+        if resource.kind not in ("Deployment", "ReplicaSet"):
+            raise KarpError(f"cannot scale {resource.plural}: only deployments and replicasets")
+
+        def scale(obj: dict[str, Any], now: float) -> None:
+            obj["spec"]["replicas"] = replicas
+
+        _edit_spec(cluster, resource, name or "", options["namespace"] or "default", scale)
+        self.stdout.write(f"{resource.aliases[0]}.{resource.group}/{name} scaled")
+
+    def _taint(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        if len(rest) < 3 or resolve(rest[0]).kind != "Node":
+            raise KarpError("usage: karp taint node NAME key[=value]:Effect [--overwrite] | key[:Effect]-")
+        name, specs = rest[1], rest[2:]
+
+        def taint(running: Lab) -> None:
+            node = _must(running, resolve("node"), name, "")
+            taints: list[dict[str, str]] = list((node.get("spec") or {}).get("taints") or [])
+            for spec in specs:
+                taints = _apply_taint(taints, spec, overwrite=options["overwrite"], node=name)
+            node.setdefault("spec", {})["taints"] = taints
+            running.store.update(node)
+            running.settle()
+
+        lab.run(cluster.name, taint)
+        self.stdout.write(f"node/{name} {'untainted' if all(s.endswith('-') for s in specs) else 'tainted'}")
+
+    def _rollout(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        if not rest or rest[0] != "restart":
+            raise KarpError("only `karp rollout restart deploy/NAME` is supported")
+        [(resource, name)] = _kind_and_names(rest[1:], require_name=True)
+        if resource.kind not in ("Deployment", "DaemonSet"):
+            raise KarpError(f"cannot restart {resource.plural}")
+
+        def restart(obj: dict[str, Any], now: float) -> None:
+            template_meta = obj["spec"].setdefault("template", {}).setdefault("metadata", {})
+            template_meta.setdefault("annotations", {})["kubectl.kubernetes.io/restartedAt"] = printers.iso(now)
+
+        _edit_spec(cluster, resource, name or "", options["namespace"] or "default", restart)
+        self.stdout.write(f"{resource.aliases[0]}.{resource.group}/{name} restarted")
+
+    def _advance(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        if len(rest) != 1:
+            raise KarpError("usage: karp advance DURATION (for example 5s, 2m, 1h30m)")
+        seconds = parse_duration(rest[0])
+        assert seconds is not None
+        before = models.LogEntry.objects.filter(cluster=cluster).count()
+        running = lab.advance(cluster.name, seconds)
+        cluster.refresh_from_db()
+        pods = running.store.list("Pod")
+        counts = {
+            phase: sum(1 for p in pods if (p.get("status") or {}).get("phase") == phase)
+            for phase in ("Running", "Pending")
+        }
+        self.stdout.write(
+            f"advanced {format_duration(seconds)} to {printers.iso(running.now)}: "
+            f"{len(running.store.list('Node'))} nodes, {len(running.store.list('NodeClaim'))} nodeclaims, "
+            f"{counts['Running']} pods running, {counts['Pending']} pending, "
+            f"{models.LogEntry.objects.filter(cluster=cluster).count() - before} log records"
+        )
+
+    def _logs(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        entries = models.LogEntry.objects.filter(cluster=cluster)
+        if options["since"]:
+            seconds = parse_duration(options["since"])
+            assert seconds is not None
+            entries = entries.filter(time__gte=cluster.clock - timedelta(seconds=seconds))
+        for entry in entries.order_by("time", "id"):
+            self.stdout.write(json.dumps(entry.as_dict()))
+
+    def _reset(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        lab.reset(cluster.name)
+        self.stdout.write(
+            f"cluster {cluster.name} reset: workloads, nodes, NodeClaims and logs removed (NodePools, node classes and catalogs kept)"
+        )
+
+
+def _edit_spec(
+    cluster: models.Cluster,
+    resource: Resource,
+    name: str,
+    namespace: str,
+    edit: Callable[[dict[str, Any], float], None],
+) -> None:
+    """Change one object's spec in the lab and let the controllers react at the current time."""
+
+    def change(running: Lab) -> None:
+        obj = _must(running, resource, name, namespace)
+        edit(obj, running.now)
+        running.store.update(obj, spec_changed=True)
+        running.settle()
+
+    lab.run(cluster.name, change)
+
+
+def _must(running: Lab, resource: Resource, name: str, namespace: str) -> dict[str, Any]:
+    obj = running.store.get(resource.kind, name, namespace)
+    if obj is None:
+        raise KarpError(f'Error from server (NotFound): {resource.qualified} "{name}" not found')
+    return obj
+
+
+def _apply_taint(taints: list[dict[str, str]], spec: str, *, overwrite: bool, node: str) -> list[dict[str, str]]:
+    if spec.endswith("-"):
+        body = spec[:-1]
+        key, _, effect = body.partition(":")
+        key = key.split("=")[0]
+        kept = [t for t in taints if not (t["key"] == key and (not effect or t["effect"] == effect))]
+        if len(kept) == len(taints):
+            raise KarpError(f"taint {body!r} not found")
+        return kept
+    try:
+        taint = Taint.parse(spec)
+    except ValueError as error:
+        raise KarpError(f"{error} (effects: {', '.join(EFFECTS)})") from None
+    existing = [t for t in taints if t["key"] == taint.key and t["effect"] == taint.effect]
+    if existing and not overwrite:
+        raise KarpError(f"node {node} already has {taint.key} taint(s) with same effect(s) and --overwrite is false")
+    return [t for t in taints if t not in existing] + [taint.to_spec()]
 
 
 def _kind_and_names(words: list[str], *, require_name: bool) -> list[tuple[Resource, str | None]]:
@@ -105,11 +356,7 @@ def _kind_and_names(words: list[str], *, require_name: bool) -> list[tuple[Resou
     if not words:
         raise KarpError("You must specify the type of resource to get.")
     if "/" in words[0]:
-        pairs: list[tuple[Resource, str | None]] = []
-        for word in words:
-            kind, _, name = word.partition("/")
-            pairs.append((resolve(kind), name))
-        return pairs
+        return [(resolve(word.partition("/")[0]), word.partition("/")[2]) for word in words]
     resource = resolve(words[0])
     if len(words) == 1:
         if require_name:

@@ -1,0 +1,145 @@
+"""Running a lab cluster: load its objects into the engine, run the controllers, write back what changed.
+
+Every run is one transaction that starts by locking the cluster's row, so runs of one cluster are serial and a
+crash leaves the last committed state, from which the next run simply continues (names and the RNG state are
+part of that state, so a retried run makes the same decisions and never a duplicate NodeClaim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db import transaction
+
+from karpui import leases, models, store
+from provisioner.catalog import InstanceType
+from provisioner.objects import NodeClass
+from provisioner.sim.lab import Lab, LabConfig
+from provisioner.sim.store import key_of
+
+T = TypeVar("T")
+
+
+def lab_config(cluster: models.Cluster) -> LabConfig:
+    nodepools = list(models.NodePool.objects.filter(cluster=cluster))
+    nodeclasses = {
+        (row.kind, row.name): NodeClass(row.api_version, row.kind, row.name, row.spec)
+        for row in models.NodeClass.objects.filter(cluster=cluster)
+    }
+    catalogs: dict[str, list[InstanceType]] = {}
+    for row in store.catalogs_with_types():
+        types = store.catalog_domain(row).instance_types
+        for kind in row.node_class_kinds:
+            catalogs.setdefault(kind, []).extend(types)
+    return LabConfig(
+        nodepools=[store.nodepool_domain(row) for row in nodepools],
+        nodepool_uids={row.name: str(row.uid) for row in nodepools},
+        nodeclasses=nodeclasses,
+        catalogs=catalogs,
+        feature_gates=settings.KARPUI_FEATURE_GATES,
+    )
+
+
+def load(cluster: models.Cluster) -> Lab:
+    objects = [row.body for row in models.KubeObject.objects.filter(cluster=cluster)]
+    return Lab(objects, lab_config(cluster), dict(cluster.lab_state), now=cluster.clock.timestamp())
+
+
+def save(cluster: models.Cluster, lab: Lab, lease: leases.Lease | None = None) -> None:
+    if lease is not None and not lease.still_held():
+        raise leases.LeaseLost(f"lease on cluster {cluster.name} lapsed; abandoning this run")
+    changed = [lab.store.get(kind, name, namespace) for kind, namespace, name in lab.store.changed]
+    rows = [
+        models.KubeObject(
+            cluster=cluster,
+            kind=obj["kind"],
+            namespace=key_of(obj)[1],
+            name=obj["metadata"]["name"],
+            uid=obj["metadata"].get("uid", ""),
+            resource_version=int(obj["metadata"].get("resourceVersion", 0)),
+            body=obj,
+        )
+        for obj in changed
+        if obj is not None
+    ]
+    models.KubeObject.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["cluster", "kind", "namespace", "name"],
+        update_fields=["uid", "resource_version", "body", "updated_at"],
+    )
+    for kind, namespace, name in lab.store.removed:
+        models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name=name).delete()
+    models.LogEntry.objects.bulk_create(
+        models.LogEntry(
+            cluster=cluster,
+            time=datetime.fromtimestamp(entry.time, UTC),
+            level=entry.record.level,
+            logger=entry.record.logger,
+            message=entry.record.message,
+            fields=dict(entry.record.fields),
+        )
+        for entry in lab.logs
+    )
+    for row in models.NodePool.objects.filter(cluster=cluster):
+        status = lab.nodepool_status().get(row.name)
+        if status is not None and status != row.status:
+            row.status = status
+            row.save(update_fields=["status"])
+    cluster.clock = datetime.fromtimestamp(lab.now, UTC)
+    cluster.lab_state = lab.to_state()
+    cluster.save(update_fields=["clock", "lab_state"])
+
+
+def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | None = None) -> T:
+    """Lock the cluster, load it, apply `change` (which may advance time), and save: all or nothing."""
+    with transaction.atomic():
+        cluster = models.Cluster.objects.select_for_update().get(name=cluster_name)
+        lab = load(cluster)
+        result = change(lab)
+        save(cluster, lab, lease)
+        return result
+
+
+def advance(cluster_name: str, seconds: float) -> Lab:
+    def step(lab: Lab) -> Lab:
+        lab.advance(seconds)
+        return lab
+
+    return run(cluster_name, step)
+
+
+def tick(cluster: models.Cluster, *, now: datetime, max_seconds: float = 60.0) -> bool:
+    """Advance a lab cluster by the wall time since its last tick, if no other worker holds it."""
+    with leases.held(cluster.id) as lease:
+        if lease is None:
+            return False
+        last = cluster.ticked_at or now
+        seconds = min(max((now - last).total_seconds(), 0.0), max_seconds)
+
+        def step(lab: Lab) -> None:
+            lab.advance(seconds)
+
+        run(cluster.name, step, lease=lease)
+        models.Cluster.objects.filter(id=cluster.id).update(ticked_at=now)
+        return True
+
+
+def reset(cluster_name: str) -> None:
+    with transaction.atomic():
+        cluster = models.Cluster.objects.select_for_update().get(name=cluster_name)
+        models.KubeObject.objects.filter(cluster=cluster).delete()
+        models.LogEntry.objects.filter(cluster=cluster).delete()
+        models.NodePool.objects.filter(cluster=cluster).update(status={})
+        cluster.lab_state = {}
+        cluster.save(update_fields=["lab_state"])
+
+
+def objects(cluster: models.Cluster, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    rows = models.KubeObject.objects.filter(cluster=cluster, kind=kind)
+    if namespace is not None:
+        rows = rows.filter(namespace=namespace)
+    return [row.body for row in rows.order_by("namespace", "name")]

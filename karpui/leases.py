@@ -1,0 +1,98 @@
+"""Per-cluster leases so two workers never reconcile one cluster at once.
+
+With Redis configured, the lease is a Redis key set with NX and an expiry; without, it is a compare-and-swap on
+the cluster's row. Each acquisition bumps a fencing epoch; writes check it, so a worker whose lease lapsed (paused,
+killed, partitioned) cannot commit over its successor.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F, Q
+from django.utils import timezone
+
+from karpui import models
+
+LEASE_SECONDS = 30
+
+
+class LeaseLost(Exception):
+    """The lease lapsed and someone else may be reconciling: abandon this run's writes."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    cluster_id: int
+    holder: str
+    epoch: int
+    backend: str
+
+    def still_held(self) -> bool:
+        if self.backend == "redis":
+            token = _redis().get(_key(self.cluster_id))
+            return token is not None and token.decode() == f"{self.holder}:{self.epoch}"
+        return models.Cluster.objects.filter(
+            id=self.cluster_id, lease_holder=self.holder, lease_epoch=self.epoch
+        ).exists()
+
+
+@cache
+def _redis() -> Any:
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def _key(cluster_id: int) -> str:
+    return f"karpui:lease:cluster:{cluster_id}"
+
+
+def try_acquire(cluster_id: int, holder: str | None = None, seconds: int = LEASE_SECONDS) -> Lease | None:
+    holder = holder or uuid.uuid4().hex
+    if settings.REDIS_URL:
+        client = _redis()
+        epoch = int(client.incr(_key(cluster_id) + ":epoch"))
+        if client.set(_key(cluster_id), f"{holder}:{epoch}", nx=True, px=seconds * 1000):
+            return Lease(cluster_id, holder, epoch, "redis")
+        return None
+    now = timezone.now()
+    claimed = models.Cluster.objects.filter(
+        Q(lease_holder="") | Q(lease_expires_at__lt=now) | Q(lease_holder=holder), id=cluster_id
+    ).update(lease_holder=holder, lease_expires_at=now + timedelta(seconds=seconds), lease_epoch=F("lease_epoch") + 1)
+    if not claimed:
+        return None
+    epoch = models.Cluster.objects.filter(id=cluster_id).values_list("lease_epoch", flat=True).get()
+    return Lease(cluster_id, holder, epoch, "db")
+
+
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
+"""
+
+
+def release(lease: Lease) -> None:
+    if lease.backend == "redis":
+        _redis().eval(_RELEASE, 1, _key(lease.cluster_id), f"{lease.holder}:{lease.epoch}")
+    else:
+        models.Cluster.objects.filter(id=lease.cluster_id, lease_holder=lease.holder, lease_epoch=lease.epoch).update(
+            lease_holder="", lease_expires_at=None
+        )
+
+
+@contextmanager
+def held(cluster_id: int, holder: str | None = None) -> Iterator[Lease | None]:
+    """The lease for the block, or None when another worker holds it (then do nothing)."""
+    lease = try_acquire(cluster_id, holder)
+    try:
+        yield lease
+    finally:
+        if lease is not None:
+            release(lease)

@@ -1,0 +1,80 @@
+"""What a reconcile step sees: the cluster's objects, the clock, the NodePools and catalogs, and where logs go."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from provisioner.catalog import InstanceType
+from provisioner.objects import NodeClass, NodePool
+from provisioner.scheduling.logs import LogRecord
+from provisioner.sim.store import Obj, ObjectStore, timestamp
+from provisioner.sim.views import Views
+
+
+@dataclass(frozen=True)
+class TimedRecord:
+    time: float
+    record: LogRecord
+
+    def as_dict(self) -> dict[str, object]:
+        return {"time": timestamp(self.time), **self.record.as_dict()}
+
+
+@dataclass
+class ClusterContext:
+    store: ObjectStore
+    now: float
+    rng: random.Random
+    nodepools: list[NodePool]
+    nodepool_uids: Mapping[str, str]
+    nodeclasses: Mapping[tuple[str, str], NodeClass]  # (kind, name) -> node class
+    catalogs: Mapping[str, list[InstanceType]]  # node class kind -> instance types
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    views: Views = field(default_factory=Views)
+    logs: list[TimedRecord] = field(default_factory=list)
+
+    def log(self, record: LogRecord) -> None:
+        self.logs.append(TimedRecord(self.now, record))
+
+    def instance_types_for(self, nodepool: NodePool) -> list[InstanceType] | None:
+        """The pool's catalog, or None when its node class does not exist (the NodePool is not Ready)."""
+        ref = nodepool.node_class_ref
+        if (ref.kind, ref.name) not in self.nodeclasses:
+            return None
+        return self.catalogs.get(ref.kind, [])
+
+    def event(self, involved: Obj, kind: str, reason: str, message: str) -> None:
+        """Record a Kubernetes Event, counting repeats of the same reason and message."""
+        meta = involved["metadata"]
+        namespace = meta.get("namespace") or "default"
+        digest = hashlib.sha256(f"{reason}\n{message}".encode()).hexdigest()[:8]
+        name = f"{meta['name']}.{digest}"
+        existing = self.store.get("Event", name, namespace)
+        if existing is not None and existing.get("message") == message:
+            existing["count"] = int(existing.get("count", 1)) + 1
+            existing["lastTimestamp"] = timestamp(self.now)
+            self.store.update(existing)
+            return
+        self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": {
+                    "kind": involved["kind"],
+                    "name": meta["name"],
+                    "namespace": meta.get("namespace", ""),
+                    "uid": meta.get("uid", ""),
+                },
+                "type": kind,
+                "reason": reason,
+                "message": message,
+                "count": 1,
+                "firstTimestamp": timestamp(self.now),
+                "lastTimestamp": timestamp(self.now),
+                "source": {"component": "karpenter"},
+            }
+        )

@@ -1,0 +1,218 @@
+"""The provisioning controller: batch provisionable pods, simulate scheduling, create NodeClaims for the plans."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from provisioner.controllers.batcher import Batcher
+from provisioner.controllers.context import ClusterContext
+from provisioner.manifests.pod import pod_from_spec
+from provisioner.nodes import DaemonSet, Node
+from provisioner.objects import NodePool
+from provisioner.pods import Pod
+from provisioner.quantity import parse_resources
+from provisioner.scheduling import logs
+from provisioner.scheduling.results import NodeClaimPlan, SchedulingResult
+from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
+from provisioner.sim.conditions import is_true
+from provisioner.sim.store import Obj
+from provisioner.sim.views import node_view
+from provisioner.sim.workloads import random_suffix
+
+REQUEUE_SECONDS = 10.0
+HASH_VERSION = "v3"
+
+
+def nodepool_hash(nodepool: NodePool) -> str:
+    """Karpenter's drift hash: the template without requirements (those drift by label comparison instead)."""
+    payload = {
+        "labels": nodepool.template_labels,
+        "annotations": nodepool.template_annotations,
+        "taints": [t.to_spec() for t in nodepool.taints],
+        "startupTaints": [t.to_spec() for t in nodepool.startup_taints],
+        "nodeClassRef": [nodepool.node_class_ref.group, nodepool.node_class_ref.kind, nodepool.node_class_ref.name],
+        "expireAfter": nodepool.expire_after,
+        "terminationGracePeriod": nodepool.termination_grace_period,
+    }
+    return str(int(hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:15], 16))
+
+
+class ProvisioningController:
+    """Triggers the batcher for provisionable pods (again every 10 s while they stay so) and provisions when it closes."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.batcher = Batcher.from_state(state.get("batcher") or {})
+        self.triggers: dict[str, float] = dict(state.get("triggers") or {})
+        self.verdicts: dict[str, list[dict[str, str]]] = dict(state.get("verdicts") or {})
+        self.last_result: SchedulingResult | None = None
+
+    def to_state(self) -> dict[str, Any]:
+        return {"batcher": self.batcher.to_state(), "triggers": self.triggers, "verdicts": self.verdicts}
+
+    def next_due(self) -> float | None:
+        times = [t for t in (self.batcher.closes_at, *self.triggers.values()) if t is not None]
+        return min(times) if times else None
+
+    def reconcile(self, ctx: ClusterContext) -> bool:
+        provisionable = [p for p in (ctx.views.pod(o) for o in ctx.store.list("Pod")) if p.is_provisionable()]
+        live = {p.uid for p in provisionable}
+        for pod in provisionable:
+            due = self.triggers.get(pod.uid)
+            if due is None or ctx.now >= due:
+                self.batcher.trigger(pod.uid, ctx.now)
+                self.triggers[pod.uid] = ctx.now + REQUEUE_SECONDS
+        for uid in list(self.triggers):
+            if uid not in live:
+                del self.triggers[uid]
+                self.verdicts.pop(uid, None)
+        if not self.batcher.due(ctx.now):
+            return False
+        self.batcher.reset()
+        if not provisionable:
+            return False
+        return self.provision(ctx, provisionable)
+
+    def provision(self, ctx: ClusterContext, pods: list[Pod]) -> bool:
+        started = time.perf_counter()
+        result = solve(scheduling_input(ctx, pods))
+        self.last_result = result
+        if result.new_nodeclaims:
+            ctx.log(logs.found_provisionable(result.pods_considered, time.perf_counter() - started))
+        for plan in result.new_nodeclaims:
+            nodeclaim = create_nodeclaim(ctx, plan)
+            ctx.log(logs.created_nodeclaim(plan, nodeclaim["metadata"]["name"]))
+        pods_by_uid = {o["metadata"]["uid"]: o for o in ctx.store.list("Pod")}
+        for uid, failure in result.failures.items():
+            verdict = [{"nodepool": r.nodepool, "kind": r.kind, "message": r.message} for r in failure.reasons]
+            if self.verdicts.get(uid) != verdict:
+                self.verdicts[uid] = verdict
+                ctx.log(logs.could_not_schedule(failure.pod, failure.message))
+                if uid in pods_by_uid:
+                    ctx.event(
+                        pods_by_uid[uid], "Warning", "FailedScheduling", f"Failed to schedule pod, {failure.message}"
+                    )
+        for plan in result.new_nodeclaims:
+            for pod in plan.pods:
+                self.verdicts.pop(pod.uid, None)
+        return bool(result.new_nodeclaims)
+
+
+def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
+    offers = []
+    for nodepool in ctx.nodepools:
+        types = ctx.instance_types_for(nodepool)
+        if types is not None:
+            offers.append(PoolOffer(nodepool, types))
+    return SchedulingInput(
+        pods=pods,
+        pools=offers,
+        nodes=cluster_nodes(ctx),
+        daemonsets=daemonsets(ctx),
+        namespace_labels={
+            n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in ctx.store.list("Namespace")
+        },
+    )
+
+
+def cluster_nodes(ctx: ClusterContext) -> list[Node]:
+    """Nodes, plus NodeClaims still waiting for their Node, which count as capacity being launched."""
+    by_node = ctx.views.pods_by_node(ctx.store)
+    claims = {c["metadata"]["name"]: c for c in ctx.store.list("NodeClaim")}
+    claim_by_node = {
+        (c.get("status") or {}).get("nodeName"): c for c in claims.values() if (c.get("status") or {}).get("nodeName")
+    }
+    nodes = []
+    for obj in ctx.store.list("Node"):
+        nodes.append(
+            node_view(obj, by_node.get(obj["metadata"]["name"], []), claim_by_node.get(obj["metadata"]["name"]))
+        )
+    for claim in claims.values():
+        status = claim.get("status") or {}
+        if status.get("nodeName") or not is_true(claim, "Launched") or claim["metadata"].get("deletionTimestamp"):
+            continue
+        nodes.append(
+            Node(
+                name=claim["metadata"]["name"],
+                labels={**(claim["metadata"].get("labels") or {}), "kubernetes.io/hostname": claim["metadata"]["name"]},
+                allocatable=parse_resources(status.get("allocatable") or {}),
+                capacity=parse_resources(status.get("capacity") or {}),
+                initialized=False,
+                managed=True,
+                nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""),
+            )
+        )
+    return nodes
+
+
+def daemonsets(ctx: ClusterContext) -> list[DaemonSet]:
+    result = []
+    for obj in ctx.store.list("DaemonSet"):
+        template = (obj.get("spec") or {}).get("template") or {}
+        meta = template.get("metadata") or {}
+        pod = pod_from_spec(
+            template.get("spec") or {},
+            "spec.template.spec",
+            namespace=obj["metadata"].get("namespace", "default"),
+            labels=meta.get("labels") or {},
+        )
+        result.append(
+            DaemonSet(name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace", "default"), template=pod)
+        )
+    return result
+
+
+def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
+    nodepool = next(np for np in ctx.nodepools if np.name == plan.nodepool)
+    while True:
+        name = f"{nodepool.name}-{random_suffix(ctx.rng)}"
+        if ctx.store.get("NodeClaim", name) is None:
+            break
+    ref = nodepool.node_class_ref
+    spec: dict[str, Any] = {
+        "nodeClassRef": {"group": ref.group, "kind": ref.kind, "name": ref.name},
+        "requirements": plan.requirements.to_specs(),
+        "resources": {"requests": plan.requests_text()},
+        "expireAfter": nodepool.expire_after,
+    }
+    if plan.taints:
+        spec["taints"] = [t.to_spec() for t in plan.taints]
+    if plan.startup_taints:
+        spec["startupTaints"] = [t.to_spec() for t in plan.startup_taints]
+    if nodepool.termination_grace_period:
+        spec["terminationGracePeriod"] = nodepool.termination_grace_period
+    nodeclaim = ctx.store.create(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {
+                "name": name,
+                "labels": dict(plan.labels),
+                "annotations": {
+                    **nodepool.template_annotations,
+                    "karpenter.sh/nodepool-hash": nodepool_hash(nodepool),
+                    "karpenter.sh/nodepool-hash-version": HASH_VERSION,
+                    "karpenter.sh/nodeclaim-min-values-relaxed": "true" if plan.min_values_relaxed else "false",
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": "karpenter.sh/v1",
+                        "kind": "NodePool",
+                        "name": nodepool.name,
+                        "uid": ctx.nodepool_uids.get(nodepool.name, ""),
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+                "finalizers": ["karpenter.sh/termination"],
+            },
+            "spec": spec,
+            "status": {},
+        }
+    )
+    pods = {o["metadata"]["uid"]: o for o in ctx.store.list("Pod")}
+    for pod in plan.pods:
+        if pod.uid in pods:
+            ctx.event(pods[pod.uid], "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
+    return nodeclaim

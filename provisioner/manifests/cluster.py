@@ -1,0 +1,133 @@
+"""Validation of the cluster objects the lab stores (Pods, workloads, Nodes, PDBs, ...): errors name the field."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from provisioner.manifests import fields as f
+from provisioner.manifests.errors import ManifestError
+from provisioner.manifests.pod import pod_from_spec
+from provisioner.quantity import QuantityError, parse_resources
+from provisioner.selectors import LabelSelector, SelectorError
+from provisioner.taints import EFFECTS
+
+_INT_OR_PERCENT = re.compile(r"^([0-9]+%?)$")
+TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
+
+
+def _pod(doc: dict[str, Any]) -> None:
+    f.mapping(doc, "", allowed=TOP_LEVEL)
+    meta = f.metadata(doc)
+    pod_from_spec(
+        f.mapping(doc.get("spec"), "spec", required=True),
+        "spec",
+        namespace=meta.get("namespace", "default"),
+        labels=meta.get("labels") or {},
+    )
+
+
+def _workload(doc: dict[str, Any]) -> None:
+    f.mapping(doc, "", allowed=TOP_LEVEL)
+    f.metadata(doc)
+    spec = f.mapping(doc.get("spec"), "spec", required=True)
+    if doc["kind"] != "DaemonSet":
+        f.integer(spec.get("replicas", 1), "spec.replicas", minimum=0)
+    template = f.mapping(spec.get("template"), "spec.template", required=True)
+    template_meta = f.mapping(template.get("metadata"), "spec.template.metadata")
+    labels = f.string_map(template_meta.get("labels"), "spec.template.metadata.labels")
+    try:
+        selector = LabelSelector.from_spec(f.mapping(spec.get("selector"), "spec.selector", required=True))
+    except SelectorError as error:
+        raise ManifestError(str(error), field="spec.selector") from None
+    if selector is None or not selector.terms:
+        raise ManifestError("empty selector is invalid for a workload", field="spec.selector")
+    if not selector.matches(labels):
+        raise ManifestError("`selector` does not match template `labels`", field="spec.template.metadata.labels")
+    pod_from_spec(
+        f.mapping(template.get("spec"), "spec.template.spec", required=True),
+        "spec.template.spec",
+        namespace="",
+        labels=labels,
+    )
+
+
+def _node(doc: dict[str, Any]) -> None:
+    f.mapping(doc, "", allowed=TOP_LEVEL)
+    f.metadata(doc)
+    spec = f.mapping(doc.get("spec"), "spec")
+    for index, taint in enumerate(f.sequence(spec.get("taints"), "spec.taints")):
+        taint = f.mapping(
+            taint, f"spec.taints[{index}]", allowed=("key", "value", "effect", "timeAdded"), required=True
+        )
+        f.string(taint.get("key"), f"spec.taints[{index}].key", required=True)
+        if taint.get("effect") not in EFFECTS:
+            raise ManifestError(
+                f'Unsupported value: "{taint.get("effect")}": supported values: {", ".join(EFFECTS)}',
+                field=f"spec.taints[{index}].effect",
+            )
+    status = f.mapping(doc.get("status"), "status")
+    for section in ("capacity", "allocatable"):
+        try:
+            parse_resources(f.mapping(status.get(section), f"status.{section}"), field=f"status.{section}")
+        except QuantityError as error:
+            field, _, message = str(error).partition(": ")
+            raise ManifestError(message, field=field) from None
+
+
+def _pdb(doc: dict[str, Any]) -> None:
+    f.mapping(doc, "", allowed=TOP_LEVEL)
+    f.metadata(doc)
+    spec = f.mapping(
+        doc.get("spec"),
+        "spec",
+        required=True,
+        allowed=("minAvailable", "maxUnavailable", "selector", "unhealthyPodEvictionPolicy"),
+    )
+    if ("minAvailable" in spec) == ("maxUnavailable" in spec):
+        raise ManifestError("exactly one of minAvailable and maxUnavailable must be set", field="spec.minAvailable")
+    for name in ("minAvailable", "maxUnavailable"):
+        if name in spec and not _INT_OR_PERCENT.match(str(spec[name])):
+            raise ManifestError(f"must be an integer or a percentage, got {spec[name]!r}", field=f"spec.{name}")
+    try:
+        LabelSelector.from_spec(f.mapping(spec.get("selector"), "spec.selector"))
+    except SelectorError as error:
+        raise ManifestError(str(error), field="spec.selector") from None
+
+
+def _namespace(doc: dict[str, Any]) -> None:
+    f.mapping(doc, "", allowed=TOP_LEVEL)
+    f.metadata(doc)
+
+
+def _opaque(doc: dict[str, Any]) -> None:
+    """Kinds stored as given for now (DRA objects): identity and shape are checked, fields are kept."""
+    f.mapping(doc, "", allowed=(*TOP_LEVEL, "driver", "pools"))
+    f.metadata(doc)
+
+
+VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] = {
+    "Pod": (("v1",), _pod),
+    "Namespace": (("v1",), _namespace),
+    "Node": (("v1",), _node),
+    "Deployment": (("apps/v1",), _workload),
+    "ReplicaSet": (("apps/v1",), _workload),
+    "DaemonSet": (("apps/v1",), _workload),
+    "PodDisruptionBudget": (("policy/v1",), _pdb),
+    "DeviceClass": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
+    "ResourceClaim": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
+    "ResourceClaimTemplate": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
+    "ResourceSlice": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
+    "DRAConfig": (("test.karpenter.sh/v1alpha1",), _opaque),
+}
+
+
+def validate_cluster_object(doc: dict[str, Any]) -> dict[str, Any]:
+    """Check a cluster object's manifest; the manifest itself is what gets stored."""
+    kind = doc.get("kind")
+    versions, validate = VALIDATORS[str(kind)]
+    if doc.get("apiVersion") not in versions:
+        raise ManifestError(f'no matches for kind "{kind}" in version "{doc.get("apiVersion")}"', field="apiVersion")
+    validate(doc)
+    return doc

@@ -1,0 +1,1 @@
+"""The lab cluster: a kwok-like simulated Kubernetes cluster that the controllers drive in virtual time."""

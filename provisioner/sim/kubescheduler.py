@@ -1,0 +1,246 @@
+"""The lab's kube-scheduler: binds pending pods to feasible nodes, scoring like the default scheduler.
+
+Filters: node readiness and unschedulable flag, taints (NoSchedule/NoExecute), node selector and required node
+affinity, resources, host ports, required pod (anti-)affinity (including other pods' anti-affinity), and
+DoNotSchedule topology spread. Score: LeastAllocated over CPU and memory (with the default scheduler's non-zero
+request defaults), ties broken by node name. Pods that fit nowhere get PodScheduled=False/Unschedulable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from provisioner.pods import DO_NOT_SCHEDULE, Pod, PodAffinityTerm
+from provisioner.quantity import Resources, add, fits, parse_resources
+from provisioner.requirements import Requirements
+from provisioner.scheduling.poddata import PodState
+from provisioner.sim.conditions import set_condition
+from provisioner.sim.store import Obj, ObjectStore
+from provisioner.sim.views import Views, is_ready
+from provisioner.taints import NO_EXECUTE, NO_SCHEDULE, Taint, untolerated
+
+DEFAULT_CPU = 100  # milli-CPU assumed for scoring a container without a CPU request
+DEFAULT_MEMORY = 200 * 2**20 * 1000
+
+
+@dataclass
+class _NodeState:
+    name: str
+    labels: dict[str, str]
+    allocatable: Resources
+    taints: list[Taint]
+    ready: bool
+    unschedulable: bool
+    pods: list[Pod] = field(default_factory=list)
+    requested: Resources = field(default_factory=dict)
+
+
+def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
+    nodes = _node_states(store, views)
+    changed = False
+    pending = [
+        p for p in store.list("Pod") if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+    ]
+    pending.sort(
+        key=lambda p: (
+            -int(p["spec"].get("priority") or 0),
+            p["metadata"].get("creationTimestamp", ""),
+            p["metadata"]["name"],
+        )
+    )
+    for obj in pending:
+        pod = views.pod(obj)
+        feasible, reasons = _feasible(pod, nodes)
+        if feasible:
+            best = max(feasible, key=lambda n: (_score(pod, n), [-ord(c) for c in n.name]))
+            obj["spec"]["nodeName"] = best.name
+            obj.setdefault("status", {})["phase"] = "Pending"
+            set_condition(obj, "PodScheduled", "True", now)
+            store.update(obj)
+            bound = views.pod(obj)
+            best.pods.append(bound)
+            best.requested = add(best.requested, _requests(bound))
+            changed = True
+        else:
+            message = _message(len(nodes), reasons)
+            if set_condition(obj, "PodScheduled", "False", now, "Unschedulable", message):
+                store.update(obj)
+                changed = True
+    return changed
+
+
+def _node_states(store: ObjectStore, views: Views) -> list[_NodeState]:
+    by_node = views.pods_by_node(store)
+    states = []
+    for node in store.list("Node"):
+        if node["metadata"].get("deletionTimestamp"):
+            continue
+        name = node["metadata"]["name"]
+        pods = [p for p in by_node.get(name, []) if not p.is_terminal() and not p.deleting]
+        states.append(
+            _NodeState(
+                name=name,
+                labels=dict(node["metadata"].get("labels") or {}),
+                allocatable=_allocatable(node),
+                taints=[Taint.from_spec(t) for t in (node.get("spec") or {}).get("taints") or []],
+                ready=is_ready(node),
+                unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
+                pods=pods,
+                requested=add(*(_requests(p) for p in pods)) if pods else {},
+            )
+        )
+    return states
+
+
+def _allocatable(node: Obj) -> Resources:
+    status = node.get("status") or {}
+    return parse_resources(status.get("allocatable") or status.get("capacity") or {})
+
+
+def _requests(pod: Pod) -> Resources:
+    return add(pod.requests, {"pods": 1000})
+
+
+def _feasible(pod: Pod, nodes: Sequence[_NodeState]) -> tuple[list[_NodeState], Counter[str]]:
+    reasons: Counter[str] = Counter()
+    state = PodState.of(pod)
+    selector = Requirements.from_labels(pod.node_selector)
+    terms = [selector.merged(t) for t in state.required_terms] or [selector]
+    feasible = []
+    for node in nodes:
+        reason = _filter(pod, node, terms, nodes)
+        if reason is None:
+            feasible.append(node)
+        else:
+            reasons[reason] += 1
+    return feasible, reasons
+
+
+def _filter(pod: Pod, node: _NodeState, terms: list[Requirements], nodes: Sequence[_NodeState]) -> str | None:
+    if not node.ready:
+        return "node(s) were not ready"
+    if node.unschedulable:
+        return "node(s) were unschedulable"
+    blocking = untolerated([t for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)], pod.tolerations)
+    if blocking:
+        taint = blocking[0]
+        return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    labels = Requirements.from_labels(node.labels)
+    if not any(labels.compatible(term, allow_undefined=frozenset()) for term in terms):
+        return "node(s) didn't match Pod's node affinity/selector"
+    needed = add(node.requested, _requests(pod))
+    if not fits(needed, node.allocatable):
+        short = [name for name, amount in needed.items() if amount > node.allocatable.get(name, 0)]
+        return "Insufficient " + ", ".join(sorted(short))
+    held = [port for p in node.pods for port in p.host_ports]
+    if any(port.conflicts(other) for port in pod.host_ports for other in held):
+        return "node(s) didn't have free ports for the requested pod ports"
+    for term in pod.affinity:
+        if not _affinity_ok(pod, term, node, nodes):
+            return "node(s) didn't match pod affinity rules"
+    for term in pod.anti_affinity:
+        if _matches_in_domain(pod, term, node, nodes):
+            return "node(s) didn't match pod anti-affinity rules"
+    if _blocked_by_existing_anti_affinity(pod, node, nodes):
+        return "node(s) didn't satisfy existing pods anti-affinity rules"
+    for constraint in pod.spread:
+        if constraint.when_unsatisfiable == DO_NOT_SCHEDULE and not _spread_ok(pod, constraint, node, nodes, terms):
+            return "node(s) didn't match pod topology spread constraints"
+    return None
+
+
+def _term_selects(term: PodAffinityTerm, owner: Pod, candidate: Pod) -> bool:
+    namespaces = term.namespaces or frozenset({owner.namespace})
+    if term.namespace_selector is not None and not term.namespace_selector.terms:
+        namespaces = frozenset({candidate.namespace})
+    return candidate.namespace in namespaces and term.selector is not None and term.selector.matches(candidate.labels)
+
+
+def _matches_in_domain(pod: Pod, term: PodAffinityTerm, node: _NodeState, nodes: Sequence[_NodeState]) -> bool:
+    domain = node.labels.get(term.topology_key)
+    if domain is None:
+        return False
+    return any(
+        other.labels.get(term.topology_key) == domain and any(_term_selects(term, pod, p) for p in other.pods)
+        for other in nodes
+    )
+
+
+def _affinity_ok(pod: Pod, term: PodAffinityTerm, node: _NodeState, nodes: Sequence[_NodeState]) -> bool:
+    if term.topology_key not in node.labels:
+        return False
+    if _matches_in_domain(pod, term, node, nodes):
+        return True
+    # Kubernetes lets the first pod of a self-selecting group in, if no pod anywhere matches yet.
+    anywhere = any(_term_selects(term, pod, p) for other in nodes for p in other.pods)
+    return not anywhere and _term_selects(term, pod, pod)
+
+
+def _blocked_by_existing_anti_affinity(pod: Pod, node: _NodeState, nodes: Sequence[_NodeState]) -> bool:
+    for other in nodes:
+        for existing in other.pods:
+            for term in existing.anti_affinity:
+                domain = other.labels.get(term.topology_key)
+                if (
+                    domain is not None
+                    and node.labels.get(term.topology_key) == domain
+                    and _term_selects(term, existing, pod)
+                ):
+                    return True
+    return False
+
+
+def _spread_ok(
+    pod: Pod, constraint: object, node: _NodeState, nodes: Sequence[_NodeState], terms: list[Requirements]
+) -> bool:
+    from provisioner.pods import TopologySpreadConstraint
+
+    assert isinstance(constraint, TopologySpreadConstraint)
+    key = constraint.topology_key
+    if key not in node.labels:
+        return False
+    counts: dict[str, int] = {}
+    for other in nodes:
+        domain = other.labels.get(key)
+        if domain is None:
+            continue
+        labels = Requirements.from_labels(other.labels)
+        if constraint.node_affinity_policy == "Honor" and not any(
+            labels.compatible(t, allow_undefined=frozenset()) for t in terms
+        ):
+            continue
+        matching = sum(
+            1
+            for p in other.pods
+            if p.namespace == pod.namespace
+            and constraint.selector is not None
+            and constraint.selector.matches(p.labels)
+        )
+        counts[domain] = counts.get(domain, 0) + matching
+    if not counts:
+        return True
+    minimum = min(counts.values())
+    if constraint.min_domains is not None and len(counts) < constraint.min_domains:
+        minimum = 0
+    self_match = 1 if constraint.selector is not None and constraint.selector.matches(pod.labels) else 0
+    return counts.get(node.labels[key], 0) + self_match - minimum <= constraint.max_skew
+
+
+def _score(pod: Pod, node: _NodeState) -> float:
+    """LeastAllocated: the share of CPU and memory left after placing the pod, averaged."""
+    requests = _requests(pod)
+    score = 0.0
+    for resource, default in (("cpu", DEFAULT_CPU), ("memory", DEFAULT_MEMORY)):
+        allocatable = node.allocatable.get(resource, 0)
+        if not allocatable:
+            continue
+        used = sum(p.requests.get(resource, 0) or default for p in node.pods) + (requests.get(resource, 0) or default)
+        score += max(allocatable - used, 0) / allocatable
+    return score / 2
+
+
+def _message(total: int, reasons: Counter[str]) -> str:
+    parts = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+    return f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."

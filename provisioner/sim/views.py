@@ -1,0 +1,67 @@
+"""Stored objects as the engine's domain values (Pods, Nodes), parsed once per object version."""
+
+from __future__ import annotations
+
+from provisioner.manifests.pod import pod_from_manifest
+from provisioner.nodes import Node
+from provisioner.pods import Pod
+from provisioner.quantity import parse_resources
+from provisioner.sim.conditions import is_true
+from provisioner.sim.store import Obj, ObjectStore, parse_timestamp
+from provisioner.taints import Taint
+
+
+class Views:
+    """Caches parsed pods by uid and resourceVersion: most objects do not change between steps."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, tuple[str, Pod]] = {}
+
+    def pod(self, obj: Obj) -> Pod:
+        meta = obj["metadata"]
+        cached = self._pods.get(meta["uid"])
+        if cached is not None and cached[0] == meta.get("resourceVersion"):
+            return cached[1]
+        created = parse_timestamp(meta["creationTimestamp"]) if meta.get("creationTimestamp") else 0.0
+        pod = pod_from_manifest(obj, created=created)
+        self._pods[meta["uid"]] = (meta.get("resourceVersion", ""), pod)
+        return pod
+
+    def pods_by_node(self, store: ObjectStore) -> dict[str, list[Pod]]:
+        result: dict[str, list[Pod]] = {}
+        for obj in store.list("Pod"):
+            node = obj["spec"].get("nodeName")
+            if node:
+                result.setdefault(node, []).append(self.pod(obj))
+        return result
+
+
+def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None) -> Node:
+    """A Node for the scheduler; a Karpenter node counts as initialized once its NodeClaim says so."""
+    status = obj.get("status") or {}
+    labels = obj["metadata"].get("labels") or {}
+    taints = tuple(Taint.from_spec(t) for t in (obj.get("spec") or {}).get("taints") or [])
+    startup = tuple(Taint.from_spec(t) for t in ((nodeclaim or {}).get("spec") or {}).get("startupTaints") or [])
+    initialized = is_true(nodeclaim, "Initialized") if nodeclaim is not None else is_ready(obj)
+    return Node(
+        name=obj["metadata"]["name"],
+        labels=labels,
+        allocatable=parse_resources(status.get("allocatable") or {}),
+        capacity=parse_resources(status.get("capacity") or status.get("allocatable") or {}),
+        taints=taints,
+        startup_taints=startup,
+        pods=tuple(pods),
+        initialized=initialized,
+        managed=nodeclaim is not None,
+        nodepool=labels.get("karpenter.sh/nodepool", ""),
+        marked_for_deletion=bool(obj["metadata"].get("deletionTimestamp"))
+        or any(t.key == "karpenter.sh/disrupted" for t in taints),
+        unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
+    )
+
+
+def is_ready(node: Obj) -> bool:
+    conditions = (node.get("status") or {}).get("conditions")
+    if not conditions:
+        return True  # a static node manifest without conditions is taken as Ready
+    return is_true(node, "Ready")

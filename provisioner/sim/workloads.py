@@ -1,0 +1,258 @@
+"""Deployment -> ReplicaSet -> Pod and DaemonSet controllers, and pod garbage collection, as Kubernetes runs them."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+from collections import Counter
+from typing import Any
+
+from provisioner.manifests.pod import pod_from_spec
+from provisioner.requirements import Requirements
+from provisioner.scheduling.poddata import PodState
+from provisioner.selectors import LabelSelector
+from provisioner.sim.store import Obj, ObjectStore
+from provisioner.taints import Taint, Toleration, untolerated
+
+NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
+
+
+def random_suffix(rng: random.Random, length: int = 5) -> str:
+    return "".join(rng.choice(NAME_CHARS) for _ in range(length))
+
+
+def template_hash(template: Any) -> str:
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
+    return "".join(NAME_CHARS[int(c, 16) % len(NAME_CHARS)] for c in digest[:10])
+
+
+def owner_reference(owner: Obj) -> dict[str, Any]:
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def controller_of(obj: Obj) -> dict[str, Any] | None:
+    return next((o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
+
+
+def owned_by(store: ObjectStore, kind: str, owner: Obj) -> list[Obj]:
+    uid = owner["metadata"]["uid"]
+    namespace = owner["metadata"].get("namespace")
+    return [o for o in store.list(kind, namespace) if (controller_of(o) or {}).get("uid") == uid]
+
+
+def reconcile_deployments(store: ObjectStore) -> bool:
+    """Each Deployment keeps one ReplicaSet per pod template; the current one gets the replicas."""
+    changed = False
+    for deployment in store.list("Deployment"):
+        if deployment["metadata"].get("deletionTimestamp"):
+            continue
+        spec = deployment.get("spec") or {}
+        replicas = int(spec.get("replicas", 1))
+        template = spec.get("template") or {}
+        pod_hash = template_hash(template)
+        name = f"{deployment['metadata']['name']}-{pod_hash}"
+        namespace = deployment["metadata"].get("namespace", "default")
+        for replicaset in owned_by(store, "ReplicaSet", deployment):
+            if replicaset["metadata"]["name"] != name and int(replicaset["spec"].get("replicas", 0)) != 0:
+                replicaset["spec"]["replicas"] = 0  # a rollout: the old template's pods go
+                store.update(replicaset, spec_changed=True)
+                changed = True
+        current = store.get("ReplicaSet", name, namespace)
+        labels = {**(template.get("metadata") or {}).get("labels", {}), "pod-template-hash": pod_hash}
+        if current is None:
+            rs_template = copy.deepcopy(template)
+            rs_template.setdefault("metadata", {})["labels"] = labels
+            store.create(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "labels": labels,
+                        "ownerReferences": [owner_reference(deployment)],
+                    },
+                    "spec": {
+                        "replicas": replicas,
+                        "selector": {"matchLabels": labels},
+                        "template": rs_template,
+                    },
+                }
+            )
+            changed = True
+        elif int(current["spec"].get("replicas", 0)) != replicas:
+            current["spec"]["replicas"] = replicas
+            store.update(current, spec_changed=True)
+            changed = True
+        ready = sum(
+            int((rs.get("status") or {}).get("readyReplicas", 0)) for rs in owned_by(store, "ReplicaSet", deployment)
+        )
+        status = {
+            "replicas": replicas,
+            "readyReplicas": ready,
+            "updatedReplicas": replicas,
+            "observedGeneration": deployment["metadata"].get("generation", 1),
+        }
+        if deployment.get("status") != status:
+            deployment["status"] = status
+            store.update(deployment)
+    return changed
+
+
+def reconcile_replicasets(store: ObjectStore, rng: random.Random, now: float) -> bool:
+    changed = False
+    for replicaset in store.list("ReplicaSet"):
+        if replicaset["metadata"].get("deletionTimestamp"):
+            continue
+        wanted = int(replicaset["spec"].get("replicas", 0))
+        pods = [p for p in owned_by(store, "Pod", replicaset) if not p["metadata"].get("deletionTimestamp")]
+        active = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        if len(active) < wanted:
+            for _ in range(wanted - len(active)):
+                _create_pod(store, replicaset, rng)
+            changed = True
+        elif len(active) > wanted:
+            for victim in _scale_down_order(store, active)[: len(active) - wanted]:
+                store.delete("Pod", victim["metadata"]["name"], victim["metadata"]["namespace"])
+            changed = True
+        ready = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
+        status = {"replicas": min(len(active), wanted) if len(active) > wanted else len(active), "readyReplicas": ready}
+        if replicaset.get("status") != status:
+            replicaset["status"] = status
+            store.update(replicaset)
+    return changed
+
+
+def _create_pod(store: ObjectStore, owner: Obj, rng: random.Random) -> Obj:
+    template = copy.deepcopy(owner["spec"].get("template") or {})
+    meta = template.get("metadata") or {}
+    while True:
+        name = f"{owner['metadata']['name']}-{random_suffix(rng)}"
+        if store.get("Pod", name, owner["metadata"].get("namespace", "default")) is None:
+            break
+    return store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": owner["metadata"].get("namespace", "default"),
+                "labels": dict(meta.get("labels") or {}),
+                "annotations": dict(meta.get("annotations") or {}),
+                "ownerReferences": [owner_reference(owner)],
+            },
+            "spec": template.get("spec") or {},
+            "status": {"phase": "Pending"},
+        }
+    )
+
+
+def _scale_down_order(store: ObjectStore, pods: list[Obj]) -> list[Obj]:
+    """Kubernetes' victim order: unscheduled first, then pending, then pods on nodes running more replicas of
+    the set, then the newest."""
+    per_node = Counter(p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName"))
+
+    def rank(pod: Obj) -> tuple[int, int, int, str, str]:
+        node = pod["spec"].get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        return (
+            1 if node else 0,
+            1 if phase == "Running" else 0,
+            -per_node[node] if node else 0,
+            _negated(pod["metadata"].get("creationTimestamp", "")),
+            pod["metadata"]["name"],
+        )
+
+    return sorted(pods, key=rank)
+
+
+def _negated(text: str) -> str:
+    """Sort newest first by inverting timestamp digits."""
+    return "".join(chr(ord("9") - ord(c) + ord("0")) if c.isdigit() else c for c in text)
+
+
+DAEMON_TOLERATIONS = (
+    Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect="NoExecute"),
+    Toleration(key="node.kubernetes.io/unreachable", operator="Exists", effect="NoExecute"),
+    Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule"),
+    Toleration(key="karpenter.sh/disrupted", operator="Exists", effect="NoSchedule"),
+)
+
+
+def daemon_runs_on(daemonset: Obj, node: Obj) -> bool:
+    template = (daemonset.get("spec") or {}).get("template") or {}
+    pod = pod_from_spec(template.get("spec") or {}, "spec.template.spec", namespace="", labels={})
+    taints = [
+        Taint.from_spec(t)
+        for t in (node.get("spec") or {}).get("taints") or []
+        if t.get("effect") != "PreferNoSchedule"
+    ]
+    if untolerated(taints, (*pod.tolerations, *DAEMON_TOLERATIONS)):
+        return False
+    state = PodState.of(pod)
+    labels = Requirements.from_labels(node["metadata"].get("labels") or {})
+    base = Requirements.from_labels(pod.node_selector)
+    return any(
+        labels.compatible(base.merged(term), allow_undefined=frozenset())
+        for term in state.required_terms or [Requirements()]
+    )
+
+
+def reconcile_daemonsets(store: ObjectStore, rng: random.Random) -> bool:
+    """One pod per matching node, bound directly; pods on nodes that are gone or no longer match go."""
+    changed = False
+    nodes = {n["metadata"]["name"]: n for n in store.list("Node") if not n["metadata"].get("deletionTimestamp")}
+    for daemonset in store.list("DaemonSet"):
+        pods = owned_by(store, "Pod", daemonset)
+        placed = {p["spec"].get("nodeName"): p for p in pods}
+        for name, node in nodes.items():
+            if daemon_runs_on(daemonset, node) and name not in placed:
+                pod = _create_pod(store, daemonset, rng)
+                pod["spec"]["nodeName"] = name
+                store.update(pod)
+                changed = True
+        for node_name, pod in placed.items():
+            if node_name not in nodes or not daemon_runs_on(daemonset, nodes[node_name]):
+                store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+                changed = True
+        ready = sum(1 for p in owned_by(store, "Pod", daemonset) if (p.get("status") or {}).get("phase") == "Running")
+        status = {
+            "desiredNumberScheduled": sum(1 for n in nodes.values() if daemon_runs_on(daemonset, n)),
+            "numberReady": ready,
+        }
+        if daemonset.get("status") != status:
+            daemonset["status"] = status
+            store.update(daemonset)
+    return changed
+
+
+def collect_garbage(store: ObjectStore) -> bool:
+    """Delete dependents whose controller is gone, and pods bound to nodes that no longer exist."""
+    changed = False
+    uids = {o["metadata"]["uid"] for o in store.all_objects()}
+    for kind in ("ReplicaSet", "Pod", "ResourceClaim"):
+        for obj in store.list(kind):
+            owner = controller_of(obj)
+            if owner is not None and owner.get("uid") not in uids:
+                store.delete(kind, obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
+                changed = True
+    nodes = {n["metadata"]["name"] for n in store.list("Node")}
+    for pod in store.list("Pod"):
+        node = pod["spec"].get("nodeName")
+        if node and node not in nodes and store.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]):
+            store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+            changed = True
+    return changed
+
+
+def selector_of(workload: Obj) -> LabelSelector | None:
+    return LabelSelector.from_spec((workload.get("spec") or {}).get("selector"))

@@ -1,0 +1,91 @@
+"""The periodic tick: one worker per cluster at a time (Redis or DB lease), and crashes leave no half-state."""
+
+import os
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from karpui import lab as lab_runner
+from karpui import leases, models
+from provisioner.sim.lab import Lab
+from tests.karp import EXAMPLES, ok
+
+BACKENDS = [pytest.param("", id="db")]
+if os.environ.get("REDIS_URL"):
+    BACKENDS.append(pytest.param(os.environ["REDIS_URL"], id="redis", marks=pytest.mark.redis))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, settings):
+    settings.REDIS_URL = request.param
+    if request.param:
+        leases._redis().delete(*leases._redis().keys("karpui:lease:*") or ["none"])
+    return request.param or "db"
+
+
+def provisioning_lab():
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "5")
+
+
+def test_a_second_worker_cannot_take_a_held_lease(lab, backend):
+    first = leases.try_acquire(lab.id, "worker-a")
+    assert first is not None and first.backend == ("db" if backend == "db" else "redis")
+    assert leases.try_acquire(lab.id, "worker-b") is None
+    leases.release(first)
+    second = leases.try_acquire(lab.id, "worker-b")
+    assert second is not None and second.epoch > first.epoch
+    leases.release(second)
+
+
+def test_a_tick_while_another_worker_holds_the_cluster_does_nothing(lab, backend):
+    provisioning_lab()
+    now = timezone.now()
+    models.Cluster.objects.filter(id=lab.id).update(ticked_at=now)
+    held = leases.try_acquire(lab.id, "worker-a")
+    assert lab_tick(now + timedelta(seconds=5)) is False
+    assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 0
+    leases.release(held)
+    assert lab_tick(now + timedelta(seconds=5)) is True
+    assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 1
+
+
+def lab_tick(now):
+    return lab_runner.tick(models.Cluster.objects.get(name="lab"), now=now)
+
+
+def test_a_worker_whose_lease_lapsed_cannot_commit(lab, backend):
+    provisioning_lab()
+    stale = leases.try_acquire(lab.id, "worker-a", seconds=30)
+    # The lease lapses (worker paused); another worker takes the cluster.
+    if stale.backend == "db":
+        models.Cluster.objects.filter(id=lab.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    else:
+        leases._redis().delete(leases._key(lab.id))
+    fresh = leases.try_acquire(lab.id, "worker-b")
+    assert fresh is not None
+    with pytest.raises(leases.LeaseLost):
+        lab_runner.run("lab", lambda running: running.advance(5), lease=stale)
+    assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 0
+    leases.release(fresh)
+
+
+def test_a_crash_mid_run_leaves_the_last_state_and_the_retry_makes_the_same_nodeclaim(lab, monkeypatch):
+    provisioning_lab()
+    names = []
+    original = Lab.advance
+
+    def crash_after_deciding(self, seconds):
+        original(self, seconds)
+        names.extend(c["metadata"]["name"] for c in self.store.list("NodeClaim"))
+        raise RuntimeError("worker killed")
+
+    monkeypatch.setattr(Lab, "advance", crash_after_deciding)
+    with pytest.raises(RuntimeError):
+        lab_runner.advance("lab", 5)
+    assert names and models.KubeObject.objects.filter(kind="NodeClaim").count() == 0
+    assert models.LogEntry.objects.filter(message="created nodeclaim").count() == 0
+    monkeypatch.setattr(Lab, "advance", original)
+    lab_runner.advance("lab", 5)
+    assert list(models.KubeObject.objects.filter(kind="NodeClaim").values_list("name", flat=True)) == names

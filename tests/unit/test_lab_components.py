@@ -1,0 +1,80 @@
+"""Pieces of the lab and controllers on their own: the batcher, ReplicaSet scale-down, the store."""
+
+import pytest
+
+from provisioner.controllers.batcher import Batcher
+from provisioner.sim.store import AlreadyExists, ObjectStore
+from provisioner.sim.workloads import _scale_down_order
+
+
+def test_the_batch_window_closes_after_idle_time_without_new_pods():
+    batcher = Batcher(idle=5, maximum=10)
+    batcher.trigger("pod-a", now=1)
+    assert batcher.closes_at == 6
+    batcher.trigger("pod-a", now=3)  # the same pod again does not extend the window
+    assert batcher.closes_at == 6
+    batcher.trigger("pod-b", now=3)  # a new pod does
+    assert batcher.closes_at == 8
+    assert not batcher.due(7.9) and batcher.due(8)
+
+
+def test_the_batch_window_never_exceeds_its_maximum():
+    batcher = Batcher(idle=5, maximum=10)
+    for second in range(0, 20, 2):
+        batcher.trigger(f"pod-{second}", now=second)
+    assert batcher.closes_at == 10
+
+
+def test_the_batcher_state_survives_a_round_trip():
+    batcher = Batcher()
+    batcher.trigger("a", now=100)
+    restored = Batcher.from_state(batcher.to_state())
+    assert (restored.closes_at, restored.seen) == (101, {"a"})
+
+
+def pod(name, node, phase="Running", created="2026-01-01T00:00:00Z"):
+    return {
+        "metadata": {"name": name, "creationTimestamp": created},
+        "spec": {"nodeName": node},
+        "status": {"phase": phase},
+    }
+
+
+def test_scale_down_removes_unscheduled_then_pods_on_fuller_nodes_then_newest():
+    pods = [
+        pod("on-small-1", "small"),
+        pod("on-big-old", "big", created="2026-01-01T00:00:00Z"),
+        pod("on-big-new", "big", created="2026-01-01T00:05:00Z"),
+        pod("on-big-3", "big", created="2026-01-01T00:01:00Z"),
+        pod("unscheduled", None, phase="Pending"),
+    ]
+    assert [p["metadata"]["name"] for p in _scale_down_order(None, pods)] == [
+        "unscheduled",
+        "on-big-new",
+        "on-big-3",
+        "on-big-old",
+        "on-small-1",
+    ]
+
+
+def test_the_store_assigns_identity_and_refuses_duplicates():
+    store = ObjectStore(clock=lambda: 1_800_000_000.0)
+    created = store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+    assert (
+        created["metadata"]["resourceVersion"] == "1"
+        and created["metadata"]["creationTimestamp"] == "2027-01-15T08:00:00Z"
+    )
+    with pytest.raises(AlreadyExists):
+        store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+    assert store.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})[1] == "unchanged"
+
+
+def test_finalizers_hold_deletion_until_removed():
+    store = ObjectStore(clock=lambda: 0.0)
+    store.create(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "finalizers": ["karpenter.sh/termination"]}}
+    )
+    marked = store.delete("Node", "n1")
+    assert marked["metadata"]["deletionTimestamp"] == "1970-01-01T00:00:00Z" and store.get("Node", "n1") is not None
+    store.remove_finalizer(marked, "karpenter.sh/termination")
+    assert store.get("Node", "n1") is None and ("Node", "", "n1") in store.removed
