@@ -10,8 +10,8 @@ from __future__ import annotations
 import getpass
 import json
 import sys
-from datetime import timedelta
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
