@@ -25,9 +25,7 @@ def nodepool_manifest(row: models.NodePool) -> dict[str, Any]:
         "kind": "NodePool",
         "metadata": row.metadata(),
         "spec": row.spec,
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}],
-        },
+        "status": row.status or {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]},
     }
 
 

@@ -149,3 +149,14 @@ def test_jsonpath_and_namespaces(lab):
     assert rows("get", "pods") == []
     assert len(rows("get", "pods", "-n", "team-a")) == 4
     assert {r[0] for r in rows("get", "pods", "-A")} == {"team-a"}
+
+
+def test_nodepools_show_their_nodes_and_tables_can_drop_headers(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "5")
+    ok("advance", "5s")
+    [pool] = rows("get", "nodepools", "-o", "wide")
+    assert pool[:4] == ["default", "default", "1", "True"]
+    assert pool[6:] == ["8", "16Gi"]  # capacity of the launched c-8x (CPU, memory)
+    assert ok("get", "pods", "--no-headers").count("Running") == 5
+    assert not ok("get", "pods", "--no-headers").startswith("NAME")

@@ -51,6 +51,7 @@ class Command(BaseCommand):
         parser.add_argument("--replicas", type=int, default=None)
         parser.add_argument("--overwrite", action="store_true")
         parser.add_argument("--since", default=None)
+        parser.add_argument("--no-headers", action="store_true")
         parser.add_argument("args", nargs="*")
         return parser
 
@@ -143,7 +144,8 @@ class Command(BaseCommand):
                         printers.Column("NAMESPACE", lambda m, now: m["metadata"].get("namespace", "")),
                         *columns,
                     )
-                self.stdout.write(printers.table(manifests, columns, cluster.clock, wide=output == "wide"))
+                table = printers.table(manifests, columns, cluster.clock, wide=output == "wide")
+                self.stdout.write("\n".join(table.splitlines()[1:]) if options["no_headers"] else table)
 
     def _select(
         self,
