@@ -102,6 +102,7 @@ class Pod:
     deleting: bool = False
     priority: int = 0
     resource_claims: tuple[str, ...] = ()  # names of ResourceClaims (DRA)
+    started: float | None = None  # status.startTime, seconds since the epoch
 
     @property
     def key(self) -> str:
@@ -116,6 +117,10 @@ class Pod:
 
     def is_mirror_pod(self) -> bool:
         return self.owner is not None and self.owner.kind == "Node"
+
+    def is_reschedulable(self) -> bool:
+        """Would move if its node went: active, and not a DaemonSet or mirror pod."""
+        return not self.is_terminal() and not self.deleting and not self.is_daemonset_pod() and not self.is_mirror_pod()
 
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from provisioner.manifests import fields as f
@@ -68,7 +69,14 @@ def pod_from_manifest(doc: Mapping[str, Any], *, created: float = 0.0) -> Pod:
         deleting=bool(meta.get("deletionTimestamp")),
         priority=int(spec.get("priority") or 0),
         resource_claims=tuple(c.get("name", "") for c in spec.get("resourceClaims") or []),
+        started=_epoch(status.get("startTime")),
     )
+
+
+def _epoch(text: Any) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def pod_from_spec(spec: Mapping[str, Any], path: str, *, namespace: str, labels: Mapping[str, str]) -> Pod:

@@ -1,0 +1,46 @@
+"""Drift and expiration of NodeClaims: when a node no longer matches its NodePool, or has lived too long."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from provisioner import labels as wk
+from provisioner.catalog import InstanceType
+from provisioner.objects import NodePool
+from provisioner.requirements import Requirements
+
+NODEPOOL_DRIFTED = "NodePoolDrifted"
+REQUIREMENTS_DRIFTED = "RequirementsDrifted"
+INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+
+
+def drift_reason(
+    nodepool: NodePool,
+    nodepool_hash: str,
+    claim_annotations: Mapping[str, str],
+    claim_labels: Mapping[str, str],
+    instance_types: Sequence[InstanceType],
+    hash_version: str,
+) -> str | None:
+    """Karpenter's first matching drift reason, or None."""
+    if claim_annotations.get("karpenter.sh/nodepool-hash-version") == hash_version and claim_annotations.get(
+        "karpenter.sh/nodepool-hash"
+    ) not in (None, nodepool_hash):
+        return NODEPOOL_DRIFTED
+    requirements = Requirements(r.to_requirement() for r in nodepool.requirements)
+    if not Requirements.from_labels(claim_labels).compatible(requirements, allow_undefined=frozenset()):
+        return REQUIREMENTS_DRIFTED
+    name = claim_labels.get(wk.INSTANCE_TYPE)
+    by_name = {it.name: it for it in instance_types}
+    it = by_name.get(name or "")
+    if it is None:
+        return INSTANCE_TYPE_NOT_FOUND
+    zone, capacity = claim_labels.get(wk.ZONE), claim_labels.get(wk.CAPACITY_TYPE)
+    if not any(o.zone == zone and o.capacity_type == capacity for o in it.offerings):
+        return INSTANCE_TYPE_NOT_FOUND
+    return None
+
+
+def expired(nodepool_expire_after: int | None, created: float, now: float) -> bool:
+    """expireAfter from the NodeClaim's creation; None means Never."""
+    return nodepool_expire_after is not None and now >= created + nodepool_expire_after

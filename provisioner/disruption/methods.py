@@ -1,0 +1,137 @@
+"""Disruption methods in Karpenter's order; the first that yields a command ends the pass.
+
+Emptiness (one delete of every empty candidate the budgets admit), Drift (one drifted node, replaced as needed,
+no price check), multi-node consolidation (the largest prefix of up to 100 candidates that can be deleted or
+replaced by one cheaper node, found by binary search), single-node consolidation (the first candidate that can).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from provisioner.disruption.budgets import allowed_disruptions
+from provisioner.disruption.candidates import build_candidates, consolidation_blockers, consolidation_order
+from provisioner.disruption.consolidation import ClusterView, compute, simulate, without_same_types
+from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, Candidate, Command
+from provisioner.objects import NodePool
+
+MAX_MULTI_CANDIDATES = 100
+
+
+@dataclass
+class PassResult:
+    """What one disruption pass found: at most one method's commands, and why every other node stays."""
+
+    commands: list[Command] = field(default_factory=list)
+    blocked: dict[str, list[str]] = field(default_factory=dict)  # node -> reasons it is not a candidate
+    notes: dict[str, list[str]] = field(default_factory=dict)  # node -> why consolidation did not act on it
+    budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (nodepool, reason) -> allowed
+
+
+def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool]) -> PassResult:
+    result = PassResult()
+    candidates, result.blocked = build_candidates(view.claimed, nodepools, view.pdbs, view.now)
+    for nodepool in nodepools.values():
+        for reason in (EMPTY, DRIFTED, UNDERUTILIZED):
+            result.budgets[(nodepool.name, reason)] = allowed_disruptions(nodepool, reason, view.claimed, view.now)
+    for method in (_emptiness, _drift, _multi_node, _single_node):
+        commands = method(candidates, view, result)
+        if commands:
+            result.commands = commands
+            break
+    return result
+
+
+def _consolidatable(candidates: Sequence[Candidate], result: PassResult, *, empty: bool | None) -> list[Candidate]:
+    chosen = []
+    for candidate in candidates:
+        is_empty = not candidate.pods
+        if empty is not None and is_empty != empty:
+            continue
+        reasons = consolidation_blockers(candidate.claimed, candidate.nodepool, is_empty)
+        if reasons:
+            result.notes.setdefault(candidate.name, []).extend(reasons)
+            continue
+        chosen.append(candidate)
+    return chosen
+
+
+def _admit(candidates: Sequence[Candidate], result: PassResult, reason: str) -> list[Candidate]:
+    """Keep candidates while their pool's budget for `reason` lasts, spending one per admitted node."""
+    left = {pool: allowed for (pool, why), allowed in result.budgets.items() if why == reason}
+    admitted = []
+    for candidate in candidates:
+        pool = candidate.claimed.nodepool
+        if left.get(pool, 0) > 0:
+            left[pool] -= 1
+            admitted.append(candidate)
+        else:
+            result.notes.setdefault(candidate.name, []).append(
+                f'disruption budget of NodePool "{pool}" for {reason} allows no more nodes now'
+            )
+    return admitted
+
+
+def _emptiness(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
+    empty = _admit(consolidation_order(_consolidatable(candidates, result, empty=True)), result, EMPTY)
+    return [Command(EMPTY, tuple(empty), (), "empty")] if empty else []
+
+
+def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
+    """One drifted node per pass, replaced by however many nodes its pods need, whatever they cost."""
+    drifted = [c for c in candidates if c.claimed.drifted]
+    drifted.sort(key=lambda c: (bool(c.pods), c.claimed.drifted_at, c.name))  # empty first, then oldest
+    for candidate in _admit(drifted, result, DRIFTED):
+        outcome = simulate([candidate], view)
+        stuck = [f for uid, f in outcome.failures.items() if uid in {p.uid for p in candidate.pods}]
+        if stuck:
+            result.notes.setdefault(candidate.name, []).append(
+                f"Not all pods would schedule, {stuck[0].pod.key} => {stuck[0].message}"
+            )
+            continue
+        return [Command(DRIFTED, (candidate,), tuple(outcome.new_nodeclaims), "drift")]
+    return []
+
+
+def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
+    eligible = _admit(consolidation_order(_consolidatable(candidates, result, empty=False)), result, UNDERUTILIZED)
+    eligible = eligible[:MAX_MULTI_CANDIDATES]
+    if len(eligible) < 2:
+        return []
+    low, high = 1, len(eligible) - 1
+    best: Command | None = None
+    while low <= high:
+        middle = (low + high) // 2
+        outcome = compute(eligible[: middle + 1], view, "multi", UNDERUTILIZED)
+        command = without_same_types(outcome) if isinstance(outcome, Command) else None
+        if command is not None:
+            best, low = command, middle + 1
+        else:
+            high = middle - 1
+    return [best] if best is not None else []
+
+
+def _single_node(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
+    eligible = _admit(
+        _interleaved(consolidation_order(_consolidatable(candidates, result, empty=False))), result, UNDERUTILIZED
+    )
+    for candidate in eligible:
+        outcome = compute([candidate], view, "single", UNDERUTILIZED)
+        if isinstance(outcome, Command):
+            return [outcome]
+        result.notes.setdefault(candidate.name, []).extend(outcome)
+    return []
+
+
+def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Round-robin over NodePools (first of each pool, then second, ...), as single-node consolidation does."""
+    by_pool: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_pool.setdefault(candidate.claimed.nodepool, []).append(candidate)
+    result = []
+    for index in range(max((len(v) for v in by_pool.values()), default=0)):
+        for pool in sorted(by_pool):
+            if index < len(by_pool[pool]):
+                result.append(by_pool[pool][index])
+    return result

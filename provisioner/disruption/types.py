@@ -1,0 +1,101 @@
+"""Disruption's values: nodes with their NodeClaim facts, PDBs, candidates and commands (decision derived)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from provisioner.nodes import Node
+from provisioner.objects import NodePool
+from provisioner.pods import Pod
+from provisioner.scheduling.results import NodeClaimPlan
+from provisioner.selectors import LabelSelector
+
+EMPTY, DRIFTED, UNDERUTILIZED, EXPIRED = "Empty", "Drifted", "Underutilized", "Expired"
+DELETE, REPLACE, NOOP = "delete", "replace", "no-op"
+
+
+@dataclass(frozen=True)
+class ClaimedNode:
+    """A node Karpenter manages, with what its NodeClaim says about it."""
+
+    node: Node
+    nodeclaim: str
+    nodepool: str
+    instance_type: str
+    capacity_type: str
+    zone: str
+    price: float
+    created: float
+    initialized: bool = True
+    deleting: bool = False
+    consolidatable: bool = True
+    drifted: str | None = None  # the drift reason, when Drifted=True
+    drifted_at: float = 0.0
+    nominated_until: float = 0.0  # the provisioner chose this node for a pending pod (Karpenter: 20 s)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+@dataclass(frozen=True)
+class DisruptionBudgetPolicy:
+    """A PodDisruptionBudget as eviction sees it."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    disruptions_allowed: int
+    fully_blocking: bool = False  # maxUnavailable 0 / "0%" or minAvailable "100%"
+    always_allow_unhealthy: bool = False
+
+    def covers(self, pod: Pod) -> bool:
+        return pod.namespace == self.namespace and self.selector is not None and self.selector.matches(pod.labels)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    claimed: ClaimedNode
+    nodepool: NodePool
+    pods: tuple[Pod, ...]  # reschedulable pods: they move if the node goes
+    disruption_cost: float
+
+    @property
+    def name(self) -> str:
+        return self.claimed.name
+
+    @property
+    def price(self) -> float:
+        return self.claimed.price
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a method decided: remove `candidates`, launching `replacements` first (none: a delete)."""
+
+    reason: str
+    candidates: tuple[Candidate, ...]
+    replacements: tuple[NodeClaimPlan, ...] = ()
+    method: str = ""  # empty, drift, multi, single
+    notes: tuple[str, ...] = ()
+
+    @property
+    def decision(self) -> str:
+        if not self.candidates:
+            return NOOP
+        return REPLACE if self.replacements else DELETE
+
+    @property
+    def savings(self) -> float:
+        """Candidate prices minus the cheapest launch price of each replacement ($/h)."""
+        return sum(c.price for c in self.candidates) - sum(r.cheapest.price for r in self.replacements)
+
+    @property
+    def pod_count(self) -> int:
+        return sum(len(c.pods) for c in self.candidates)
+
+    @property
+    def nodepools(self) -> list[str]:
+        return sorted({c.claimed.nodepool for c in self.candidates})
