@@ -40,6 +40,7 @@ def lab_config(cluster: models.Cluster) -> LabConfig:
         nodeclasses=nodeclasses,
         catalogs=catalogs,
         feature_gates=settings.KARPUI_FEATURE_GATES,
+        paused_until=cluster.paused_until.timestamp() if cluster.paused_until else 0.0,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -28,9 +29,22 @@ class Cluster(models.Model):
     lease_holder = models.CharField(max_length=128, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_epoch = models.PositiveBigIntegerField(default=0, help_text="Fencing token: bumped on every acquisition.")
+    paused_until = models.DateTimeField(null=True, blank=True, help_text="Voluntary disruption is paused until then.")
+    pause_reason = models.TextField(blank=True)
+    paused_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        permissions = [
+            ("approve_disruption", "Can approve or deny disruption commands"),
+            ("pause_disruption", "Can pause and resume voluntary disruption"),
+            ("request_disruption", "Can ask for a node to be disrupted"),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    def is_paused(self, now: datetime) -> bool:
+        return self.paused_until is not None and self.paused_until > now
 
 
 class KubeObjectMixin(models.Model):

@@ -383,6 +383,25 @@ LAB_RESOURCES: Sequence[Resource] = (
         (Column("NAME", _name), _AGE),
         _lab("DRAConfig"),
     ),
+    Resource(
+        "DisruptionCommand",
+        "disruptioncommands",
+        "karpui.dev",
+        ("disruptioncommand", "disruptioncommands", "dc"),
+        (
+            Column("NAME", _name),
+            Column("REASON", _field("spec", "reason")),
+            Column("DECISION", _field("spec", "decision")),
+            Column("NODES", lambda m, now: ",".join(c["node"] for c in m["spec"]["candidates"])),
+            Column("SAVINGS", lambda m, now: f"${m['spec']['savings']:.4f}/h"),
+            Column("PHASE", _field("status", "phase")),
+            _AGE,
+            Column("MODE", _field("spec", "approvalMode"), wide_only=True),
+            Column("DECIDED-BY", _field("spec", "approval", "by"), wide_only=True),
+            Column("MESSAGE", _field("status", "message"), wide_only=True),
+        ),
+        _lab("DisruptionCommand"),
+    ),
 )
 NAMESPACED = frozenset(
     {

@@ -176,10 +176,13 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
 
 
 def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
-    """Delete the NodeClaim's Node (its pods go with it), then release the NodeClaim."""
+    """Once termination has drained the Node, delete it (with what is left on it), then release the NodeClaim."""
     name = claim["metadata"]["name"]
     node = ctx.store.get("Node", (claim.get("status") or {}).get("nodeName") or name)
     if node is not None:
+        drained = (node["metadata"].get("annotations") or {}).get("karpui.dev/drained") == "true"
+        if not drained and is_ready(node):
+            return False  # the termination controller is still draining
         for pod in ctx.store.list("Pod"):
             if pod["spec"].get("nodeName") == node["metadata"]["name"]:
                 ctx.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])

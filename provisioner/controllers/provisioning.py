@@ -23,6 +23,7 @@ from provisioner.sim.views import node_view
 from provisioner.sim.workloads import random_suffix
 
 REQUEUE_SECONDS = 10.0
+NOMINATION_SECONDS = 20.0
 HASH_VERSION = "v3"
 
 
@@ -97,6 +98,9 @@ class ProvisioningController:
         for plan in result.new_nodeclaims:
             for pod in plan.pods:
                 self.verdicts.pop(pod.uid, None)
+        for node in result.placements:
+            # A pending pod is headed for this node: disruption leaves it alone for a while (Karpenter: 20 s).
+            ctx.nominations[node] = ctx.now + NOMINATION_SECONDS
         return bool(result.new_nodeclaims)
 
 

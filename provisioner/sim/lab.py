@@ -15,6 +15,7 @@ from typing import Any
 from provisioner.catalog import InstanceType
 from provisioner.controllers import lifecycle
 from provisioner.controllers.context import ClusterContext, TimedRecord
+from provisioner.controllers.disruption import DisruptionController
 from provisioner.controllers.provisioning import ProvisioningController
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import add, format_resources, parse_resources
@@ -33,6 +34,7 @@ class LabConfig:
     nodeclasses: Mapping[tuple[str, str], NodeClass]
     catalogs: Mapping[str, list[InstanceType]]
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    paused_until: float = 0.0
 
 
 class Lab:
@@ -55,8 +57,11 @@ class Lab:
             nodeclasses=config.nodeclasses,
             catalogs=config.catalogs,
             feature_gates=config.feature_gates,
+            paused_until=config.paused_until,
+            nominations=dict(state.get("nominations") or {}),
         )
         self.provisioning = ProvisioningController(state.get("provisioning") or {})
+        self.disruption = DisruptionController(state.get("disruption") or {})
 
     @property
     def logs(self) -> list[TimedRecord]:
@@ -72,6 +77,7 @@ class Lab:
         changed |= kubescheduler.schedule_pending(self.store, self.ctx.views, self.now)
         changed |= self._kubelet()
         changed |= self.provisioning.reconcile(self.ctx)
+        changed |= self.disruption.reconcile(self.ctx)
         changed |= lifecycle.reconcile(self.ctx)
         return changed
 
@@ -81,9 +87,8 @@ class Lab:
                 return
 
     def next_due(self) -> float | None:
-        times = [
-            t for t in (self.provisioning.next_due(), lifecycle.next_due(self.ctx)) if t is not None and t > self.now
-        ]
+        dues = (self.provisioning.next_due(), lifecycle.next_due(self.ctx), self.disruption.next_due(self.ctx))
+        times = [t for t in dues if t is not None and t > self.now]
         return min(times) if times else None
 
     def advance(self, seconds: float) -> None:
@@ -151,6 +156,8 @@ class Lab:
             "rng": self.rng.getstate(),
             "resource_version": self.store.resource_version,
             "provisioning": self.provisioning.to_state(),
+            "disruption": self.disruption.to_state(),
+            "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
         }
 
 

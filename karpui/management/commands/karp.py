@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand
 
-from karpui import lab, models, services
+from karpui import disruption, lab, models, services
 from karpui.kubectl import printers
 from karpui.kubectl.jsonpath import JSONPathError, render
 from karpui.kubectl.resources import NAMESPACED, Resource, resolve
@@ -29,7 +31,24 @@ from provisioner.sim.lab import Lab
 from provisioner.sim.store import NotFound
 from provisioner.taints import EFFECTS, Taint
 
-VERBS = ("apply", "delete", "get", "describe", "scale", "taint", "rollout", "advance", "logs", "reset")
+VERBS = (
+    "apply",
+    "delete",
+    "get",
+    "describe",
+    "scale",
+    "taint",
+    "rollout",
+    "advance",
+    "logs",
+    "reset",
+    "approve",
+    "deny",
+    "pause",
+    "resume",
+    "disrupt",
+    "savings",
+)
 OUTPUTS = ("wide", "json", "yaml", "name")
 
 
@@ -52,6 +71,11 @@ class Command(BaseCommand):
         parser.add_argument("--overwrite", action="store_true")
         parser.add_argument("--since", default=None)
         parser.add_argument("--no-headers", action="store_true")
+        parser.add_argument(
+            "--as", dest="as_user", default=None, help="the karpui user deciding (approve, deny, pause)"
+        )
+        parser.add_argument("--reason", default="")
+        parser.add_argument("--for", dest="for_duration", default=None, help="pause duration, e.g. 2h")
         parser.add_argument("args", nargs="*")
         return parser
 
@@ -60,6 +84,10 @@ class Command(BaseCommand):
             self._dispatch(list(args), options)
         except BrokenPipeError:
             sys.stderr.close()  # `karp logs | head`: the reader left; that is not an error
+        except (PermissionDenied, ValidationError) as error:
+            messages = getattr(error, "messages", None) or [str(error)]
+            self.stderr.write(f"error: {'; '.join(messages)}")
+            sys.exit(1)
         except (KarpError, ManifestError, LookupError, SelectorError, JSONPathError, DurationError) as error:
             message = str(error).strip("'\"") if isinstance(error, KeyError) else str(error)
             self.stderr.write(message if message.startswith(("error", "Error")) else f"error: {message}")
@@ -302,11 +330,84 @@ class Command(BaseCommand):
         for entry in entries.order_by("time", "id"):
             self.stdout.write(json.dumps(entry.as_dict()))
 
+    def _approve(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        for name in rest or [""]:
+            command = disruption.command_approve(
+                cluster=cluster, name=name, actor=_person(options), reason=options["reason"]
+            )
+            self.stdout.write(f"disruptioncommand.karpui.dev/{command['metadata']['name']} approved")
+
+    def _deny(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        for name in rest or [""]:
+            command = disruption.command_deny(
+                cluster=cluster, name=name, actor=_person(options), reason=options["reason"]
+            )
+            self.stdout.write(f"disruptioncommand.karpui.dev/{command['metadata']['name']} denied")
+
+    def _pause(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        seconds = parse_duration(options["for_duration"] or "")
+        assert seconds is not None
+        row = disruption.disruption_pause(
+            cluster=cluster, actor=_person(options), reason=options["reason"], seconds=seconds
+        )
+        self.stdout.write(
+            f"voluntary disruption paused until {row.paused_until:%Y-%m-%dT%H:%M:%SZ}: {row.pause_reason}"
+        )
+
+    def _resume(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        disruption.disruption_resume(cluster=cluster, actor=_person(options))
+        self.stdout.write("voluntary disruption resumed")
+
+    def _disrupt(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        if len(rest) != 2 or resolve(rest[0]).kind != "Node":
+            raise KarpError("usage: karp disrupt node NAME --as USER --reason TEXT")
+        command = disruption.node_disruption_request(
+            cluster=cluster, node=rest[1], actor=_person(options), reason=options["reason"]
+        )
+        self.stdout.write(
+            f"disruptioncommand.karpui.dev/{command['metadata']['name']} created (needs another person's approval)"
+        )
+
+    def _savings(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        ledger = disruption.savings_ledger(cluster)
+        rows = [["NODEPOOL", "COMMANDS", "SAVING $/H", "REALISED $", "FORGONE $/H"]]
+        rows += [
+            [
+                pool,
+                str(e["commands"]),
+                f"{e['saving_per_hour']:.4f}",
+                f"{e['realised']:.4f}",
+                f"{e['forgone_per_hour']:.4f}",
+            ]
+            for pool, e in sorted(ledger.items())
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        self.stdout.write(
+            "\n".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+        )
+
     def _reset(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
         lab.reset(cluster.name)
         self.stdout.write(
             f"cluster {cluster.name} reset: workloads, nodes, NodeClaims and logs removed (NodePools, node classes and catalogs kept)"
         )
+
+
+def _person(options: dict[str, Any]) -> services.Actor:
+    """Decisions are made by a karpui user (with permissions), named with --as."""
+    name = options.get("as_user")
+    if not name:
+        raise KarpError("--as USER is required: decisions are made by a karpui user with the right permission")
+    user = get_user_model().objects.filter(username=name).first()
+    if user is None:
+        raise KarpError(f'user "{name}" not found')
+    return services.Actor.for_user(user, "cli")
 
 
 def _edit_spec(

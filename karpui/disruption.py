@@ -1,0 +1,227 @@
+"""The human gate on disruption: approve, deny, pause, resume, ask for a node to go, set a NodePool's mode.
+
+Each decision checks the actor's permission, writes the decision onto the command object inside the same
+transaction as its audit row, and changes nothing else: the controllers act on it at their next run, after
+validating the command against the cluster as it is then.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from karpui import lab, models
+from karpui.services import Actor, _audit
+from provisioner.controllers.disruption import (
+    APPROVAL_MODE,
+    APPROVAL_THRESHOLD,
+    APPROVAL_TTL_SECONDS,
+    VALIDATION_SECONDS,
+)
+from provisioner.sim.lab import Lab
+from provisioner.sim.store import timestamp
+
+APPROVAL_MODES = ("auto", "manual", "auto-below", "dry-run")
+
+
+def _require(actor: Actor, permission: str) -> None:
+    user = actor.user
+    if user is None or not user.is_active or not user.has_perm(f"karpui.{permission}"):  # type: ignore[attr-defined]
+        raise PermissionDenied(f"{actor.name} may not {permission.replace('_', ' ')}")
+
+
+def _decide(cluster: models.Cluster, name: str, actor: Actor, decision: str, reason: str) -> dict[str, Any]:
+    def change(running: Lab) -> dict[str, Any]:
+        command = running.store.get("DisruptionCommand", name)
+        if command is None:
+            raise ValidationError(f'disruption command "{name}" not found')
+        phase = command["status"].get("phase")
+        if phase != "AwaitingApproval":
+            raise ValidationError(f'disruption command "{name}" is {phase}, not awaiting approval')
+        requester = command["spec"].get("requestedBy")
+        if decision == "approved" and settings.KARPUI_FOUR_EYES and requester == actor.name:
+            raise PermissionDenied(f"{actor.name} asked for this disruption and may not approve it alone (four eyes)")
+        command["spec"]["approval"] = {
+            "decision": decision,
+            "by": actor.name,
+            "at": timestamp(running.now),
+            "reason": reason,
+        }
+        running.store.update(command)
+        return command
+
+    with transaction.atomic():
+        command = lab.run(cluster.name, change)
+        _audit(
+            actor,
+            f"{decision[:-1] if decision.endswith('d') else decision}",
+            "DisruptionCommand",
+            name,
+            {"phase": "AwaitingApproval"},
+            {"approval": command["spec"]["approval"], "text": command["spec"]["text"]},
+            reason,
+        )
+    return command
+
+
+def command_approve(*, cluster: models.Cluster, name: str, actor: Actor, reason: str = "") -> dict[str, Any]:
+    _require(actor, "approve_disruption")
+    return _decide(cluster, name, actor, "approved", reason)
+
+
+def command_deny(*, cluster: models.Cluster, name: str, actor: Actor, reason: str) -> dict[str, Any]:
+    _require(actor, "approve_disruption")
+    if not reason.strip():
+        raise ValidationError("a reason is required to deny a disruption command")
+    return _decide(cluster, name, actor, "denied", reason.strip())
+
+
+def disruption_pause(*, cluster: models.Cluster, actor: Actor, reason: str, seconds: int) -> models.Cluster:
+    _require(actor, "pause_disruption")
+    if not reason.strip():
+        raise ValidationError("a reason is required to pause disruption")
+    if seconds <= 0 or seconds > 7 * 24 * 3600:
+        raise ValidationError("a pause lasts between one second and seven days")
+    with transaction.atomic():
+        row = models.Cluster.objects.select_for_update().get(pk=cluster.pk)
+        before = {"paused_until": row.paused_until.isoformat() if row.paused_until else None}
+        row.paused_until = row.clock + timedelta(seconds=seconds)
+        row.pause_reason, row.paused_by = reason.strip(), actor.name
+        row.save(update_fields=["paused_until", "pause_reason", "paused_by"])
+        _audit(
+            actor, "pause", "Cluster", row.name, before, {"paused_until": row.paused_until.isoformat()}, reason.strip()
+        )
+    return row
+
+
+def disruption_resume(*, cluster: models.Cluster, actor: Actor) -> models.Cluster:
+    _require(actor, "pause_disruption")
+    with transaction.atomic():
+        row = models.Cluster.objects.select_for_update().get(pk=cluster.pk)
+        before = {
+            "paused_until": row.paused_until.isoformat() if row.paused_until else None,
+            "reason": row.pause_reason,
+        }
+        row.paused_until, row.pause_reason, row.paused_by = None, "", ""
+        row.save(update_fields=["paused_until", "pause_reason", "paused_by"])
+        _audit(actor, "resume", "Cluster", row.name, before, {"paused_until": None})
+    return row
+
+
+def node_disruption_request(*, cluster: models.Cluster, node: str, actor: Actor, reason: str) -> dict[str, Any]:
+    """A person asks for a node to go; another person approves it (four eyes), then it is drained and deleted."""
+    _require(actor, "request_disruption")
+
+    def change(running: Lab) -> dict[str, Any]:
+        claim = next(
+            (c for c in running.store.list("NodeClaim") if (c.get("status") or {}).get("nodeName") == node), None
+        )
+        if claim is None:
+            raise ValidationError(f'node "{node}" has no NodeClaim: karpui only disrupts the nodes it manages')
+        labels = claim["metadata"].get("labels") or {}
+        price = float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0))
+        name = f"manual-{int(running.now)}-{node}"[:63]
+        return running.store.create(
+            {
+                "apiVersion": "karpui.dev/v1alpha1",
+                "kind": "DisruptionCommand",
+                "metadata": {"name": name, "labels": {"karpui.dev/reason": "Manual", "karpui.dev/decision": "delete"}},
+                "spec": {
+                    "reason": "Manual",
+                    "method": "manual",
+                    "decision": "delete",
+                    "nodepools": [labels.get("karpenter.sh/nodepool", "")],
+                    "text": f"Manual/{name}: delete: nodepools=[{labels.get('karpenter.sh/nodepool', '')}]: [{node}] (savings: ${price:.2f})",
+                    "savings": price,
+                    "fingerprint": name,
+                    "approvalMode": "manual",
+                    "requestedBy": actor.name,
+                    "requestReason": reason,
+                    "candidates": [
+                        {
+                            "node": node,
+                            "nodeclaim": claim["metadata"]["name"],
+                            "nodepool": labels.get("karpenter.sh/nodepool", ""),
+                            "instanceType": labels.get("node.kubernetes.io/instance-type", ""),
+                            "capacityType": labels.get("karpenter.sh/capacity-type", ""),
+                            "zone": labels.get("topology.kubernetes.io/zone", ""),
+                            "price": price,
+                            "pods": [],
+                        }
+                    ],
+                    "replacements": [],
+                    "risks": [],
+                },
+                "status": {
+                    "phase": "Proposed",
+                    "proposedAt": timestamp(running.now),
+                    "validateAt": timestamp(running.now + VALIDATION_SECONDS),
+                },
+            }
+        )
+
+    with transaction.atomic():
+        command = lab.run(cluster.name, change)
+        _audit(actor, "request", "DisruptionCommand", command["metadata"]["name"], None, {"node": node}, reason)
+    return command
+
+
+def nodepool_approval_mode_set(
+    *, cluster: models.Cluster, nodepool: str, mode: str, actor: Actor, threshold: float | None = None
+) -> None:
+    """Store the mode as NodePool annotations, so it travels with the manifest."""
+    if not actor.user or not actor.user.has_perm("karpui.change_nodepool"):  # type: ignore[attr-defined]
+        raise PermissionDenied(f"{actor.name} may not edit NodePools")
+    if mode not in APPROVAL_MODES:
+        raise ValidationError(f"approval mode must be one of {', '.join(APPROVAL_MODES)}")
+    if mode == "auto-below" and (threshold is None or threshold < 0):
+        raise ValidationError("auto-below needs a non-negative savings threshold in $/h")
+    with transaction.atomic():
+        row = models.NodePool.objects.select_for_update().get(cluster=cluster, name=nodepool)
+        before = dict(row.annotations)
+        row.annotations = {**row.annotations, APPROVAL_MODE: mode}
+        if threshold is not None:
+            row.annotations[APPROVAL_THRESHOLD] = f"{threshold:.4f}"
+        else:
+            row.annotations.pop(APPROVAL_THRESHOLD, None)
+        row.resource_version += 1
+        row.save(update_fields=["annotations", "resource_version", "updated_at"])
+        _audit(actor, "set-approval-mode", "NodePool", nodepool, before, dict(row.annotations))
+
+
+def savings_ledger(cluster: models.Cluster) -> dict[str, dict[str, float]]:
+    """Per NodePool: realised $ (price difference × hours since each executed command), and forgone $/h of
+    denied and dry-run commands."""
+    now = cluster.clock
+    ledger: dict[str, dict[str, float]] = {}
+    for command in lab.objects(cluster, "DisruptionCommand"):
+        spec, status = command["spec"], command.get("status") or {}
+        pool = (spec.get("nodepools") or [""])[0]
+        entry = ledger.setdefault(
+            pool, {"realised": 0.0, "saving_per_hour": 0.0, "forgone_per_hour": 0.0, "commands": 0}
+        )
+        entry["commands"] += 1
+        if status.get("phase") == "Succeeded" and status.get("completedAt"):
+            done = datetime.fromisoformat(status["completedAt"].replace("Z", "+00:00")).astimezone(UTC)
+            hours = max((now - done).total_seconds(), 0) / 3600
+            entry["realised"] += spec["savings"] * hours
+            entry["saving_per_hour"] += spec["savings"]
+        elif status.get("phase") in ("Denied", "DryRun"):
+            entry["forgone_per_hour"] += spec["savings"]
+    return ledger
+
+
+__all__ = [
+    "APPROVAL_TTL_SECONDS",
+    "command_approve",
+    "command_deny",
+    "disruption_pause",
+    "disruption_resume",
+    "node_disruption_request",
+    "nodepool_approval_mode_set",
+    "savings_ledger",
+]

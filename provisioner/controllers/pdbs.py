@@ -1,0 +1,78 @@
+"""PodDisruptionBudget status and the eviction API's verdict (200 or 429), as the lab's API server computes them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from provisioner.disruption.types import DisruptionBudgetPolicy
+from provisioner.pods import Pod
+from provisioner.selectors import LabelSelector
+from provisioner.sim.store import Obj, ObjectStore
+from provisioner.sim.views import Views
+
+
+def _count(value: Any, expected: int) -> int:
+    text = str(value)
+    if text.endswith("%"):
+        return math.ceil(expected * int(text[:-1]) / 100)
+    return int(text)
+
+
+def policies(store: ObjectStore, views: Views) -> list[DisruptionBudgetPolicy]:
+    """Every PDB with `disruptionsAllowed` computed from the pods it covers right now (and stored as status)."""
+    pods = [views.pod(p) for p in store.list("Pod")]
+    result = []
+    for obj in store.list("PodDisruptionBudget"):
+        spec = obj.get("spec") or {}
+        selector = LabelSelector.from_spec(spec.get("selector"))
+        namespace = obj["metadata"].get("namespace", "default")
+        covered = [
+            p
+            for p in pods
+            if p.namespace == namespace and selector is not None and selector.matches(p.labels) and not p.is_terminal()
+        ]
+        expected = len(covered)
+        healthy = sum(1 for p in covered if p.phase == "Running" and not p.deleting)
+        if "minAvailable" in spec:
+            desired = _count(spec["minAvailable"], expected)
+            fully = str(spec["minAvailable"]) == "100%"
+        else:
+            desired = expected - _count(spec.get("maxUnavailable", 0), expected)
+            fully = str(spec.get("maxUnavailable")) in ("0", "0%")
+        allowed = max(healthy - desired, 0)
+        status = {
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "expectedPods": expected,
+            "disruptionsAllowed": allowed,
+        }
+        if obj.get("status") != status:
+            obj["status"] = status
+            store.update(obj)
+        result.append(
+            DisruptionBudgetPolicy(
+                namespace,
+                obj["metadata"]["name"],
+                selector,
+                allowed,
+                fully,
+                spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow",
+            )
+        )
+    return result
+
+
+def evict(store: ObjectStore, views: Views, pod_obj: Obj) -> tuple[int, str]:
+    """POST pods/eviction: 200 deletes the pod; 429 when a PDB allows no more disruptions."""
+    pod: Pod = views.pod(pod_obj)
+    covering = [p for p in policies(store, views) if p.covers(pod)]
+    if len(covering) > 1:
+        return 429, "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    if covering and covering[0].disruptions_allowed <= 0 and pod.phase == "Running":
+        return (
+            429,
+            f"Cannot evict pod as it would violate the pod's disruption budget {covering[0].namespace}/{covering[0].name}.",
+        )
+    store.delete("Pod", pod_obj["metadata"]["name"], pod_obj["metadata"]["namespace"])
+    return 200, "evicted"
