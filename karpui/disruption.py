@@ -58,7 +58,7 @@ def _decide(cluster: models.Cluster, name: str, actor: Actor, decision: str, rea
         command = lab.run(cluster.name, change)
         _audit(
             actor,
-            f"{decision[:-1] if decision.endswith('d') else decision}",
+            {"approved": "approve", "denied": "deny"}[decision],
             "DisruptionCommand",
             name,
             {"phase": "AwaitingApproval"},

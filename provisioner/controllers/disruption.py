@@ -493,7 +493,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Any) -> Claim
         instance_type=labels.get(wk.INSTANCE_TYPE, ""),
         capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
         zone=labels.get(wk.ZONE, ""),
-        price=float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0)),
+        price=_price(ctx, pool, labels, claim),
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
         initialized=is_true(claim, "Initialized"),
         deleting=bool(claim["metadata"].get("deletionTimestamp") or node_obj["metadata"].get("deletionTimestamp")),
@@ -503,6 +503,16 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Any) -> Claim
         nominated_until=float(ctx.nominations.get(node_obj["metadata"]["name"], 0.0)),
         annotations=dict(node_obj["metadata"].get("annotations") or {}),
     )
+
+
+def _price(ctx: ClusterContext, pool: Any, labels: dict[str, str], claim: Obj) -> float:
+    """Karpenter's candidate price: the catalog offering matching the node's type, zone and capacity type."""
+    for it in (ctx.instance_types_for(pool) or []) if pool is not None else []:
+        if it.name == labels.get(wk.INSTANCE_TYPE):
+            for offering in it.offerings:
+                if offering.zone == labels.get(wk.ZONE) and offering.capacity_type == labels.get(wk.CAPACITY_TYPE):
+                    return offering.price
+    return float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0))
 
 
 def _without(view: ClusterView, busy: set[str]) -> ClusterView:
@@ -521,7 +531,8 @@ def _denied_fingerprints(ctx: ClusterContext) -> set[str]:
     return {
         c["spec"]["fingerprint"]
         for c in ctx.store.list("DisruptionCommand")
-        if (c.get("status") or {}).get("phase") == "Denied"
+        # A denial, or a dry-run record, stands for its candidate set until the inputs change.
+        if (c.get("status") or {}).get("phase") in ("Denied", "DryRun")
     }
 
 

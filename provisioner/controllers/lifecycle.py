@@ -78,7 +78,7 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
         ctx.store.delete("NodeClaim", name)
         return True
     claim["metadata"]["labels"] = launched["labels"]
-    claim["metadata"].setdefault("annotations", {})["karpui.dev/price"] = f"{launched['price']:.6f}"
+    claim["metadata"].setdefault("annotations", {})["karpui.dev/price"] = repr(launched["price"])
     claim["status"].update(
         providerID=f"kwok://{name}", capacity=launched["capacity"], allocatable=launched["allocatable"], imageID="kwok"
     )

@@ -113,10 +113,14 @@ def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: Pass
 
 
 def _single_node(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
-    eligible = _admit(
-        _interleaved(consolidation_order(_consolidatable(candidates, result, empty=False))), result, UNDERUTILIZED
-    )
-    for candidate in eligible:
+    """The first candidate that can go; one command at most, so trying a candidate spends no budget."""
+    for candidate in _interleaved(consolidation_order(_consolidatable(candidates, result, empty=False))):
+        pool = candidate.claimed.nodepool
+        if result.budgets.get((pool, UNDERUTILIZED), 0) <= 0:
+            result.notes.setdefault(candidate.name, []).append(
+                f'disruption budget of NodePool "{pool}" for {UNDERUTILIZED} allows no more nodes now'
+            )
+            continue
         outcome = compute([candidate], view, "single", UNDERUTILIZED)
         if isinstance(outcome, Command):
             return [outcome]

@@ -1,0 +1,234 @@
+"""Issue 5's scenarios: consolidation in the lab, the human gate, and the safety rules, through `karp`."""
+
+import json
+
+import pytest
+import yaml
+from django.contrib.auth.models import Permission, User
+
+from karpui import disruption, models, services
+from tests.karp import EXAMPLES, karp, ok, rows
+
+
+def logs(message):
+    return [json.loads(line) for line in ok("logs").splitlines() if json.loads(line)["message"] == message]
+
+
+def commands():
+    return rows("get", "disruptioncommands")
+
+
+def approver(name="alice", *perms):
+    user = User.objects.create_user(name, password="pw-only-for-tests")
+    for codename in perms or ("approve_disruption", "pause_disruption", "request_disruption", "change_nodepool"):
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    return user
+
+
+def provisioned(replicas="5"):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", replicas)
+    ok("advance", "5s")
+
+
+def test_an_empty_node_is_deleted_between_25_and_40_seconds_after_its_pods_go(lab):
+    provisioned()
+    [node] = rows("get", "nodes")
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    elapsed = 0
+    while rows("get", "nodes") and elapsed < 60:
+        ok("advance", "1s")
+        elapsed += 1
+    assert 25 <= elapsed <= 40
+    [disrupting] = logs("disrupting node(s)")
+    assert disrupting["command"].startswith("Empty/") and disrupting["command"].endswith(
+        f"delete: nodepools=[default]: [{node[0]}] (savings: $0.22)"
+    )
+    assert (
+        disrupting["decision"],
+        disrupting["disrupted-node-count"],
+        disrupting["replacement-node-count"],
+        disrupting["pod-count"],
+    ) == ("delete", 1, 0, 0)
+    order = [json.loads(line)["message"] for line in ok("logs").splitlines()]
+    assert order.index("disrupting node(s)") < order.index("tainted node") < order.index("deleted nodeclaim")
+    [command] = commands()
+    assert command[1:4] == ["Empty", "delete", node[0]] and command[5] == "Succeeded"
+
+
+def spot_lab():
+    ok("apply", "-f", str(EXAMPLES / "disruption"))
+    ok("advance", "10s")
+    assert sorted(c[1] for c in rows("get", "nodeclaims")) == ["c-2x-amd64-linux", "c-8x-amd64-linux"]
+    ok("scale", "deploy/inflate", "--replicas", "4")
+
+
+def test_spot_consolidation_deletes_the_smaller_node_and_never_replaces_spot_with_spot(lab):
+    spot_lab()
+    ok("advance", "60s")
+    assert [c[1] for c in rows("get", "nodeclaims")] == ["c-8x-amd64-linux"]
+    assert {p[5] for p in rows("get", "pods", "-o", "wide")} == {rows("get", "nodeclaims")[0][0]}
+    [command] = commands()
+    assert command[1:3] == ["Underutilized", "delete"] and command[5] == "Succeeded"
+    ok("scale", "deploy/inflate", "--replicas", "3")
+    ok("advance", "60s")
+    assert len(commands()) == 1 and len(rows("get", "nodeclaims")) == 1
+
+
+def test_with_the_spot_to_spot_gate_a_spot_node_is_replaced_by_the_fifteen_cheapest(lab, settings):
+    settings.KARPUI_FEATURE_GATES = {"SpotToSpotConsolidation": True}
+    spot_lab()
+    ok("advance", "60s")
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "90s")
+    replace_command = next(c for c in commands() if c[2] == "replace")
+    spec = json.loads(ok("get", "dc", replace_command[0], "-o", "json"))["spec"]
+    assert len(spec["replacements"][0]["instanceTypes"]) == 15
+    assert spec["replacements"][0]["instanceTypes"][0] == "c-2x-amd64-linux"
+    assert [c[1] for c in rows("get", "nodeclaims")] == ["c-2x-amd64-linux"]
+
+
+def manual_pool(mode="manual", threshold=None):
+    user = approver()
+    provisioned("1")
+    disruption.nodepool_approval_mode_set(
+        cluster=models.Cluster.objects.get(name="lab"),
+        nodepool="default",
+        mode=mode,
+        threshold=threshold,
+        actor=services.Actor.for_user(user, "web"),
+    )
+    return user
+
+
+def scale_down_and_wait(seconds="40s"):
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", seconds)
+
+
+def test_manual_mode_waits_for_a_person_then_executes(lab):
+    manual_pool()
+    scale_down_and_wait()
+    [command] = commands()
+    assert command[5] == "AwaitingApproval"
+    ok("advance", "5m")
+    assert len(rows("get", "nodes")) == 1
+    assert ok("approve", command[0], "--as", "alice") == f"disruptioncommand.karpui.dev/{command[0]} approved\n"
+    ok("advance", "10s")
+    assert rows("get", "nodes") == []
+    assert commands()[0][5] == "Succeeded"
+    event = models.AuditEvent.objects.get(action="approve")
+    assert (event.actor_name, event.target_name, event.via) == ("alice", command[0], "cli")
+
+
+def test_a_denial_needs_a_reason_keeps_the_node_and_is_not_asked_again(lab):
+    manual_pool()
+    scale_down_and_wait()
+    [command] = commands()
+    assert karp("deny", command[0], "--as", "alice")[2] == "error: a reason is required to deny a disruption command\n"
+    ok("deny", command[0], "--as", "alice", "--reason", "keep warm for the release")
+    ok("advance", "2m")
+    assert len(rows("get", "nodes")) == 1
+    assert [c[5] for c in commands()] == ["Denied"]
+    assert models.AuditEvent.objects.get(action="deny").reason == "keep warm for the release"
+
+
+def test_dry_run_records_the_forgone_saving_and_never_executes(lab):
+    manual_pool("dry-run")
+    scale_down_and_wait("3m")
+    assert len(rows("get", "nodes")) == 1
+    phases = {c[5] for c in commands()}
+    assert phases == {"DryRun"}
+    assert rows("savings") == [["default", "1", "0.0000", "0.0000", "0.0543"]]  # one c-2x on-demand, $0.0543/h
+
+
+@pytest.mark.parametrize(("threshold", "phase"), [(0.10, "Succeeded"), (0.01, "AwaitingApproval")])
+def test_auto_below_approves_savings_under_the_threshold_and_asks_above_it(lab, threshold, phase):
+    manual_pool("auto-below", threshold=threshold)  # the empty c-2x saves $0.0543/h
+    scale_down_and_wait()
+    assert [c[5] for c in commands()] == [phase]
+
+
+def test_only_approvers_decide_and_requesters_cannot_approve_their_own_request(lab):
+    provisioned("1")
+    viewer = User.objects.create_user("victor", password="pw-only-for-tests")
+    bob = approver("bob")
+    approver("alice")
+    [node] = rows("get", "nodes")
+    assert (
+        karp("disrupt", "node", node[0], "--as", "victor", "--reason", "x")[2]
+        == "error: victor may not request disruption\n"
+    )
+    ok("disrupt", "node", node[0], "--as", "bob", "--reason", "noisy neighbour")
+    ok("advance", "20s")
+    [command] = commands()
+    assert command[5] == "AwaitingApproval"
+    assert karp("approve", command[0], "--as", "victor")[2] == "error: victor may not approve disruption\n"
+    assert (
+        karp("approve", command[0], "--as", "bob")[2]
+        == "error: bob asked for this disruption and may not approve it alone (four eyes)\n"
+    )
+    ok("approve", command[0], "--as", "alice")
+    ok("advance", "30s")
+    assert node[0] not in {n[0] for n in rows("get", "nodes")}
+    assert viewer.pk and bob.pk
+
+
+def test_a_pause_stops_voluntary_disruption_until_it_lapses(lab):
+    approver("alice")
+    provisioned()
+    assert ok("pause", "--as", "alice", "--for", "2m", "--reason", "incident 4711").startswith(
+        "voluntary disruption paused until "
+    )
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "90s")
+    assert len(rows("get", "nodes")) == 1 and commands() == []
+    ok("advance", "90s")
+    assert rows("get", "nodes") == []
+    assert models.AuditEvent.objects.filter(action="pause", reason="incident 4711").count() == 1
+
+
+def test_a_do_not_disrupt_pod_that_arrives_during_validation_cancels_the_command(lab):
+    provisioned("1")
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "20s")  # the node is empty and a command is being validated
+    assert [c[5] for c in commands()] == ["Proposed"]
+    guard = yaml.safe_load((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
+    guard["metadata"]["name"] = "guard"
+    guard["spec"]["replicas"] = 1
+    guard["spec"]["selector"]["matchLabels"] = guard["spec"]["template"]["metadata"]["labels"] = {"app": "guard"}
+    guard["spec"]["template"]["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    guard["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
+    ok("apply", "-f", "-", stdin=yaml.safe_dump(guard))
+    ok("advance", "30s")
+    assert len(rows("get", "nodes")) == 1
+    [command] = commands()
+    assert command[5] == "Rejected"
+    assert "do-not-disrupt" in json.loads(ok("get", "dc", command[0], "-o", "json"))["status"]["message"]
+
+
+def test_a_pdb_makes_the_drain_wait_and_retry(lab):
+    provisioned("2")
+    ok(
+        "apply",
+        "-f",
+        "-",
+        stdin="""
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: inflate}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: inflate}}
+""",
+    )
+    [node] = rows("get", "nodes")
+    ok("delete", "nodeclaim", node[0])
+    ok("advance", "10s")
+    assert [n[0] for n in rows("get", "nodes")] == [node[0]]  # draining: evictions answered 429
+    events = [e for e in rows("get", "events") if "FailedDraining" in e]
+    assert events, "the eviction refusals are recorded as FailedDraining events"
+    ok("delete", "pdb", "inflate")
+    ok("advance", "30s")
+    assert node[0] not in {n[0] for n in rows("get", "nodes")}
+    assert sorted(p[2] for p in rows("get", "pods")) == ["Running", "Running"]  # recreated elsewhere
