@@ -54,10 +54,16 @@ class DisruptionController:
         self.next_poll: float | None = state.get("next_poll")
         self.pod_sets: dict[str, str] = dict(state.get("pod_sets") or {})
         self.draining: dict[str, float] = dict(state.get("draining") or {})
+        self.drained_at: dict[str, float] = dict(state.get("drained_at") or {})
         self.last_result: Any = None
 
     def to_state(self) -> dict[str, Any]:
-        return {"next_poll": self.next_poll, "pod_sets": self.pod_sets, "draining": self.draining}
+        return {
+            "next_poll": self.next_poll,
+            "pod_sets": self.pod_sets,
+            "draining": self.draining,
+            "drained_at": {n: t for n, t in self.drained_at.items() if n in self.draining},
+        }
 
     def next_due(self, ctx: ClusterContext) -> float | None:
         times = [t for t in (self.next_poll,) if t is not None]
@@ -69,12 +75,15 @@ class DisruptionController:
                 times.append(parse_timestamp(status["expiresAt"]))
             elif status.get("phase") in ("Approved", "Executing"):
                 times.append(ctx.now + DRAIN_RETRY_SECONDS)
-        times.extend(t + DRAIN_RETRY_SECONDS for t in self.draining.values())
+        for node, started in self.draining.items():
+            times.append(self.drained_at.get(node, ctx.now) + DRAIN_RETRY_SECONDS)
+            times.append(started + MIN_DRAIN_SECONDS)
         for claim in ctx.store.list("NodeClaim"):
             expiry = _expiry(ctx, claim)
             if expiry is not None:
                 times.append(expiry)
-        return min(times) if times else None
+        future = [t for t in times if t > ctx.now]  # a past time is not a wake-up; it must not hide a later one
+        return min(future) if future else None
 
     # The loop ---------------------------------------------------------------------------------------------------
 
@@ -337,7 +346,11 @@ class DisruptionController:
                 )
                 changed = True
             started = self.draining.setdefault(name, ctx.now)
-            waiting = self._drain_step(ctx, name)
+            if self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS > ctx.now:
+                continue  # one drain attempt per node per second, as Karpenter requeues
+            self.drained_at[name] = ctx.now
+            waiting, evicted = self._drain_step(ctx, name)
+            changed |= evicted
             if waiting:
                 continue
             if ctx.now - started < MIN_DRAIN_SECONDS:
@@ -348,8 +361,8 @@ class DisruptionController:
             changed = True
         return changed
 
-    def _drain_step(self, ctx: ClusterContext, node: str) -> bool:
-        """Evict the first non-empty tier of pods; True while any pod still has to go."""
+    def _drain_step(self, ctx: ClusterContext, node: str) -> tuple[bool, bool]:
+        """Evict the first non-empty tier of pods: (some pod still has to go, some pod was evicted now)."""
         pods = [
             p
             for p in ctx.store.list("Pod")
@@ -361,7 +374,7 @@ class DisruptionController:
             if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed") and not _tolerates_disrupted(p)
         ]
         if not pods:
-            return False
+            return False, False
 
         def tier(pod: Obj) -> int:
             daemon = any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
@@ -369,15 +382,17 @@ class DisruptionController:
             return (2 if critical else 0) + (1 if daemon else 0)
 
         first = min(tier(p) for p in pods)
+        evicted = False
         for pod in [p for p in pods if tier(p) == first]:
             if pod_blocks(ctx.views.pod(pod), ctx.now):
                 continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
             code, message = pdb_api.evict(ctx.store, ctx.views, pod)
             if code == 200:
+                evicted = True
                 ctx.event(pod, "Normal", "Evicted", "Evicted pod: Disrupted")
             else:
                 ctx.event(pod, "Warning", "FailedDraining", f"Failed to drain node, {message}")
-        return True
+        return True, evicted
 
     # Node facts: pod events, drift, expiry ---------------------------------------------------------------------
 
@@ -516,9 +531,10 @@ def _price(ctx: ClusterContext, pool: Any, labels: dict[str, str], claim: Obj) -
 
 
 def _without(view: ClusterView, busy: set[str]) -> ClusterView:
+    """Nodes already in a live command are spoken for: not candidates again, and they use up budget."""
     from dataclasses import replace
 
-    return replace(view, claimed=[c for c in view.claimed if c.name not in busy])
+    return replace(view, claimed=[replace(c, deleting=True) if c.name in busy else c for c in view.claimed])
 
 
 def _fingerprint(command: Command) -> str:

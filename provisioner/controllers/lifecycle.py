@@ -34,7 +34,8 @@ def next_due(ctx: ClusterContext) -> float | None:
         due = registration_due(ctx, claim)
         if due is not None:
             times.extend([due, due + REGISTRATION_TIMEOUT])
-    return min(times) if times else None
+    future = [t for t in times if t > ctx.now]
+    return min(future) if future else None
 
 
 def reconcile(ctx: ClusterContext) -> bool:

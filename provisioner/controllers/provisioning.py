@@ -53,8 +53,8 @@ class ProvisioningController:
     def to_state(self) -> dict[str, Any]:
         return {"batcher": self.batcher.to_state(), "triggers": self.triggers, "verdicts": self.verdicts}
 
-    def next_due(self) -> float | None:
-        times = [t for t in (self.batcher.closes_at, *self.triggers.values()) if t is not None]
+    def next_due(self, now: float) -> float | None:
+        times = [t for t in (self.batcher.closes_at, *self.triggers.values()) if t is not None and t > now]
         return min(times) if times else None
 
     def reconcile(self, ctx: ClusterContext) -> bool:

@@ -55,6 +55,23 @@ def _fully_protected(pod: Pod, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
     return any(pdb.fully_blocking and pdb.covers(pod) for pdb in pdbs)
 
 
+def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate], view: ClusterView) -> list[str]:
+    """Why removing the candidates would strand pods: one fails to schedule, or it would land on a node that is
+    not initialized yet (Karpenter will not count on capacity that may never come)."""
+    moving = {p.uid for c in candidates for p in c.pods}
+    failed = [f for uid, f in result.failures.items() if uid in moving]
+    if failed:
+        listed = ", ".join(f"{f.pod.key} => {f.message}" for f in failed[:5])
+        return [f"not all pods would schedule, {listed}"]
+    uninitialized = {n.name for n in view.nodes if not n.initialized}
+    onto = sorted(
+        name for name, pods in result.placements.items() if name in uninitialized and any(p.uid in moving for p in pods)
+    )
+    if onto:
+        return [f"not all pods would schedule, would schedule against uninitialized nodeclaim/{onto[0]}"]
+    return []
+
+
 def worst_launch_price(
     instance_type: InstanceType, zone: Requirement | None, capacity: Requirement | None
 ) -> float | None:
@@ -75,15 +92,9 @@ def worst_launch_price(
 def compute(candidates: Sequence[Candidate], view: ClusterView, method: str, reason: str) -> Command | list[str]:
     """A delete or replace command for removing all `candidates`, or the reasons none makes sense."""
     result = simulate(candidates, view)
-    uninitialized = {n.name for n in view.nodes if not n.initialized}
-    moving = {p.uid for c in candidates for p in c.pods}
-    failed = [f for uid, f in result.failures.items() if uid in moving]
-    if failed:
-        listed = ", ".join(f"{f.pod.key} => {f.message}" for f in failed[:5])
-        return [f"not all pods would schedule, {listed}"]
-    onto_uninitialized = sorted(name for name in result.placements if name in uninitialized)
-    if onto_uninitialized:
-        return [f"not all pods would schedule, would schedule against uninitialized nodeclaim/{onto_uninitialized[0]}"]
+    problems = simulation_problems(result, candidates, view)
+    if problems:
+        return problems
     if not result.new_nodeclaims:
         return Command(reason, tuple(candidates), (), method)
     if len(result.new_nodeclaims) > 1:

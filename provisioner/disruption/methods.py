@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.disruption.candidates import build_candidates, consolidation_blockers, consolidation_order
-from provisioner.disruption.consolidation import ClusterView, compute, simulate, without_same_types
+from provisioner.disruption.consolidation import ClusterView, compute, simulate, simulation_problems, without_same_types
 from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, Candidate, Command
 from provisioner.objects import NodePool
 
@@ -84,11 +84,9 @@ def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResul
     drifted.sort(key=lambda c: (bool(c.pods), c.claimed.drifted_at, c.name))  # empty first, then oldest
     for candidate in _admit(drifted, result, DRIFTED):
         outcome = simulate([candidate], view)
-        stuck = [f for uid, f in outcome.failures.items() if uid in {p.uid for p in candidate.pods}]
-        if stuck:
-            result.notes.setdefault(candidate.name, []).append(
-                f"Not all pods would schedule, {stuck[0].pod.key} => {stuck[0].message}"
-            )
+        problems = simulation_problems(outcome, [candidate], view)
+        if problems:
+            result.notes.setdefault(candidate.name, []).extend(problems)
             continue
         return [Command(DRIFTED, (candidate,), tuple(outcome.new_nodeclaims), "drift")]
     return []

@@ -87,7 +87,7 @@ class Lab:
                 return
 
     def next_due(self) -> float | None:
-        dues = (self.provisioning.next_due(), lifecycle.next_due(self.ctx), self.disruption.next_due(self.ctx))
+        dues = (self.provisioning.next_due(self.now), lifecycle.next_due(self.ctx), self.disruption.next_due(self.ctx))
         times = [t for t in dues if t is not None and t > self.now]
         return min(times) if times else None
 

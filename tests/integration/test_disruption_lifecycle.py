@@ -1,0 +1,125 @@
+"""How commands run over time: the validation wait, drift replacement, failed replacements, drain order."""
+
+import json
+
+import yaml
+
+from tests.karp import EXAMPLES, ok, rows
+
+
+def commands():
+    return rows("get", "disruptioncommands")
+
+
+def nodes():
+    return [n[0] for n in rows("get", "nodes")]
+
+
+def provisioned(replicas="1"):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", replicas)
+    ok("advance", "5s")
+
+
+def slow_registration(delay):
+    """From now on kwok takes `delay` to register new nodes (the KWOKNodeClass's nodeRegistrationDelay)."""
+    ok(
+        "apply",
+        "-f",
+        "-",
+        stdin=f"apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {{name: default}}\nspec: {{nodeRegistrationDelay: {delay}}}\n",
+    )
+
+
+def test_nothing_is_deleted_before_the_15_second_validation_wait(lab):
+    provisioned()
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    while not commands():
+        ok("advance", "1s")
+    ok("advance", "14s")
+    assert len(nodes()) == 1 and commands()[0][5] == "Proposed"
+    ok("advance", "17s")
+    assert nodes() == [] and commands()[0][5] == "Succeeded"
+
+
+def drift_pool():
+    pool = yaml.safe_load_all((EXAMPLES / "provisioning" / "nodepool.yaml").read_text())
+    docs = list(pool)
+    docs[1]["spec"]["template"]["metadata"] = {"labels": {"team": "payments"}}  # changes the template hash
+    return yaml.safe_dump(docs[1])  # the NodePool only: the node class keeps whatever delay a test gave it
+
+
+def test_a_drifted_node_is_replaced_and_deleted_once_the_replacement_is_initialized(lab):
+    provisioned()
+    [old] = nodes()
+    ok("apply", "-f", "-", stdin=drift_pool())
+    ok("advance", "12s")
+    claim = json.loads(ok("get", "nodeclaim", old, "-o", "json"))
+    drifted = next(c for c in claim["status"]["conditions"] if c["type"] == "Drifted")
+    assert (drifted["status"], drifted["reason"]) == ("True", "NodePoolDrifted")
+    ok("advance", "30s")
+    [command] = commands()
+    assert command[1:3] == ["Drifted", "replace"] and command[5] == "Succeeded"
+    [new] = nodes()
+    assert new != old
+    assert json.loads(ok("get", "node", new, "-o", "json"))["metadata"]["labels"]["team"] == "payments"
+    assert [p[2] for p in rows("get", "pods")] == ["Running"]
+
+
+def test_a_replacement_that_disappears_before_initializing_fails_the_command_and_untaints(lab):
+    provisioned()
+    slow_registration("30s")
+    [old] = nodes()
+    ok("apply", "-f", "-", stdin=drift_pool())
+    ok("advance", "30s")  # proposed, validated, replacement launched (its node needs 30 s)
+    [command] = commands()
+    assert command[5] == "Executing"
+    replacement = json.loads(ok("get", "dc", command[0], "-o", "json"))["status"]["replacementNodeClaims"][0]
+    taints = json.loads(ok("get", "node", old, "-o", "json"))["spec"]["taints"]
+    assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in taints
+    ok("delete", "nodeclaim", replacement)
+    ok("advance", "2s")
+    status = json.loads(ok("get", "dc", command[0], "-o", "json"))["status"]
+    assert status["phase"] == "Failed"
+    assert json.loads(ok("get", "node", old, "-o", "json"))["spec"]["taints"] == []
+    assert old in nodes()
+
+
+def test_a_replacement_that_never_initializes_times_out_after_ten_minutes(lab):
+    provisioned()
+    slow_registration("20m")
+    [old] = nodes()
+    ok("apply", "-f", "-", stdin=drift_pool())
+    ok("advance", "9m")
+    assert commands()[0][5] == "Executing"
+    ok("advance", "2m")
+    assert commands()[0][5] == "Failed"
+    assert json.loads(ok("get", "node", old, "-o", "json"))["spec"]["taints"] == []
+
+
+def test_drain_evicts_normal_pods_before_critical_ones_and_waits_at_least_five_seconds(lab):
+    provisioned("1")
+    [node] = nodes()
+    critical = yaml.safe_load((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
+    critical["metadata"]["name"] = "critical"
+    critical["spec"]["replicas"] = 1
+    critical["spec"]["selector"]["matchLabels"] = critical["spec"]["template"]["metadata"]["labels"] = {
+        "app": "critical"
+    }
+    critical["spec"]["template"]["spec"]["priorityClassName"] = "system-cluster-critical"
+    critical["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    critical["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
+    ok("apply", "-f", "-", stdin=yaml.safe_dump(critical))
+    ok("delete", "nodeclaim", node)
+    events = json.loads(ok("get", "events", "-o", "json"))["items"]
+    evicted = [e["involvedObject"]["name"] for e in events if e["reason"] == "Evicted"]
+    assert len(evicted) == 1 and evicted[0].startswith("inflate-")  # the critical pod waits for the next pass
+    ok("advance", "1s")
+    events = json.loads(ok("get", "events", "-o", "json"))["items"]
+    assert sorted(e["involvedObject"]["name"].split("-")[0] for e in events if e["reason"] == "Evicted") == [
+        "critical",
+        "inflate",
+    ]
+    assert node in nodes()  # drained, but not yet 5 s since draining began
+    ok("advance", "5s")
+    assert node not in nodes()
