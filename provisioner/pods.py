@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from provisioner import labels as wk
+from provisioner.dra.claims import DeviceRequest
 from provisioner.quantity import Resources
 from provisioner.requirements import Requirement, Requirements
 from provisioner.selectors import LabelSelector
@@ -103,6 +104,7 @@ class Pod:
     priority: int = 0
     resource_claims: tuple[str, ...] = ()  # names of ResourceClaims (DRA)
     started: float | None = None  # status.startTime, seconds since the epoch
+    device_requests: tuple[DeviceRequest, ...] = ()  # of claims not allocated yet (DRA)
 
     @property
     def key(self) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from provisioner.dra.cel import Device
+from provisioner.dra.claims import DeviceClass, DeviceKey, allocate, key
 from provisioner.nodes import DaemonSet, Node
 from provisioner.pods import Pod
 from provisioner.quantity import Resources, add, exceeded, fits, format_resources, subtract
@@ -18,7 +20,7 @@ from provisioner.taints import EPHEMERAL_TAINT_KEYS, Taint, untolerated
 
 
 class ExistingNode:
-    def __init__(self, seq: int, node: Node, daemonsets: Sequence[DaemonSet]) -> None:
+    def __init__(self, seq: int, node: Node, daemonsets: Sequence[DaemonSet], devices: Sequence[Device] = ()) -> None:
         self.seq = seq
         self.node = node
         self.name = node.name
@@ -31,9 +33,22 @@ class ExistingNode:
         self.requests: Resources = {}
         self.ports = HostPortUsage(port for p in running for port in p.host_ports)
         self.pods: list[Pod] = []
+        self.devices = list(devices)  # free devices: published (or, before initialization, declared)
+        self.taken: set[DeviceKey] = set()
 
-    def fit(self, state: PodState, data: PodData, topology: Topology, groups: list[TopologyGroup]) -> Requirements:
+    def fit(
+        self,
+        state: PodState,
+        data: PodData,
+        topology: Topology,
+        groups: list[TopologyGroup],
+        classes: Mapping[str, DeviceClass] | None = None,
+    ) -> Requirements:
         pod = state.pod
+        if pod.device_requests:
+            outcome = allocate(pod.device_requests, self.devices, classes or {}, self.taken)
+            if isinstance(outcome, str):
+                raise Unfit(r.DEVICES, outcome)
         blocking = untolerated(self.taints, data.tolerations)
         if blocking:
             raise Unfit(r.TAINTS, f"did not tolerate taint {blocking[0]}")
@@ -64,7 +79,18 @@ class ExistingNode:
             requirements = requirements.merged(added)
         return requirements
 
-    def commit(self, state: PodState, data: PodData, requirements: Requirements, topology: Topology) -> None:
+    def commit(
+        self,
+        state: PodState,
+        data: PodData,
+        requirements: Requirements,
+        topology: Topology,
+        classes: Mapping[str, DeviceClass] | None = None,
+    ) -> None:
+        if state.pod.device_requests:
+            outcome = allocate(state.pod.device_requests, self.devices, classes or {}, self.taken)
+            if not isinstance(outcome, str):
+                self.taken.update(key(device) for _, device in outcome)
         self.pods.append(state.pod)
         self.requests = add(self.requests, data.requests)
         self.requirements = requirements

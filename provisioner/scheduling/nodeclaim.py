@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
+from provisioner.dra.claims import DeviceClass, DeviceRequest
 from provisioner.nodes import DaemonSet
 from provisioner.objects import NodePool
 from provisioner.pods import HostPort, Pod
@@ -43,7 +44,9 @@ class Unfit(Exception):
 
 
 # Failures that stay failures for the same pod class: requirements only narrow, capacity only shrinks.
-PERMANENT = frozenset({r.REQUIREMENTS, r.TAINTS, r.RESOURCES, r.HOST_PORTS, r.MIN_VALUES, r.NO_INSTANCE_TYPES})
+PERMANENT = frozenset(
+    {r.REQUIREMENTS, r.TAINTS, r.RESOURCES, r.HOST_PORTS, r.MIN_VALUES, r.NO_INSTANCE_TYPES, r.DEVICES}
+)
 
 
 @dataclass
@@ -116,9 +119,16 @@ class PlannedNodeClaim:
         self.ports = HostPortUsage(template.daemon_ports)
         self.min_values_relaxed = False
         self.stamp = 0  # position in the scheduler's orders; refreshed whenever the claim moves
+        self.device_requests: list[DeviceRequest] = []
 
     def fit(
-        self, state: PodState, data: PodData, topology: Topology, groups: list[TopologyGroup], min_values: str
+        self,
+        state: PodState,
+        data: PodData,
+        topology: Topology,
+        groups: list[TopologyGroup],
+        min_values: str,
+        classes: Mapping[str, DeviceClass] | None = None,
     ) -> tuple[Requirements, int, bool]:
         """Check the pod against this NodeClaim; the new requirements, options and minValues flag, or Unfit."""
         pod, template = state.pod, self.template
@@ -167,6 +177,16 @@ class PlannedNodeClaim:
                 f"largest compatible type capacity {_json(format_resources(largest))})",
                 details,
             )
+        if pod.device_requests:
+            # Devices already promised to this NodeClaim's pods count: one device serves one request.
+            wanted = (*self.device_requests, *pod.device_requests)
+            mask &= index.device_mask(wanted, classes or {})
+            if not mask:
+                first = pod.device_requests[0]
+                raise Unfit(
+                    r.DEVICES,
+                    f"no instance type declares devices for {first.describe()} beside the {len(self.device_requests)} already claimed on this NodeClaim",
+                )
         relaxed = self.min_values_relaxed
         for requirement in requirements.values():
             if requirement.min_values and index.distinct_values(mask, requirement) < requirement.min_values:
@@ -182,6 +202,7 @@ class PlannedNodeClaim:
     def commit(self, state: PodState, data: PodData, fit: tuple[Requirements, int, bool], topology: Topology) -> None:
         requirements, mask, relaxed = fit
         self.pods.append(state.pod)
+        self.device_requests.extend(state.pod.device_requests)
         self.requests = add(self.requests, data.requests)
         self.requirements = requirements
         self.mask = mask

@@ -52,6 +52,7 @@ class PodState:
             strict=strict,
             tolerations=self.tolerations,
             node_filter=tuple(strict.merged(term) for term in self.required_terms) or (strict,),
+            devices=tuple((r.device_class, r.count, r.all, r.selectors) for r in self.pod.device_requests),
         )
 
     def relax(self, tolerate_prefer_no_schedule: bool) -> str | None:
@@ -85,7 +86,8 @@ class PodData:
     strict: Requirements  # without the preferred term
     tolerations: tuple[Toleration, ...]
     node_filter: tuple[Requirements, ...]  # each ORed required term with the nodeSelector (spread node filter)
+    devices: tuple[object, ...] = ()  # what the pod's device requests ask for (claim names aside)
 
     def class_key(self) -> tuple[object, ...]:
         """Pods with equal keys fit exactly the same nodes, resources and constraints alike (topology aside)."""
-        return (self.requirements, self.tolerations, tuple(sorted(self.requests.items())))
+        return (self.requirements, self.tolerations, tuple(sorted(self.requests.items())), self.devices)

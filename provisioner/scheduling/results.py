@@ -24,6 +24,7 @@ TOPOLOGY = "topology"
 HOST_PORTS = "host-ports"
 MIN_VALUES = "min-values"
 NO_INSTANCE_TYPES = "no-instance-types"
+DEVICES = "devices"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
+from provisioner.dra.cel import Device
+from provisioner.dra.claims import DeviceClass
 from provisioner.nodes import DaemonSet, Node
 from provisioner.objects import NodePool
 from provisioner.pods import Pod, validation_errors
@@ -50,6 +52,8 @@ class SchedulingInput:
     preference_policy: str = RESPECT
     min_values_policy: str = STRICT
     max_instance_types: int = MAX_INSTANCE_TYPES
+    device_classes: Mapping[str, DeviceClass] = field(default_factory=dict)
+    node_devices: Mapping[str, Sequence[Device]] = field(default_factory=dict)  # free devices per existing node
 
 
 def queue_order(pod: Pod) -> tuple[int, int, float, str]:
@@ -127,7 +131,9 @@ class Scheduler:
             self.limits_version[template.name] = 0
         schedulable = [n for n in request.nodes if not n.marked_for_deletion and not n.unschedulable]
         ordered = sorted(schedulable, key=lambda n: (not n.initialized, n.name))
-        self.existing = [ExistingNode(i, n, request.daemonsets) for i, n in enumerate(ordered)]
+        self.existing = [
+            ExistingNode(i, n, request.daemonsets, request.node_devices.get(n.name, ())) for i, n in enumerate(ordered)
+        ]
         self.existing_by_hostname = {e.hostname: e for e in self.existing}
         self.topology = Topology(_universe(self.templates, request.pods), request.nodes, request.namespace_labels)
         self.planned = _PlannedOrder()
@@ -233,12 +239,12 @@ class Scheduler:
             if ("e", node.seq) in dead:
                 continue
             try:
-                requirements = node.fit(state, data, self.topology, groups)
+                requirements = node.fit(state, data, self.topology, groups, self.request.device_classes)
             except Unfit as unfit:
                 if unfit.kind in PERMANENT:
                     dead.add(("e", node.seq))
                 continue
-            node.commit(state, data, requirements, self.topology)
+            node.commit(state, data, requirements, self.topology, self.request.device_classes)
             self.result.placements.setdefault(node.name, []).append(pod)
             return None
 
@@ -246,7 +252,9 @@ class Scheduler:
             if ("n", claim.seq) in dead:
                 continue
             try:
-                fit = claim.fit(state, data, self.topology, groups, self.request.min_values_policy)
+                fit = claim.fit(
+                    state, data, self.topology, groups, self.request.min_values_policy, self.request.device_classes
+                )
             except Unfit as unfit:
                 if unfit.kind in PERMANENT:
                     dead.add(("n", claim.seq))
@@ -346,7 +354,9 @@ class Scheduler:
                 continue
             claim = PlannedNodeClaim(next(self.seq), template, mask, self.topology)
             try:
-                fit = claim.fit(state, data, self.topology, groups, self.request.min_values_policy)
+                fit = claim.fit(
+                    state, data, self.topology, groups, self.request.min_values_policy, self.request.device_classes
+                )
             except Unfit as unfit:
                 if unfit.kind == r.RESOURCES and remaining is not None and mask != template.index.all:
                     unfit = _blamed_on_limits(template, data, remaining, unfit)

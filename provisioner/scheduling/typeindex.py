@@ -13,7 +13,20 @@ from typing import NamedTuple
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
+from provisioner.dra.cel import Device
+from provisioner.dra.claims import DeviceClass, DeviceRequest, allocate
 from provisioner.requirements import Requirement, Requirements
+
+
+def declared_devices(instance_type: InstanceType) -> list[Device]:
+    """The devices a type's drivers will publish once a node of it runs (its DRA declarations)."""
+    devices = []
+    for declaration in instance_type.devices:
+        driver = str(declaration.get("driver", ""))
+        pool = str(declaration.get("pool") or f"{instance_type.name}-pool")
+        for spec in declaration.get("devices") or []:  # type: ignore[attr-defined]
+            devices.append(Device.from_spec(spec, driver, pool))
+    return devices
 
 
 class PriceTable(NamedTuple):
@@ -36,6 +49,7 @@ class TypeIndex:
                 prefix[j + 1] = prefix[j] | (1 << position)
             self._by_capacity[resource] = (values, prefix, order)
         self._price_cache: dict[tuple[Requirement | None, Requirement | None], PriceTable] = {}
+        self._device_cache: dict[tuple[object, ...], int] = {}
         resources = {name for it in self.types for name in it.allocatable}
         for resource in resources:
             order = sorted(range(len(self.types)), key=lambda i: self.types[i].allocatable.get(resource, 0))
@@ -158,6 +172,18 @@ class TypeIndex:
     def bits(self, mask: int) -> str:
         """The mask as a string of "0"/"1" indexed by position, for fast membership tests in loops."""
         return format(mask, f"0{len(self.types)}b")[::-1] if self.types else ""
+
+    def device_mask(self, requests: tuple[DeviceRequest, ...], classes: Mapping[str, DeviceClass]) -> int:
+        """Types whose declared devices can satisfy every request at once (each device used once)."""
+        key = (requests, tuple(sorted(classes)))
+        cached = self._device_cache.get(key)
+        if cached is None:
+            cached = 0
+            for position, it in enumerate(self.types):
+                if it.devices and not isinstance(allocate(requests, declared_devices(it), classes), str):
+                    cached |= 1 << position
+            self._device_cache[key] = cached
+        return cached
 
     def distinct_values(self, mask: int, requirement: Requirement) -> int:
         """How many values of `requirement.key` the types in `mask` offer within the requirement (for minValues)."""

@@ -1,0 +1,1 @@
+"""Dynamic Resource Allocation: DeviceClass CEL selectors, device requests, and allocating devices to claims."""

@@ -1,0 +1,225 @@
+"""DeviceClasses, device requests from ResourceClaims, DRAConfigs, and allocating devices to requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from provisioner.dra.cel import CELError, Device, compile_selector, matches
+from provisioner.manifests import fields as f
+from provisioner.manifests.errors import ManifestError
+from provisioner.requirements import Requirement, RequirementError, Requirements
+
+MAX_DEVICES_PER_CLAIM = 32
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceRequest:
+    claim: str
+    name: str
+    device_class: str
+    count: int = 1
+    all: bool = False  # allocationMode: All
+    selectors: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return f'request "{self.name}" of claim "{self.claim}" (DeviceClass {self.device_class})'
+
+
+DeviceKey = tuple[str, str, str]  # driver, pool, device
+
+
+def key(device: Device) -> DeviceKey:
+    return (device.driver, device.pool, device.name)
+
+
+def _selectors(items: Any, path: str) -> tuple[str, ...]:
+    expressions = []
+    for index, item in enumerate(f.sequence(items, path)):
+        item_path = f"{path}[{index}]"
+        spec = f.mapping(
+            f.mapping(item, item_path, allowed=("cel",), required=True).get("cel"),
+            f"{item_path}.cel",
+            allowed=("expression",),
+            required=True,
+        )
+        expression = f.string(spec.get("expression"), f"{item_path}.cel.expression", required=True)
+        assert expression is not None
+        try:
+            compile_selector(expression)
+        except CELError as error:
+            raise ManifestError(f"invalid CEL expression: {error}", field=f"{item_path}.cel.expression") from None
+        expressions.append(expression)
+    return tuple(expressions)
+
+
+def device_class_from_manifest(doc: Mapping[str, Any]) -> DeviceClass:
+    f.mapping(doc, "", allowed=("apiVersion", "kind", "metadata", "spec", "status"))
+    meta = f.metadata(doc)
+    spec = f.mapping(doc.get("spec"), "spec", allowed=("selectors", "config", "extendedResourceName"))
+    return DeviceClass(meta["name"], _selectors(spec.get("selectors"), "spec.selectors"))
+
+
+def requests_from_claim_spec(spec: Mapping[str, Any], claim: str, path: str) -> list[DeviceRequest]:
+    """A ResourceClaimSpec's requests (`exactly`, or the first of `firstAvailable`), validated."""
+    devices = f.mapping(
+        f.mapping(spec, path).get("devices"), f"{path}.devices", allowed=("requests", "constraints", "config")
+    )
+    requests = []
+    for index, item in enumerate(
+        f.sequence(devices.get("requests"), f"{path}.devices.requests", max_items=MAX_DEVICES_PER_CLAIM)
+    ):
+        item_path = f"{path}.devices.requests[{index}]"
+        request = f.mapping(item, item_path, allowed=("name", "exactly", "firstAvailable"), required=True)
+        name = f.string(request.get("name"), f"{item_path}.name", required=True) or ""
+        if "exactly" in request:
+            exact_path, exact = f"{item_path}.exactly", request["exactly"]
+        elif request.get("firstAvailable"):
+            exact_path, exact = f"{item_path}.firstAvailable[0]", request["firstAvailable"][0]
+        else:
+            raise ManifestError("one of exactly or firstAvailable is required", field=f"{item_path}.exactly")
+        exact = f.mapping(
+            exact,
+            exact_path,
+            allowed=(
+                "deviceClassName",
+                "selectors",
+                "allocationMode",
+                "count",
+                "capacity",
+                "adminAccess",
+                "tolerations",
+                "name",
+            ),
+            required=True,
+        )
+        device_class = f.string(exact.get("deviceClassName"), f"{exact_path}.deviceClassName", required=True) or ""
+        mode = exact.get("allocationMode", "ExactCount")
+        if mode not in ("ExactCount", "All"):
+            raise ManifestError(
+                f'Unsupported value: "{mode}": supported values: ExactCount, All', field=f"{exact_path}.allocationMode"
+            )
+        count = f.integer(exact.get("count", 1), f"{exact_path}.count", minimum=1, maximum=MAX_DEVICES_PER_CLAIM)
+        if mode == "All" and "count" in exact:
+            raise ManifestError("count may only be set with allocationMode ExactCount", field=f"{exact_path}.count")
+        requests.append(
+            DeviceRequest(
+                claim,
+                name,
+                device_class,
+                count or 1,
+                mode == "All",
+                _selectors(exact.get("selectors"), f"{exact_path}.selectors"),
+            )
+        )
+    return requests
+
+
+def validate_claim(doc: Mapping[str, Any]) -> None:
+    meta = f.metadata(doc)
+    spec = f.mapping(doc.get("spec"), "spec", required=True)
+    requests_from_claim_spec(spec, meta["name"], "spec")
+
+
+def validate_claim_template(doc: Mapping[str, Any]) -> None:
+    meta = f.metadata(doc)
+    spec = f.mapping(doc.get("spec"), "spec", allowed=("metadata", "spec"), required=True)
+    requests_from_claim_spec(f.mapping(spec.get("spec"), "spec.spec", required=True), meta["name"], "spec.spec")
+
+
+@dataclass(frozen=True)
+class DriverPool:
+    """One pool of a DRAConfig: the nodes it covers and the devices it publishes there."""
+
+    driver: str
+    name: str
+    node_terms: tuple[Requirements, ...]
+    slices: tuple[tuple[Mapping[str, Any], ...], ...]  # per ResourceSlice, the device specs
+
+    def covers(self, labels: Mapping[str, str]) -> bool:
+        node = Requirements.from_labels(labels)
+        return (
+            any(node.compatible(term, allow_undefined=frozenset()) for term in self.node_terms)
+            if self.node_terms
+            else True
+        )
+
+    def devices(self, pool: str) -> list[Device]:
+        return [Device.from_spec(spec, self.driver, pool) for entries in self.slices for spec in entries]
+
+
+def dra_config_pools(doc: Mapping[str, Any]) -> list[DriverPool]:
+    """A test.karpenter.sh/v1alpha1 DRAConfig, validated; errors name the field."""
+    f.mapping(doc, "", allowed=("apiVersion", "kind", "metadata", "spec", "status"))
+    f.metadata(doc)
+    spec = f.mapping(doc.get("spec"), "spec", allowed=("driver", "pools"), required=True)
+    driver = f.string(spec.get("driver"), "spec.driver", required=True) or ""
+    pools = []
+    for index, item in enumerate(f.sequence(spec.get("pools"), "spec.pools")):
+        path = f"spec.pools[{index}]"
+        pool = f.mapping(item, path, allowed=("name", "nodeSelectorTerms", "resourceSlices"), required=True)
+        terms = []
+        for term_index, term in enumerate(f.sequence(pool.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms")):
+            term_path = f"{path}.nodeSelectorTerms[{term_index}]"
+            term = f.mapping(term, term_path, allowed=("matchExpressions", "matchFields"))
+            requirements = []
+            for expr_index, expression in enumerate(
+                f.sequence(term.get("matchExpressions"), f"{term_path}.matchExpressions")
+            ):
+                expr_path = f"{term_path}.matchExpressions[{expr_index}]"
+                expression = f.mapping(expression, expr_path, allowed=("key", "operator", "values"), required=True)
+                try:
+                    requirements.append(
+                        Requirement.from_operator(
+                            str(expression.get("operator")),
+                            str(expression.get("key")),
+                            [str(v) for v in expression.get("values") or []],
+                        )
+                    )
+                except RequirementError as error:
+                    raise ManifestError(str(error), field=f"{expr_path}.operator") from None
+            terms.append(Requirements(requirements))
+        slices = []
+        for slice_index, entry in enumerate(f.sequence(pool.get("resourceSlices"), f"{path}.resourceSlices")):
+            entry = f.mapping(entry, f"{path}.resourceSlices[{slice_index}]", allowed=("devices",))
+            devices = tuple(
+                f.mapping(d, f"{path}.resourceSlices[{slice_index}].devices[{i}]", required=True)
+                for i, d in enumerate(f.sequence(entry.get("devices"), f"{path}.resourceSlices[{slice_index}].devices"))
+            )
+            for i, device in enumerate(devices):
+                f.string(device.get("name"), f"{path}.resourceSlices[{slice_index}].devices[{i}].name", required=True)
+            slices.append(devices)
+        pools.append(DriverPool(driver, str(pool.get("name") or f"pool-{index}"), tuple(terms), tuple(slices)))
+    return pools
+
+
+def allocate(
+    requests: Sequence[DeviceRequest],
+    devices: Iterable[Device],
+    classes: Mapping[str, DeviceClass],
+    taken: set[DeviceKey] | frozenset[DeviceKey] = frozenset(),
+) -> list[tuple[DeviceRequest, Device]] | str:
+    """Devices for every request (each device used once), or why not. Requests are filled in order, greedily."""
+    available = [d for d in devices if key(d) not in taken]
+    chosen: list[tuple[DeviceRequest, Device]] = []
+    used: set[DeviceKey] = set()
+    for request in requests:
+        device_class = classes.get(request.device_class)
+        if device_class is None:
+            return f'DeviceClass "{request.device_class}" not found ({request.describe()})'
+        selectors = (*device_class.selectors, *request.selectors)
+        fitting = [d for d in available if key(d) not in used and all(matches(s, d) for s in selectors)]
+        wanted = len(fitting) if request.all else request.count
+        if not fitting or len(fitting) < wanted:
+            return f"cannot allocate {request.describe()}: {len(fitting)} matching device(s) free, {wanted} needed"
+        for device in fitting[:wanted]:
+            used.add(key(device))
+            chosen.append((request, device))
+    return chosen
