@@ -32,6 +32,7 @@ from provisioner.disruption.types import ClaimedNode, Command
 from provisioner.scheduling.logs import LogRecord
 from provisioner.scheduling.results import NodeClaimPlan
 from provisioner.scheduling.scheduler import PoolOffer
+from provisioner.sim import dra
 from provisioner.sim.conditions import is_true, set_condition, transition_time
 from provisioner.sim.store import Obj, parse_timestamp, timestamp
 from provisioner.taints import DISRUPTED
@@ -127,7 +128,7 @@ class DisruptionController:
 
     def view(self, ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         offers = [PoolOffer(np, types) for np in ctx.nodepools if (types := ctx.instance_types_for(np)) is not None]
-        nodes = cluster_nodes(ctx)
+        nodes = [_with_claimed_devices(ctx, n) for n in cluster_nodes(ctx)]
         by_name = {n.name: n for n in nodes}
         claimed = []
         for claim in ctx.store.list("NodeClaim"):
@@ -146,6 +147,8 @@ class DisruptionController:
             pdbs=pdb_api.policies(ctx.store, ctx.views),
             daemonsets=daemonsets(ctx),
             spot_to_spot=bool(ctx.feature_gates.get("SpotToSpotConsolidation")),
+            device_classes=dra.device_classes(ctx.store),
+            node_devices=dra.node_inventory(ctx.store, nodes, ctx.catalogs),
         )
         return view, claimed
 
@@ -528,6 +531,28 @@ def _price(ctx: ClusterContext, pool: Any, labels: dict[str, str], claim: Obj) -
                 if offering.zone == labels.get(wk.ZONE) and offering.capacity_type == labels.get(wk.CAPACITY_TYPE):
                     return offering.price
     return float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0))
+
+
+def _with_claimed_devices(ctx: ClusterContext, node: Any) -> Any:
+    """A pod that moves must get its devices again wherever it lands, so in simulation it asks for all of them."""
+    from dataclasses import replace
+
+    from provisioner.dra.claims import requests_from_claim_spec
+
+    pods = []
+    changed = False
+    for pod in node.pods:
+        obj = ctx.store.get("Pod", pod.name, pod.namespace)
+        claims = dra.pod_claims(ctx.store, obj) if obj is not None and obj["spec"].get("resourceClaims") else None
+        if claims:
+            requests = tuple(
+                r for c in claims for r in requests_from_claim_spec(c.get("spec") or {}, c["metadata"]["name"], "spec")
+            )
+            pods.append(replace(pod, device_requests=requests))
+            changed = True
+        else:
+            pods.append(pod)
+    return replace(node, pods=tuple(pods)) if changed else node
 
 
 def _without(view: ClusterView, busy: set[str]) -> ClusterView:

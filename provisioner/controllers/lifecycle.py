@@ -6,7 +6,7 @@ from __future__ import annotations
 from provisioner.controllers.context import ClusterContext
 from provisioner.manifests.nodeclass import node_registration_delay_seconds
 from provisioner.scheduling.logs import LogRecord
-from provisioner.sim import kwok
+from provisioner.sim import dra, kwok
 from provisioner.sim.conditions import is_true, set_condition, transition_time
 from provisioner.sim.store import Obj, parse_timestamp
 from provisioner.sim.views import is_ready
@@ -152,6 +152,23 @@ def _register(ctx: ClusterContext, claim: Obj) -> bool:
 def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
     node = ctx.store.get("Node", claim["status"].get("nodeName", ""))
     if node is None or not is_ready(node):
+        return False
+    drivers = [
+        d
+        for d in (claim["metadata"].get("annotations") or {}).get("karpenter.sh/requested-dra-drivers", "").split(",")
+        if d
+    ]
+    if drivers and not dra.drivers_published(ctx.store, node["metadata"]["name"], drivers):
+        if set_condition(
+            claim,
+            "Initialized",
+            "Unknown",
+            ctx.now,
+            "DRADriverPoolsNotPublished",
+            f"waiting for ResourceSlices of {', '.join(drivers)}",
+        ):
+            ctx.store.update(claim)
+            return True
         return False
     startup = claim["spec"].get("startupTaints") or []
     if startup:

@@ -17,6 +17,8 @@ from provisioner.quantity import parse_resources
 from provisioner.scheduling import logs
 from provisioner.scheduling.results import NodeClaimPlan, SchedulingResult
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
+from provisioner.scheduling.typeindex import declared_devices
+from provisioner.sim import dra
 from provisioner.sim.conditions import is_true
 from provisioner.sim.store import Obj
 from provisioner.sim.views import node_view
@@ -58,7 +60,11 @@ class ProvisioningController:
         return min(times) if times else None
 
     def reconcile(self, ctx: ClusterContext) -> bool:
-        provisionable = [p for p in (ctx.views.pod(o) for o in ctx.store.list("Pod")) if p.is_provisionable()]
+        provisionable = [
+            dra.with_devices(ctx.store, obj, pod)
+            for obj in ctx.store.list("Pod")
+            if (pod := ctx.views.pod(obj)).is_provisionable()
+        ]
         live = {p.uid for p in provisionable}
         for pod in provisionable:
             due = self.triggers.get(pod.uid)
@@ -110,10 +116,13 @@ def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
         types = ctx.instance_types_for(nodepool)
         if types is not None:
             offers.append(PoolOffer(nodepool, types))
+    nodes = cluster_nodes(ctx)
     return SchedulingInput(
         pods=pods,
         pools=offers,
-        nodes=cluster_nodes(ctx),
+        nodes=nodes,
+        device_classes=dra.device_classes(ctx.store),
+        node_devices=dra.node_inventory(ctx.store, nodes, ctx.catalogs),
         daemonsets=daemonsets(ctx),
         namespace_labels={
             n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in ctx.store.list("Namespace")
@@ -168,6 +177,14 @@ def daemonsets(ctx: ClusterContext) -> list[DaemonSet]:
     return result
 
 
+def _requested_drivers(plan: NodeClaimPlan) -> dict[str, str]:
+    """Karpenter's `karpenter.sh/requested-dra-drivers`: initialization waits for these drivers' slices."""
+    if not any(pod.device_requests for pod in plan.pods) or not plan.options:
+        return {}
+    drivers = sorted({d.driver for d in declared_devices(plan.options[0].instance_type)})
+    return {"karpenter.sh/requested-dra-drivers": ",".join(drivers)} if drivers else {}
+
+
 def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     nodepool = next(np for np in ctx.nodepools if np.name == plan.nodepool)
     while True:
@@ -199,6 +216,7 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
                     "karpenter.sh/nodepool-hash": nodepool_hash(nodepool),
                     "karpenter.sh/nodepool-hash-version": HASH_VERSION,
                     "karpenter.sh/nodeclaim-min-values-relaxed": "true" if plan.min_values_relaxed else "false",
+                    **_requested_drivers(plan),
                 },
                 "ownerReferences": [
                     {

@@ -9,6 +9,8 @@ from provisioner import labels as wk
 from provisioner.catalog import InstanceType
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.disruption.types import Candidate, ClaimedNode, Command, DisruptionBudgetPolicy
+from provisioner.dra.cel import Device
+from provisioner.dra.claims import DeviceClass
 from provisioner.nodes import DaemonSet, Node
 from provisioner.pods import Pod
 from provisioner.requirements import Requirement
@@ -32,6 +34,8 @@ class ClusterView:
     daemonsets: Sequence[DaemonSet] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     spot_to_spot: bool = False
+    device_classes: Mapping[str, DeviceClass] = field(default_factory=dict)
+    node_devices: Mapping[str, Sequence[Device]] = field(default_factory=dict)  # free devices per node
 
 
 def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingResult:
@@ -47,6 +51,8 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingRe
         nodes=nodes,
         daemonsets=view.daemonsets,
         namespace_labels=view.namespace_labels,
+        device_classes=view.device_classes,
+        node_devices=view.node_devices,
     )
     return solve(request)
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from provisioner.dra.claims import device_class_from_manifest, dra_config_pools, validate_claim, validate_claim_template
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
 from provisioner.manifests.pod import pod_from_spec
@@ -107,6 +108,14 @@ def _opaque(doc: dict[str, Any]) -> None:
     f.metadata(doc)
 
 
+def _device_class(doc: dict[str, Any]) -> None:
+    device_class_from_manifest(doc)  # compiles every CEL selector; errors name the field
+
+
+def _dra_config(doc: dict[str, Any]) -> None:
+    dra_config_pools(doc)
+
+
 VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] = {
     "Pod": (("v1",), _pod),
     "Namespace": (("v1",), _namespace),
@@ -115,11 +124,11 @@ VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] 
     "ReplicaSet": (("apps/v1",), _workload),
     "DaemonSet": (("apps/v1",), _workload),
     "PodDisruptionBudget": (("policy/v1",), _pdb),
-    "DeviceClass": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
-    "ResourceClaim": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
-    "ResourceClaimTemplate": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
+    "DeviceClass": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _device_class),
+    "ResourceClaim": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), validate_claim),
+    "ResourceClaimTemplate": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), validate_claim_template),
     "ResourceSlice": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
-    "DRAConfig": (("test.karpenter.sh/v1alpha1",), _opaque),
+    "DRAConfig": (("test.karpenter.sh/v1alpha1",), _dra_config),
 }
 
 

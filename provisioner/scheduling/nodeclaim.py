@@ -182,11 +182,7 @@ class PlannedNodeClaim:
             wanted = (*self.device_requests, *pod.device_requests)
             mask &= index.device_mask(wanted, classes or {})
             if not mask:
-                first = pod.device_requests[0]
-                raise Unfit(
-                    r.DEVICES,
-                    f"no instance type declares devices for {first.describe()} beside the {len(self.device_requests)} already claimed on this NodeClaim",
-                )
+                raise Unfit(r.DEVICES, _device_reason(pod.device_requests, classes or {}, len(self.device_requests)))
         relaxed = self.min_values_relaxed
         for requirement in requirements.values():
             if requirement.min_values and index.distinct_values(mask, requirement) < requirement.min_values:
@@ -209,6 +205,14 @@ class PlannedNodeClaim:
         self.min_values_relaxed = relaxed
         self.ports.add(state.pod.host_ports)
         topology.record(state.pod, requirements, self.template.nodepool.taints)
+
+
+def _device_reason(requests: tuple[DeviceRequest, ...], classes: Mapping[str, DeviceClass], claimed: int) -> str:
+    missing = next((r for r in requests if r.device_class not in classes), None)
+    if missing is not None:
+        return f'DeviceClass "{missing.device_class}" not found ({missing.describe()})'
+    already = f" beside the {claimed} device request(s) already on this NodeClaim" if claimed else ""
+    return f"no instance type declares devices for {requests[0].describe()}{already}"
 
 
 def _max_allocatable(index: TypeIndex, mask: int) -> dict[str, int]:

@@ -16,6 +16,7 @@ from provisioner.pods import DO_NOT_SCHEDULE, Pod, PodAffinityTerm
 from provisioner.quantity import Resources, add, fits, parse_resources
 from provisioner.requirements import Requirements
 from provisioner.scheduling.poddata import PodState
+from provisioner.sim import dra
 from provisioner.sim.conditions import set_condition
 from provisioner.sim.store import Obj, ObjectStore
 from provisioner.sim.views import Views, is_ready
@@ -50,11 +51,27 @@ def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
             p["metadata"]["name"],
         )
     )
+    classes = dra.device_classes(store) if any(p["spec"].get("resourceClaims") for p in pending) else {}
+    taken = dra.allocated(store) if classes else set()
+    devices = dra.published(store) if classes else {}
     for obj in pending:
         pod = views.pod(obj)
         feasible, reasons = _feasible(pod, nodes)
+        if obj["spec"].get("resourceClaims"):
+            # kube-scheduler's DynamicResources plugin: the node must have free devices for every claim.
+            with_devices = []
+            for node in feasible:
+                problem = dra.can_allocate(store, obj, node.name, classes, taken, devices)
+                if problem is None:
+                    with_devices.append(node)
+                else:
+                    reasons["cannot allocate all claims"] += 1
+            feasible = with_devices
         if feasible:
             best = max(feasible, key=lambda n: (_score(pod, n), [-ord(c) for c in n.name]))
+            if obj["spec"].get("resourceClaims"):
+                dra.allocate_on(store, obj, best.name, classes)
+                taken = dra.allocated(store)
             obj["spec"]["nodeName"] = best.name
             obj.setdefault("status", {})["phase"] = "Pending"
             set_condition(obj, "PodScheduled", "True", now)

@@ -19,7 +19,7 @@ from provisioner.controllers.disruption import DisruptionController
 from provisioner.controllers.provisioning import ProvisioningController
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import add, format_resources, parse_resources
-from provisioner.sim import kubescheduler, workloads
+from provisioner.sim import dra, kubescheduler, workloads
 from provisioner.sim.conditions import set_condition
 from provisioner.sim.store import ObjectStore
 from provisioner.sim.views import is_ready
@@ -60,6 +60,8 @@ class Lab:
             paused_until=config.paused_until,
             nominations=dict(state.get("nominations") or {}),
         )
+        self.ctx.catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))
+        self.last_publish: float | None = state.get("last_publish")
         self.provisioning = ProvisioningController(state.get("provisioning") or {})
         self.disruption = DisruptionController(state.get("disruption") or {})
 
@@ -74,6 +76,9 @@ class Lab:
         changed |= workloads.reconcile_replicasets(self.store, self.rng, self.now)
         changed |= workloads.reconcile_daemonsets(self.store, self.rng)
         changed |= workloads.collect_garbage(self.store)
+        changed |= dra.make_claims(self.store, self.rng)
+        published, self.last_publish = dra.publish(self.store, self.now, self.last_publish)
+        changed |= published
         changed |= kubescheduler.schedule_pending(self.store, self.ctx.views, self.now)
         changed |= self._kubelet()
         changed |= self.provisioning.reconcile(self.ctx)
@@ -87,7 +92,17 @@ class Lab:
                 return
 
     def next_due(self) -> float | None:
-        dues = (self.provisioning.next_due(self.now), lifecycle.next_due(self.ctx), self.disruption.next_due(self.ctx))
+        publish = (
+            self.last_publish + dra.PUBLISH_SECONDS
+            if self.last_publish is not None and self.store.list("DRAConfig")
+            else None
+        )
+        dues = (
+            self.provisioning.next_due(self.now),
+            lifecycle.next_due(self.ctx),
+            self.disruption.next_due(self.ctx),
+            publish,
+        )
         times = [t for t in dues if t is not None and t > self.now]
         return min(times) if times else None
 
@@ -157,6 +172,7 @@ class Lab:
             "resource_version": self.store.resource_version,
             "provisioning": self.provisioning.to_state(),
             "disruption": self.disruption.to_state(),
+            "last_publish": self.last_publish,
             "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
         }
 

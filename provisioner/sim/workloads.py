@@ -239,7 +239,7 @@ def collect_garbage(store: ObjectStore) -> bool:
     """Delete dependents whose controller is gone, and pods bound to nodes that no longer exist."""
     changed = False
     uids = {o["metadata"]["uid"] for o in store.all_objects()}
-    for kind in ("ReplicaSet", "Pod", "ResourceClaim"):
+    for kind in ("ReplicaSet", "Pod", "ResourceClaim", "ResourceSlice"):
         for obj in store.list(kind):
             owner = controller_of(obj)
             if owner is not None and owner.get("uid") not in uids:

@@ -1,0 +1,76 @@
+"""Issue 6's scenario through `karp`, and DRA's bad input."""
+
+import json
+
+import pytest
+
+from karpui import models
+from tests.karp import EXAMPLES, karp, ok, rows
+
+GPU = (EXAMPLES / "dra" / "gpu.yaml").read_text()
+
+
+def test_two_pods_each_claiming_the_only_device_get_two_nodes_and_their_own_gpu(lab):
+    ok("apply", "-f", str(EXAMPLES / "dra" / "gpu.yaml"))
+    ok("advance", "5s")
+    claims = rows("get", "nodeclaims")
+    assert [c[1] for c in claims] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]
+    created = [json.loads(line) for line in ok("logs").splitlines() if '"created nodeclaim"' in line]
+    assert all(
+        r["instance-types"].startswith("m-128x-amd64-linux, m-128x-amd64-windows")
+        and r["instance-types"].endswith("and 19 other(s)")
+        for r in created
+    )
+    assert rows("get", "resourceslices") == []  # nodes exist before their devices do
+    assert [c[5] for c in claims] == ["Unknown", "Unknown"]  # initialization waits for the driver's slices
+    ok("advance", "30s")
+    slices = rows("get", "resourceslices")
+    assert sorted(s[1] for s in slices) == sorted(c[0] for c in claims)
+    pods = {p[0]: p[5] for p in rows("get", "pods", "-o", "wide")}
+    assert set(pods.values()) == {c[0] for c in claims}
+    for claim in json.loads(ok("get", "resourceclaims", "-o", "json"))["items"]:
+        [result] = claim["status"]["allocation"]["devices"]["results"]
+        [holder] = claim["status"]["reservedFor"]
+        assert (result["driver"], result["device"], result["request"]) == ("gpu.example.com", "gpu-0", "gpu")
+        assert result["pool"] == f"gpu.example.com/{pods[holder['name']]}"
+    ok("advance", "90s")
+    assert len(rows("get", "nodeclaims")) == 2  # moving a GPU pod would need a device nobody has free
+    ok("delete", "deployment", "gpu-workload")
+    ok("advance", "60s")
+    assert rows("get", "resourceclaims") == [] and rows("get", "nodes") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ('expression: device.driver == "gpu.example.com"', "expression: device.driver =="),
+            "document 3 DeviceClass/gpu.example.com: spec.selectors[0].cel.expression: invalid CEL expression: line 1, column 17",
+        ),
+        (
+            ("count: 1", "count: 0"),
+            "document 5 ResourceClaimTemplate/one-gpu: spec.spec.devices.requests[0].exactly.count: must be greater than or equal to 1, got 0",
+        ),
+        (
+            ("count: 1", "count: -2"),
+            "spec.spec.devices.requests[0].exactly.count: must be greater than or equal to 1, got -2",
+        ),
+        (
+            ('operator: In, values: ["m"]', 'operator: Near, values: ["m"]'),
+            "document 4 DRAConfig/gpu: spec.pools[0].nodeSelectorTerms[0].matchExpressions[0].operator: unsupported operator 'Near'",
+        ),
+    ],
+)
+def test_bad_dra_objects_are_refused_at_apply_and_change_nothing(lab, change, message):
+    code, out, err = karp("apply", "-f", "-", stdin=GPU.replace(*change))
+    assert code == 1 and out == ""
+    assert message in err
+    assert models.KubeObject.objects.count() == 0 and models.NodePool.objects.count() == 0
+
+
+def test_a_claim_naming_a_missing_device_class_stays_pending_with_a_reason(lab):
+    ok("apply", "-f", "-", stdin=GPU.replace("deviceClassName: gpu.example.com", "deviceClassName: tpu.example.com"))
+    ok("advance", "15s")
+    assert rows("get", "nodeclaims") == []
+    failures = [json.loads(line) for line in ok("logs").splitlines() if '"could not schedule pod"' in line]
+    assert 'DeviceClass "tpu.example.com" not found (request "gpu" of claim "gpu-workload-' in failures[-1]["error"]
