@@ -80,12 +80,33 @@ class NodeClassForm(ManifestForm):
         return manifest
 
 
+class DeviceDeclarationForm(ManifestForm):
+    kinds = ("DeviceDeclaration",)
+
+    class Meta:
+        model = models.DeviceDeclaration
+        fields = ()
+
+    def manifest_of(self, instance: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "karpui.dev/v1alpha1",
+            "kind": "DeviceDeclaration",
+            "metadata": {"name": instance.name},
+            "spec": instance.spec,
+        }
+
+
 class ManifestAdmin(admin.ModelAdmin):
     """Saves go through services (validation, audit row); the row the service wrote becomes the admin's object."""
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
         value = form.cleaned_data["value"]
+        if isinstance(obj, models.DeviceDeclaration):
+            services.device_declaration_apply(declaration=value, actor=actor)
+            obj.pk = models.DeviceDeclaration.objects.get(name=value.name).pk
+            obj.name = value.name
+            return
         cluster = form.cleaned_data["cluster"]
         if isinstance(obj, models.NodePool):
             services.nodepool_apply(cluster=cluster, nodepool=value, actor=actor)
@@ -121,6 +142,22 @@ class NodePoolAdmin(ManifestAdmin):
     def consolidation(self, obj: models.NodePool) -> str:
         disruption = obj.spec.get("disruption", {})
         return f"{disruption.get('consolidationPolicy')} after {disruption.get('consolidateAfter')}"
+
+
+@admin.register(models.DeviceDeclaration)
+class DeviceDeclarationAdmin(ManifestAdmin):
+    form = DeviceDeclarationForm
+    list_display = ("name", "driver", "updated_at")
+
+    @admin.display(description="driver")
+    def driver(self, obj: models.DeviceDeclaration) -> str:
+        return str(obj.spec.get("driver", ""))
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        services.object_delete(
+            cluster=services.cluster_get_or_create(), kind="DeviceDeclaration", name=obj.name, actor=actor
+        )
 
 
 @admin.register(models.NodeClass)

@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import transaction
 
-from karpui import leases, models, store
+from karpui import leases, models, services, store
 from provisioner.catalog import InstanceType
+from provisioner.dra.declarations import declare
 from provisioner.objects import NodeClass
 from provisioner.sim.lab import Lab, LabConfig
 from provisioner.sim.store import key_of
@@ -30,8 +31,9 @@ def lab_config(cluster: models.Cluster) -> LabConfig:
         for row in models.NodeClass.objects.filter(cluster=cluster)
     }
     catalogs: dict[str, list[InstanceType]] = {}
+    declarations = services.device_declarations()
     for row in store.catalogs_with_types():
-        types = store.catalog_domain(row).instance_types
+        types = declare(row.name, store.catalog_domain(row).instance_types, declarations)
         for kind in row.node_class_kinds:
             catalogs.setdefault(kind, []).extend(types)
     return LabConfig(

@@ -219,6 +219,20 @@ class Offering(models.Model):
         return f"{self.instance_type.name} {self.zone} {self.capacity_type} ${self.price:.6f}/h"
 
 
+class DeviceDeclaration(models.Model):
+    """Devices a driver will publish on nodes of the instance types a label selector picks (DRA)."""
+
+    name = models.SlugField(max_length=253, unique=True)
+    spec = models.JSONField(help_text="The validated spec: instanceTypeSelector, driver, pool, devices, catalog.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class AuditEvent(models.Model):
     """An append-only record of a human change or decision, written in the same transaction as the change."""
 

@@ -15,6 +15,8 @@ from karpui import lab, models, store
 from provisioner.catalog import Catalog
 from provisioner.catalog.aws import aws_catalog
 from provisioner.catalog.kwok import kwok_catalog
+from provisioner.dra.declarations import API_VERSION as DECLARATION_API
+from provisioner.dra.declarations import DeviceDeclaration, parse_declaration
 from provisioner.manifests import Document, ManifestError, load_documents
 from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
 from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, parse_nodeclass
@@ -127,10 +129,40 @@ def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Act
     return ApplyResult(resource, row.name, "configured")
 
 
+def device_declaration_apply(*, declaration: DeviceDeclaration, actor: Actor) -> ApplyResult:
+    row = models.DeviceDeclaration.objects.select_for_update().filter(name=declaration.name).first()
+    spec = dict(declaration.spec or {})
+    if row is None:
+        models.DeviceDeclaration.objects.create(name=declaration.name, spec=spec)
+        _audit(actor, "create", "DeviceDeclaration", declaration.name, None, spec)
+        return ApplyResult("devicedeclaration.karpui.dev", declaration.name, "created")
+    if row.spec == spec:
+        return ApplyResult("devicedeclaration.karpui.dev", declaration.name, "unchanged")
+    before, row.spec = row.spec, spec
+    row.save()
+    _audit(actor, "update", "DeviceDeclaration", declaration.name, before, spec)
+    return ApplyResult("devicedeclaration.karpui.dev", declaration.name, "configured")
+
+
+def device_declarations() -> list[DeviceDeclaration]:
+    return [
+        parse_declaration(
+            {
+                "apiVersion": DECLARATION_API,
+                "kind": "DeviceDeclaration",
+                "metadata": {"name": row.name},
+                "spec": row.spec,
+            }
+        )
+        for row in models.DeviceDeclaration.objects.order_by("name")
+    ]
+
+
 # kind -> (parse a document into a domain value, store it). Later kinds register here.
 Applier = Callable[[models.Cluster, Any, Actor], ApplyResult]
 APPLIERS: dict[str, tuple[Callable[[dict[str, Any]], Any], Applier]] = {
     "NodePool": (parse_nodepool, lambda c, v, a: nodepool_apply(cluster=c, nodepool=v, actor=a)),
+    "DeviceDeclaration": (parse_declaration, lambda c, v, a: device_declaration_apply(declaration=v, actor=a)),
     **{
         kind: (parse_nodeclass, lambda c, v, a: nodeclass_apply(cluster=c, nodeclass=v, actor=a))
         for kind in NODE_CLASS_KINDS
@@ -185,6 +217,13 @@ def resource_name(kind: str, api_version: str) -> str:
 def object_delete(*, cluster: models.Cluster, kind: str, name: str, actor: Actor) -> str:
     """Delete a NodePool or node class by kind and name; raises LookupError when it does not exist."""
     with transaction.atomic():
+        if kind == "DeviceDeclaration":
+            declaration = models.DeviceDeclaration.objects.filter(name=name).first()
+            if declaration is None:
+                raise LookupError(f'devicedeclaration.karpui.dev "{name}" not found')
+            _audit(actor, "delete", kind, name, declaration.spec, None)
+            declaration.delete()
+            return f'devicedeclaration.karpui.dev "{name}" deleted'
         if kind == "NodePool":
             row: models.NodePool | models.NodeClass | None = models.NodePool.objects.filter(
                 cluster=cluster, name=name

@@ -6,8 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpui import models, store
+from karpui import models, services, store
 from karpui.kubectl.printers import Column, Manifest, age
+from provisioner.dra.declarations import declaration_to_manifest, declare
 from provisioner.quantity import format_quantity, parse_quantity
 
 
@@ -39,11 +40,16 @@ def _nodeclasses(kind: str) -> Callable[[models.Cluster], list[Manifest]]:
 
 
 def _instance_types(cluster: models.Cluster) -> list[Manifest]:
+    declarations = services.device_declarations()
     return [
-        store.instance_type_manifest(row.name, store.instance_type_domain(it))
+        store.instance_type_manifest(row.name, it)
         for row in store.catalogs_with_types()
-        for it in row.instance_types.all()
+        for it in declare(row.name, [store.instance_type_domain(t) for t in row.instance_types.all()], declarations)
     ]
+
+
+def _declarations(cluster: models.Cluster) -> list[Manifest]:
+    return [declaration_to_manifest(d) for d in services.device_declarations()]
 
 
 def _cheapest(manifest: Manifest, capacity_type: str) -> str:
@@ -401,6 +407,24 @@ LAB_RESOURCES: Sequence[Resource] = (
             Column("MESSAGE", _field("status", "message"), wide_only=True),
         ),
         _lab("DisruptionCommand"),
+    ),
+    Resource(
+        "DeviceDeclaration",
+        "devicedeclarations",
+        "karpui.dev",
+        ("devicedeclaration", "devicedeclarations"),
+        (
+            Column("NAME", _name),
+            Column("DRIVER", _field("spec", "driver")),
+            Column("DEVICES", lambda m, now: str(len(m["spec"].get("devices") or []))),
+            Column(
+                "SELECTOR",
+                lambda m, now: ",".join(
+                    f"{k}={v}" for k, v in (m["spec"].get("instanceTypeSelector") or {}).get("matchLabels", {}).items()
+                ),
+            ),
+        ),
+        _declarations,
     ),
 )
 NAMESPACED = frozenset(

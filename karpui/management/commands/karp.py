@@ -129,7 +129,7 @@ class Command(BaseCommand):
             namespace = options["namespace"] or "default"
             targets = [(r.kind, name or "", namespace) for r, name in _kind_and_names(rest, require_name=True)]
         for kind, name, namespace in targets:
-            if kind in ("NodePool", "KWOKNodeClass", "EC2NodeClass"):
+            if kind in ("NodePool", "KWOKNodeClass", "EC2NodeClass", "DeviceDeclaration"):
                 self.stdout.write(services.object_delete(cluster=cluster, kind=kind, name=name, actor=actor))
                 continue
             resource = resolve(kind)
