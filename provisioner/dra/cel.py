@@ -10,6 +10,7 @@ else means "does not match"; expressions are capped at 10 Ki and compiled once.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -82,6 +83,17 @@ def _context() -> Any:
     return context
 
 
+_local = threading.local()
+
+
+def _thread_context() -> Any:
+    """One context per thread, its functions registered once; each evaluation replaces `device`."""
+    context = getattr(_local, "context", None)
+    if context is None:
+        context = _local.context = _context()
+    return context
+
+
 @lru_cache(maxsize=4096)
 def compile_selector(expression: str) -> tuple[Any, frozenset[tuple[str, str]]]:
     """Compile once per expression text; also return the attribute/capacity domains it names."""
@@ -105,7 +117,7 @@ def matches(expression: str, device: Device) -> bool:
     capacity = {domain: dict(values) for domain, values in device.capacity.items()}
     for section, domain in domains:
         (attributes if section == "attributes" else capacity).setdefault(domain, {})
-    context = _context()
+    context = _thread_context()
     context.add_variable(
         "device",
         {
