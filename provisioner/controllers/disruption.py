@@ -76,6 +76,14 @@ class DisruptionController:
                 times.append(parse_timestamp(status["expiresAt"]))
             elif status.get("phase") in ("Approved", "Executing"):
                 times.append(ctx.now + DRAIN_RETRY_SECONDS)
+        for claim in ctx.store.list("NodeClaim"):
+            deadline = _grace_deadline(claim)
+            node_name = (claim.get("status") or {}).get("nodeName")
+            if deadline is not None and node_name:
+                for pod in ctx.store.list("Pod"):
+                    if pod["spec"].get("nodeName") == node_name:
+                        grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
+                        times.append(deadline - grace + 0.001)  # the moment it may be force-deleted
         for node, started in self.draining.items():
             times.append(self.drained_at.get(node, ctx.now) + DRAIN_RETRY_SECONDS)
             times.append(started + MIN_DRAIN_SECONDS)
@@ -352,7 +360,7 @@ class DisruptionController:
             if self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS > ctx.now:
                 continue  # one drain attempt per node per second, as Karpenter requeues
             self.drained_at[name] = ctx.now
-            waiting, evicted = self._drain_step(ctx, name)
+            waiting, evicted = self._drain_step(ctx, name, _grace_deadline(claim))
             changed |= evicted
             if waiting:
                 continue
@@ -364,8 +372,12 @@ class DisruptionController:
             changed = True
         return changed
 
-    def _drain_step(self, ctx: ClusterContext, node: str) -> tuple[bool, bool]:
-        """Evict the first non-empty tier of pods: (some pod still has to go, some pod was evicted now)."""
+    def _drain_step(self, ctx: ClusterContext, node: str, deadline: float | None = None) -> tuple[bool, bool]:
+        """Evict the first non-empty tier of pods: (some pod still has to go, some pod was evicted now).
+
+        With a terminationGracePeriod, a pod is deleted regardless of PDBs and do-not-disrupt once
+        `now > deadline - its terminationGracePeriodSeconds`, and such pods are not held behind earlier tiers.
+        """
         pods = [
             p
             for p in ctx.store.list("Pod")
@@ -378,6 +390,19 @@ class DisruptionController:
         ]
         if not pods:
             return False, False
+        evicted = False
+        if deadline is not None:
+            for pod in list(pods):
+                grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
+                if ctx.now > deadline - grace:
+                    ctx.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+                    ctx.event(
+                        pod, "Warning", "Disrupted", "Deleting pod: the NodeClaim's terminationGracePeriod is ending"
+                    )
+                    pods.remove(pod)
+                    evicted = True
+            if not pods:
+                return False, evicted
 
         def tier(pod: Obj) -> int:
             daemon = any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
@@ -385,7 +410,6 @@ class DisruptionController:
             return (2 if critical else 0) + (1 if daemon else 0)
 
         first = min(tier(p) for p in pods)
-        evicted = False
         for pod in [p for p in pods if tier(p) == first]:
             if pod_blocks(ctx.views.pod(pod), ctx.now):
                 continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
@@ -474,6 +498,18 @@ class DisruptionController:
 # Helpers -----------------------------------------------------------------------------------------------------------
 
 
+def _grace_deadline(claim: Obj) -> float | None:
+    """deletionTimestamp + spec.terminationGracePeriod, when the NodeClaim has one."""
+    from provisioner.durations import parse_duration
+
+    grace = (claim.get("spec") or {}).get("terminationGracePeriod")
+    deleted = claim["metadata"].get("deletionTimestamp")
+    if not grace or not deleted:
+        return None
+    seconds = parse_duration(grace)
+    return parse_timestamp(deleted) + (seconds or 0)
+
+
 def _expiry(ctx: ClusterContext, claim: Obj) -> float | None:
     if claim["metadata"].get("deletionTimestamp"):
         return None
@@ -517,6 +553,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Any) -> Claim
         deleting=bool(claim["metadata"].get("deletionTimestamp") or node_obj["metadata"].get("deletionTimestamp")),
         consolidatable=consolidatable,
         drifted=drift.get("reason") if drift else None,
+        grace_period=bool((claim.get("spec") or {}).get("terminationGracePeriod")),
         drifted_at=parse_timestamp(drift["lastTransitionTime"]) if drift else 0.0,
         nominated_until=float(ctx.nominations.get(node_obj["metadata"]["name"], 0.0)),
         annotations=dict(node_obj["metadata"].get("annotations") or {}),

@@ -47,8 +47,10 @@ def blockers(
     nodepool: NodePool | None,
     pdbs: Sequence[DisruptionBudgetPolicy],
     now: float,
+    eventual: bool = False,
 ) -> list[str]:
-    """Why a node cannot be a candidate for any graceful method (empty: it can)."""
+    """Why a node cannot be a candidate (empty: it can). `eventual` methods (drift) skip pod-level blockers
+    on nodes with a terminationGracePeriod: the drain forces them out at its deadline."""
     reasons = []
     if not claimed.initialized:
         reasons.append("node is not initialized")
@@ -60,7 +62,7 @@ def blockers(
         reasons.append('node has "karpenter.sh/do-not-disrupt" annotation')
     if nodepool is None:
         reasons.append(f'nodepool "{claimed.nodepool}" not found')
-    for pod in claimed.node.pods:
+    for pod in claimed.node.pods if not (eventual and claimed.grace_period) else ():
         if pod_blocks(pod, now):
             reasons.append(f'pod "{pod.key}" has "karpenter.sh/do-not-disrupt" annotation')
             continue
@@ -92,12 +94,13 @@ def build_candidates(
     nodepools: Mapping[str, NodePool],
     pdbs: Sequence[DisruptionBudgetPolicy],
     now: float,
+    eventual: bool = False,
 ) -> tuple[list[Candidate], dict[str, list[str]]]:
-    """Candidates for graceful disruption, and for every other node the reasons it is not one."""
+    """Candidates for graceful (or, with `eventual`, drift's) disruption, and why every other node is not one."""
     candidates, blocked = [], {}
     for node in claimed:
         nodepool = nodepools.get(node.nodepool)
-        reasons = blockers(node, nodepool, pdbs, now)
+        reasons = blockers(node, nodepool, pdbs, now, eventual)
         if reasons or nodepool is None:
             blocked[node.name] = reasons
             continue

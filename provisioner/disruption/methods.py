@@ -35,8 +35,9 @@ def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool]) -> Pas
     for nodepool in nodepools.values():
         for reason in (EMPTY, DRIFTED, UNDERUTILIZED):
             result.budgets[(nodepool.name, reason)] = allowed_disruptions(nodepool, reason, view.claimed, view.now)
+    eventual, _ = build_candidates(view.claimed, nodepools, view.pdbs, view.now, eventual=True)
     for method in (_emptiness, _drift, _multi_node, _single_node):
-        commands = method(candidates, view, result)
+        commands = method(eventual if method is _drift else candidates, view, result)
         if commands:
             result.commands = commands
             break

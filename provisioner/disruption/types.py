@@ -33,6 +33,7 @@ class ClaimedNode:
     drifted: str | None = None  # the drift reason, when Drifted=True
     drifted_at: float = 0.0
     nominated_until: float = 0.0  # the provisioner chose this node for a pending pod (Karpenter: 20 s)
+    grace_period: bool = False  # the NodeClaim has a terminationGracePeriod: drift may go ahead despite pods
     annotations: Mapping[str, str] = field(default_factory=dict)
 
     @property

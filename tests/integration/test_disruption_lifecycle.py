@@ -123,3 +123,40 @@ def test_drain_evicts_normal_pods_before_critical_ones_and_waits_at_least_five_s
     assert node in nodes()  # drained, but not yet 5 s since draining began
     ok("advance", "5s")
     assert node not in nodes()
+
+
+def grace_lab(pod_grace):
+    pool = yaml.safe_load_all((EXAMPLES / "provisioning" / "nodepool.yaml").read_text())
+    docs = list(pool)
+    docs[1]["spec"]["template"]["spec"]["terminationGracePeriod"] = "300s"
+    ok("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    deploy = yaml.safe_load((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
+    deploy["spec"]["replicas"] = 1
+    deploy["spec"]["template"]["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    deploy["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = pod_grace
+    ok("apply", "-f", "-", stdin=yaml.safe_dump(deploy))
+    ok("advance", "5s")
+    [node] = nodes()
+    ok("delete", "nodeclaim", node)
+    return node
+
+
+def pods_on(node):
+    return [p[0] for p in rows("get", "pods", "-o", "wide") if p[5] == node]
+
+
+def test_a_do_not_disrupt_pod_is_deleted_when_the_grace_period_runs_out(lab):
+    node = grace_lab(60)
+    [held] = pods_on(node)
+    ok("advance", "90s")
+    assert pods_on(node) == [held]  # blocked by do-not-disrupt, well before deadline - 60 s
+    ok("advance", "175s")  # +265 s: past 300 - 60
+    assert held not in pods_on(node)
+    events = json.loads(ok("get", "events", "-o", "json"))["items"]
+    assert any(e["reason"] == "Disrupted" and e["involvedObject"]["name"] == held for e in events)
+
+
+def test_a_pod_whose_grace_covers_the_whole_period_is_deleted_at_once(lab):
+    node = grace_lab(300)
+    ok("advance", "1s")
+    assert pods_on(node) == []
