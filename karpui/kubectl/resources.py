@@ -420,7 +420,8 @@ LAB_RESOURCES: Sequence[Resource] = (
             Column(
                 "SELECTOR",
                 lambda m, now: ",".join(
-                    f"{k}={v}" for k, v in (m["spec"].get("instanceTypeSelector") or {}).get("matchLabels", {}).items()
+                    f"{k}={v}"
+                    for k, v in sorted((m["spec"].get("instanceTypeSelector") or {}).get("matchLabels", {}).items())
                 ),
             ),
         ),
