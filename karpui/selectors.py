@@ -1,16 +1,210 @@
-"""Read-only queries for views: each returns plain data in a fixed number of queries."""
+"""Read-only queries for views: each returns plain data in a fixed number of queries, whatever the row count."""
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count
 
-from karpui import models
+from karpui import disruption, models
+from provisioner.manifests.pod import pod_from_manifest
+from provisioner.quantity import add, format_quantity, parse_resources
+
+FIXES = {
+    "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
+    "requirements": "relax the pod's node selector/affinity, or let the NodePool offer that label",
+    "limits": "raise the NodePool's spec.limits, or free capacity in it",
+    "resources": "lower the pod's requests, or allow larger instance types in the NodePool",
+    "devices": "create the DeviceClass, or declare matching devices on instance types (DeviceDeclaration)",
+    "topology": "relax the spread/affinity constraint, or let the NodePool offer more domains",
+    "host-ports": "drop the hostPort, or let pods spread to more nodes",
+    "min-values": "lower minValues, or widen the NodePool's instance types",
+    "no-instance-types": "widen the NodePool's requirements: no instance type satisfies them",
+    "no-nodepool": "create a NodePool (karp apply -f examples/provisioning/nodepool.yaml)",
+    "validation": "remove restricted keys (karpenter.sh/*, kubernetes.io/hostname) from the pod's node selection",
+}
 
 
-def overview() -> dict[str, Any]:
-    clusters = list(models.Cluster.objects.order_by("name"))
-    nodepools = list(models.NodePool.objects.select_related("cluster").order_by("cluster__name", "-weight", "-name"))
-    catalogs = list(models.Catalog.objects.annotate(types=Count("instance_types")).order_by("name"))
-    return {"clusters": clusters, "nodepools": nodepools, "catalogs": catalogs}
+def _objects(cluster: models.Cluster, kind: str) -> list[dict[str, Any]]:
+    return [
+        row.body for row in models.KubeObject.objects.filter(cluster=cluster, kind=kind).order_by("namespace", "name")
+    ]
+
+
+def _age(clock: datetime, stamp: str | None) -> float:
+    if not stamp:
+        return 0.0
+    return max((clock - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds(), 0.0)
+
+
+def _price(claim: dict[str, Any]) -> float:
+    return float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0) or 0)
+
+
+def overview(cluster: models.Cluster) -> dict[str, Any]:
+    claims = _objects(cluster, "NodeClaim")
+    pods = _objects(cluster, "Pod")
+    commands = _objects(cluster, "DisruptionCommand")
+    by = {"nodepool": Counter(), "capacity": Counter(), "zone": Counter()}
+    for claim in claims:
+        labels = claim["metadata"].get("labels") or {}
+        by["nodepool"][labels.get("karpenter.sh/nodepool", "?")] += 1
+        by["capacity"][labels.get("karpenter.sh/capacity-type", "?")] += 1
+        by["zone"][labels.get("topology.kubernetes.io/zone", "?")] += 1
+    ledger = disruption.savings_ledger(cluster)
+    return {
+        "cost_per_hour": sum(_price(c) for c in claims),
+        "nodeclaims": len(claims),
+        "nodes": models.KubeObject.objects.filter(cluster=cluster, kind="Node").count(),
+        "pending": sum(1 for p in pods if _unschedulable(p)),
+        "running": sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running"),
+        "awaiting": sum(1 for c in commands if (c.get("status") or {}).get("phase") == "AwaitingApproval"),
+        "realised": sum(e["realised"] for e in ledger.values()),
+        "saving_per_hour": sum(e["saving_per_hour"] for e in ledger.values()),
+        "by": {k: sorted(v.items()) for k, v in by.items()},
+        "nodepools": list(models.NodePool.objects.filter(cluster=cluster).order_by("-weight", "-name")),
+        "catalogs": list(models.Catalog.objects.annotate(types=Count("instance_types")).order_by("name")),
+    }
+
+
+def _unschedulable(pod: dict[str, Any]) -> bool:
+    if pod["spec"].get("nodeName"):
+        return False
+    return any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def pending_pods_list(cluster: models.Cluster, namespace: str = "", nodepool: str = "") -> list[dict[str, Any]]:
+    verdicts = ((cluster.lab_state or {}).get("provisioning") or {}).get("verdicts") or {}
+    rows = []
+    for pod in _objects(cluster, "Pod"):
+        if not _unschedulable(pod) or (namespace and pod["metadata"].get("namespace") != namespace):
+            continue
+        reasons = verdicts.get(pod["metadata"]["uid"], [])
+        if nodepool:
+            reasons = [r for r in reasons if r.get("nodepool") == nodepool]
+        condition = next(c for c in pod["status"]["conditions"] if c.get("type") == "PodScheduled")
+        rows.append(
+            {
+                "namespace": pod["metadata"].get("namespace", "default"),
+                "name": pod["metadata"]["name"],
+                "waiting": _age(cluster.clock, pod["metadata"].get("creationTimestamp")),
+                "scheduler": condition.get("message", ""),
+                "verdicts": [{**r, "fix": FIXES.get(r.get("kind", ""), "")} for r in reasons],
+            }
+        )
+    return rows
+
+
+def nodes_list(cluster: models.Cluster) -> dict[str, Any]:
+    """eks-node-viewer's view: requests against allocatable per node, with price and lifecycle."""
+    claims = {
+        (c.get("status") or {}).get("nodeName") or c["metadata"]["name"]: c for c in _objects(cluster, "NodeClaim")
+    }
+    requests: dict[str, dict[str, int]] = {}
+    counts: Counter[str] = Counter()
+    for pod in _objects(cluster, "Pod"):
+        node = pod["spec"].get("nodeName")
+        if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            requests[node] = add(requests.get(node, {}), pod_from_manifest(pod).requests)
+            counts[node] += 1
+    rows = []
+    pools: dict[str, dict[str, Any]] = {}
+    for node in _objects(cluster, "Node"):
+        name = node["metadata"]["name"]
+        labels = node["metadata"].get("labels") or {}
+        allocatable = parse_resources((node.get("status") or {}).get("allocatable") or {})
+        used = requests.get(name, {})
+        claim = claims.get(name)
+        row = {
+            "name": name,
+            "nodepool": labels.get("karpenter.sh/nodepool", ""),
+            "instance_type": labels.get("node.kubernetes.io/instance-type", ""),
+            "capacity_type": labels.get("karpenter.sh/capacity-type", ""),
+            "zone": labels.get("topology.kubernetes.io/zone", ""),
+            "price": _price(claim) if claim else 0.0,
+            "age": _age(cluster.clock, node["metadata"].get("creationTimestamp")),
+            "pods": counts[name],
+            "state": _state(node, claim),
+            "bars": [
+                _bar(resource, used.get(resource, 0), allocatable.get(resource, 0)) for resource in ("cpu", "memory")
+            ],
+        }
+        rows.append(row)
+        pool = pools.setdefault(row["nodepool"] or "(not Karpenter's)", {"nodes": 0, "price": 0.0})
+        pool["nodes"] += 1
+        pool["price"] += row["price"]
+    limits = {np.name: np.spec.get("limits", {}) for np in models.NodePool.objects.filter(cluster=cluster)}
+    status = {np.name: (np.status or {}).get("resources", {}) for np in models.NodePool.objects.filter(cluster=cluster)}
+    for name, pool in pools.items():
+        pool["limits"] = limits.get(name, {})
+        pool["usage"] = status.get(name, {})
+    return {"nodes": rows, "pools": sorted(pools.items())}
+
+
+def _bar(resource: str, used: int, allocatable: int) -> dict[str, Any]:
+    percent = round(100 * used / allocatable) if allocatable else 0
+    return {
+        "resource": resource,
+        "percent": min(percent, 100),
+        "text": f"{format_quantity(used, resource)} / {format_quantity(allocatable, resource)}",
+    }
+
+
+def _state(node: dict[str, Any], claim: dict[str, Any] | None) -> str:
+    taints = {t.get("key") for t in (node.get("spec") or {}).get("taints") or []}
+    if node["metadata"].get("deletionTimestamp") or (claim and claim["metadata"].get("deletionTimestamp")):
+        return "deleting"
+    if "karpenter.sh/disrupted" in taints:
+        return "disrupting"
+    if claim is None:
+        return "static"
+    conditions = {c["type"]: c["status"] for c in (claim.get("status") or {}).get("conditions") or []}
+    for state in ("Initialized", "Registered", "Launched"):
+        if conditions.get(state) == "True":
+            return "drifted" if conditions.get("Drifted") == "True" else state.lower()
+    return "pending"
+
+
+def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
+    commands = _objects(cluster, "DisruptionCommand")
+    live = ("Proposed", "AwaitingApproval", "Approved", "Executing")
+    for command in commands:
+        command["age"] = _age(cluster.clock, (command.get("status") or {}).get("proposedAt"))
+        command["monthly"] = command["spec"]["savings"] * 730
+    order = {"AwaitingApproval": 0, "Proposed": 1, "Approved": 2, "Executing": 3}
+    return {
+        "live": sorted(
+            (c for c in commands if c["status"].get("phase") in live),
+            key=lambda c: (order[c["status"]["phase"]], c["metadata"]["name"]),
+        ),
+        "history": sorted(
+            (c for c in commands if c["status"].get("phase") not in live),
+            key=lambda c: c["status"].get("finishedAt", ""),
+            reverse=True,
+        )[:100],
+        "ledger": sorted(disruption.savings_ledger(cluster).items()),
+        "audit": list(
+            models.AuditEvent.objects.filter(target_kind__in=("DisruptionCommand", "Cluster")).order_by(
+                "-created_at", "-id"
+            )[:50]
+        ),
+    }
+
+
+def events_list(cluster: models.Cluster, search: str = "") -> dict[str, Any]:
+    events = sorted(_objects(cluster, "Event"), key=lambda e: e.get("lastTimestamp", ""), reverse=True)
+    logs = models.LogEntry.objects.filter(cluster=cluster).order_by("-time", "-id")
+    if search:
+        events = [
+            e
+            for e in events
+            if search.lower()
+            in (e.get("message", "") + e.get("reason", "") + e["involvedObject"].get("name", "")).lower()
+        ]
+        logs = logs.filter(message__icontains=search)
+    return {"events": events[:200], "logs": [entry.as_dict() for entry in logs[:200]]}

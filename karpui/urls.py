@@ -1,4 +1,4 @@
-"""URL routes: the admin now; the dashboard pages join as they are built."""
+"""URL routes: the dashboard pages, their actions, and the admin."""
 
 from django.contrib import admin
 from django.urls import path
@@ -7,6 +7,14 @@ from karpui import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("pods/pending/", views.pending, name="pending"),
+    path("nodes/", views.nodes, name="nodes"),
+    path("disruption/", views.disruption_queue, name="disruption"),
+    path("disruption/pause", views.pause, name="disruption-pause"),
+    path("disruption/resume", views.resume, name="disruption-resume"),
+    path("disruption/<str:name>/approve", views.command_approve, name="command-approve"),
+    path("disruption/<str:name>/deny", views.command_deny, name="command-deny"),
+    path("events/", views.events, name="events"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
 ]

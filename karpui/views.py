@@ -1,21 +1,135 @@
-"""Dashboard views. Each is thin: it reads through selectors and renders a template."""
+"""Dashboard views: thin, reading through selectors and writing through services. Every page needs a login
+(LoginRequiredMiddleware); every action is a POST with CSRF, and services check the permission and audit it."""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
-from karpui import selectors
+from karpui import disruption, selectors, services
+from karpui.models import Cluster
+from provisioner.durations import DurationError, parse_duration
 
 
+def _cluster(request: HttpRequest) -> Cluster:
+    return services.cluster_get_or_create(request.GET.get("cluster") or services.DEFAULT_CLUSTER)
+
+
+def _page(request: HttpRequest, template: str, partial: str, context: dict[str, object]) -> HttpResponse:
+    """The whole page for a plain request; just the live region for htmx's polling."""
+    name = f"{template}#{partial}" if request.htmx else template  # type: ignore[attr-defined]
+    return render(request, name, context)
+
+
+@login_not_required
 @require_GET
 def healthz(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"status": "ok"})
 
 
-@login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "karpui/overview/home.html", selectors.overview())
+    cluster = _cluster(request)
+    return _page(request, "karpui/overview/home.html", "summary", {"cluster": cluster, **selectors.overview(cluster)})
+
+
+@require_GET
+def pending(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    namespace, nodepool = request.GET.get("namespace", ""), request.GET.get("nodepool", "")
+    context = {
+        "cluster": cluster,
+        "pods": selectors.pending_pods_list(cluster, namespace, nodepool),
+        "namespace": namespace,
+        "nodepool": nodepool,
+    }
+    return _page(request, "karpui/pods/pending.html", "pending-table", context)
+
+
+@require_GET
+def nodes(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    return _page(
+        request, "karpui/nodes/list.html", "nodes-table", {"cluster": cluster, **selectors.nodes_list(cluster)}
+    )
+
+
+@require_GET
+def disruption_queue(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    context = {
+        "cluster": cluster,
+        "can_decide": request.user.has_perm("karpui.approve_disruption"),
+        "can_pause": request.user.has_perm("karpui.pause_disruption"),
+        **selectors.disruption_queue(cluster),
+    }
+    return _page(request, "karpui/disruption/queue.html", "queue", context)
+
+
+@require_GET
+def events(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    search = request.GET.get("q", "")
+    return _page(
+        request,
+        "karpui/events/list.html",
+        "events-table",
+        {"cluster": cluster, "q": search, **selectors.events_list(cluster, search)},
+    )
+
+
+def _decided(request: HttpRequest, action: str, name: str) -> HttpResponse:
+    cluster = _cluster(request)
+    actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+    reason = request.POST.get("reason", "")
+    try:
+        if action == "approve":
+            disruption.command_approve(cluster=cluster, name=name, actor=actor, reason=reason)
+        else:
+            disruption.command_deny(cluster=cluster, name=name, actor=actor, reason=reason)
+    except ValidationError as error:
+        messages.error(request, "; ".join(error.messages))
+    else:
+        messages.success(request, f"{name} {action}d" if action == "approve" else f"{name} denied")
+    return redirect("disruption")
+
+
+@require_POST
+def command_approve(request: HttpRequest, name: str) -> HttpResponse:
+    if not request.user.has_perm("karpui.approve_disruption"):
+        raise PermissionDenied
+    return _decided(request, "approve", name)
+
+
+@require_POST
+def command_deny(request: HttpRequest, name: str) -> HttpResponse:
+    if not request.user.has_perm("karpui.approve_disruption"):
+        raise PermissionDenied
+    return _decided(request, "deny", name)
+
+
+@require_POST
+def pause(request: HttpRequest) -> HttpResponse:
+    if not request.user.has_perm("karpui.pause_disruption"):
+        raise PermissionDenied
+    actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+    try:
+        seconds = parse_duration(request.POST.get("duration", "")) or 0
+        disruption.disruption_pause(
+            cluster=_cluster(request), actor=actor, reason=request.POST.get("reason", ""), seconds=seconds
+        )
+    except (ValidationError, DurationError) as error:
+        messages.error(request, "; ".join(getattr(error, "messages", [str(error)])))
+    return redirect("disruption")
+
+
+@require_POST
+def resume(request: HttpRequest) -> HttpResponse:
+    if not request.user.has_perm("karpui.pause_disruption"):
+        raise PermissionDenied
+    disruption.disruption_resume(cluster=_cluster(request), actor=services.Actor.for_user(request.user, "web"))  # type: ignore[arg-type]
+    return redirect("disruption")

@@ -1,0 +1,126 @@
+"""Dashboard pages: login required, real data, htmx partials, decisions as audited POSTs, bounded queries."""
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from karpui import disruption, models, services
+from tests.karp import EXAMPLES, ok, rows
+
+PAGES = ["/", "/pods/pending/", "/nodes/", "/disruption/", "/events/"]
+
+
+def user(name="viewer", *perms):
+    account = User.objects.create_user(name, password="pw-only-for-tests")
+    for codename in perms:
+        account.user_permissions.add(Permission.objects.get(codename=codename))
+    return account
+
+
+def logged_in(account, **kwargs):
+    client = Client(**kwargs)
+    client.force_login(account)
+    return client
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_needs_a_login(client, lab, page):
+    response = client.get(page)
+    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+
+
+def awaiting_command():
+    """A manual-mode lab whose empty node waits for a person's approval."""
+    approver = user("alice", "approve_disruption", "pause_disruption", "change_nodepool")
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    disruption.nodepool_approval_mode_set(
+        cluster=models.Cluster.objects.get(name="lab"),
+        nodepool="default",
+        mode="manual",
+        actor=services.Actor.for_user(approver, "web"),
+    )
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "40s")
+    [command] = rows("get", "disruptioncommands")
+    assert command[5] == "AwaitingApproval"
+    return approver, command[0]
+
+
+def test_pages_show_the_lab(lab):
+    approver, name = awaiting_command()
+    client = logged_in(approver)
+    overview = client.get("/").content.decode()
+    assert "commands awaiting approval" in overview and "$0.0543" in overview  # one c-2x on-demand running
+    nodes = client.get("/nodes/").content.decode()
+    assert "c-2x-amd64-linux" in nodes and "initialized" in nodes
+    queue = client.get("/disruption/").content.decode()
+    assert f'id="command-{name}"' in queue and "Approve" in queue and "$39.64/month" in queue
+
+
+def test_pending_pods_show_a_verdict_per_nodepool_and_the_nearest_fix(lab):
+    ok("apply", "-f", str(EXAMPLES / "limits"))
+    ok("advance", "15s")
+    page = logged_in(user()).get("/pods/pending/").content.decode()
+    assert "all available instance types exceed limits for nodepool" in page
+    assert "raise the NodePool&#x27;s spec.limits" in page
+
+
+def test_htmx_polls_get_only_the_live_region(lab):
+    client = logged_in(user())
+    response = client.get("/nodes/", HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200 and body.lstrip().startswith('<section id="nodes-table"') and "<html" not in body
+
+
+def test_only_approvers_decide_and_decisions_are_audited(lab):
+    approver, name = awaiting_command()
+    viewer = logged_in(user())
+    assert viewer.post(f"/disruption/{name}/approve").status_code == 403
+    assert "Approve" not in viewer.get("/disruption/").content.decode()
+    denied = logged_in(approver).post(f"/disruption/{name}/deny", {"reason": ""}, follow=True)
+    assert "a reason is required to deny a disruption command" in denied.content.decode()
+    response = logged_in(approver).post(f"/disruption/{name}/approve")
+    assert response.status_code == 302
+    event = models.AuditEvent.objects.get(action="approve")
+    assert (event.actor_name, event.via, event.target_name) == ("alice", "web", name)
+    ok("advance", "10s")
+    assert rows("get", "nodes") == []
+
+
+def test_posts_without_a_csrf_token_are_refused(lab):
+    approver, name = awaiting_command()
+    strict = logged_in(approver, enforce_csrf_checks=True)
+    assert strict.post(f"/disruption/{name}/approve").status_code == 403
+    assert models.AuditEvent.objects.filter(action="approve").count() == 0
+
+
+def test_pause_shows_a_banner_on_every_page_and_resume_clears_it(lab):
+    approver = user("alice", "pause_disruption")
+    client = logged_in(approver)
+    client.post("/disruption/pause", {"duration": "2h", "reason": "incident 4711"})
+    for page in PAGES:
+        assert "incident 4711" in client.get(page).content.decode()
+    client.post("/disruption/resume")
+    assert "incident 4711" not in client.get("/").content.decode()
+
+
+def queries(client, page):
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(page).status_code == 200
+    return len(captured)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_query_counts_do_not_grow_with_the_cluster(lab, page):
+    client = logged_in(user())
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "2")
+    ok("advance", "5s")
+    small = queries(client, page)
+    ok("scale", "deploy/inflate", "--replicas", "40")
+    ok("advance", "15s")
+    assert queries(client, page) == small
