@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from karpui import views
+from karpui import nodepool_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -15,6 +15,8 @@ urlpatterns = [
     path("disruption/<str:name>/approve", views.command_approve, name="command-approve"),
     path("disruption/<str:name>/deny", views.command_deny, name="command-deny"),
     path("events/", views.events, name="events"),
+    path("nodepools/", nodepool_views.nodepool_list, name="nodepools"),
+    path("nodepools/<str:name>/", nodepool_views.nodepool_edit, name="nodepool-edit"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,150 @@
+"""NodePool pages: the list, and the editor (form + YAML, errors at the field, diff, what-if, audited save)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from karpui import models, services, store, whatif
+from karpui.views import _cluster
+from provisioner.controllers.disruption import APPROVAL_MODE, APPROVAL_THRESHOLD
+from provisioner.manifests import ManifestError
+from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
+
+# form field -> the manifest path an error names when it is that field's fault
+FIELD_PATHS = {
+    "weight": "spec.weight",
+    "consolidation_policy": "spec.disruption.consolidationPolicy",
+    "consolidate_after": "spec.disruption.consolidateAfter",
+    "cpu_limit": "spec.limits.cpu",
+}
+
+
+class NodePoolForm(forms.Form):
+    weight = forms.IntegerField(required=False, help_text="1-100; higher NodePools are tried first")
+    consolidation_policy = forms.ChoiceField(
+        choices=[("WhenEmptyOrUnderutilized", "WhenEmptyOrUnderutilized"), ("WhenEmpty", "WhenEmpty")]
+    )
+    consolidate_after = forms.CharField(help_text='e.g. 30s, 5m, or "Never"')
+    cpu_limit = forms.CharField(required=False, label="CPU limit", help_text="a quantity, e.g. 1000; empty: no limit")
+    approval_mode = forms.ChoiceField(choices=[(m, m) for m in ("auto", "manual", "auto-below", "dry-run")])
+    approval_threshold = forms.DecimalField(
+        required=False, min_value=0, help_text="$/h; auto-below approves savings up to this"
+    )
+    manifest = forms.CharField(widget=forms.Textarea(attrs={"rows": 28, "spellcheck": "false"}), label="YAML")
+
+    @classmethod
+    def for_manifest(cls, manifest: dict[str, Any]) -> NodePoolForm:
+        spec = manifest["spec"]
+        annotations = manifest["metadata"].get("annotations") or {}
+        return cls(
+            initial={
+                "weight": spec.get("weight"),
+                "consolidation_policy": spec["disruption"]["consolidationPolicy"],
+                "consolidate_after": spec["disruption"]["consolidateAfter"],
+                "cpu_limit": (spec.get("limits") or {}).get("cpu", ""),
+                "approval_mode": annotations.get(APPROVAL_MODE, "auto"),
+                "approval_threshold": annotations.get(APPROVAL_THRESHOLD),
+                "manifest": yaml.safe_dump(manifest, sort_keys=False),
+            }
+        )
+
+    def proposed(self) -> dict[str, Any] | None:
+        """The YAML with the form's fields written into it; errors are added to the form."""
+        try:
+            doc = yaml.safe_load(self.cleaned_data["manifest"])
+        except yaml.YAMLError as error:
+            self.add_error("manifest", f"malformed YAML: {error}")
+            return None
+        if not isinstance(doc, dict):
+            self.add_error("manifest", "expected one NodePool object")
+            return None
+        spec = doc.setdefault("spec", {})
+        disruption = spec.setdefault("disruption", {})
+        if self.cleaned_data.get("weight") is not None:
+            spec["weight"] = self.cleaned_data["weight"]
+        else:
+            spec.pop("weight", None)
+        disruption["consolidationPolicy"] = self.cleaned_data["consolidation_policy"]
+        disruption["consolidateAfter"] = self.cleaned_data["consolidate_after"]
+        limits = spec.setdefault("limits", {})
+        if self.cleaned_data.get("cpu_limit"):
+            limits["cpu"] = self.cleaned_data["cpu_limit"]
+        else:
+            limits.pop("cpu", None)
+        if not limits:
+            spec.pop("limits")
+        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[APPROVAL_MODE] = self.cleaned_data["approval_mode"]
+        threshold = self.cleaned_data.get("approval_threshold")
+        if threshold is not None:
+            annotations[APPROVAL_THRESHOLD] = f"{threshold:.4f}"
+        else:
+            annotations.pop(APPROVAL_THRESHOLD, None)
+        if self.cleaned_data["approval_mode"] == "auto-below" and threshold is None:
+            self.add_error("approval_threshold", "auto-below needs a threshold")
+            return None
+        return doc
+
+    def attach(self, error: ManifestError) -> None:
+        """Show a validation error at its form field when there is one, else on the YAML with its path."""
+        for name, path in FIELD_PATHS.items():
+            if error.field == path or error.field.startswith(path + "."):
+                self.add_error(name, error.message)
+                return
+        self.add_error("manifest", f"{error.field}: {error.message}" if error.field else error.message)
+
+
+@require_GET
+def nodepool_list(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    rows = models.NodePool.objects.filter(cluster=cluster).order_by("-weight", "-name")
+    return render(
+        request,
+        "karpui/nodepools/list.html",
+        {"cluster": cluster, "nodepools": rows, "can_edit": request.user.has_perm("karpui.change_nodepool")},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def nodepool_edit(request: HttpRequest, name: str) -> HttpResponse:
+    cluster = _cluster(request)
+    row = get_object_or_404(models.NodePool, cluster=cluster, name=name)
+    current = store.nodepool_manifest(row)
+    current.pop("status", None)
+    for key in ("uid", "resourceVersion", "generation", "creationTimestamp"):
+        current["metadata"].pop(key, None)
+    context: dict[str, Any] = {"cluster": cluster, "nodepool": row}
+    if request.method == "GET":
+        context["form"] = NodePoolForm.for_manifest(current)
+        return render(request, "karpui/nodepools/edit.html", context)
+    if not request.user.has_perm("karpui.change_nodepool"):
+        raise PermissionDenied
+    form = NodePoolForm(request.POST)
+    context["form"] = form
+    if form.is_valid() and (doc := form.proposed()) is not None:
+        try:
+            if (doc.get("metadata") or {}).get("name") != name:
+                raise ManifestError(f"cannot rename {name!r}; create a new NodePool instead", field="metadata.name")
+            proposed = parse_nodepool(doc)
+        except ManifestError as error:
+            form.attach(error)
+        else:
+            canonical = nodepool_to_manifest(proposed)
+            context["diff"] = whatif.nodepool_diff(row, canonical)
+            context["whatif"] = whatif.preview(cluster, proposed)
+            if request.POST.get("action") == "save":
+                actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+                result = services.nodepool_apply(cluster=cluster, nodepool=proposed, actor=actor)
+                messages.success(request, str(result))
+                return redirect("nodepool-edit", name=name)
+    return render(
+        request, "karpui/nodepools/edit.html", context, status=200 if form.is_valid() and not form.errors else 400
+    )

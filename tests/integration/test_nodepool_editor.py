@@ -1,0 +1,82 @@
+"""The NodePool editor: errors at the field, a diff, a what-if preview before saving, and an audited save."""
+
+import yaml
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from karpui import models
+from tests.karp import EXAMPLES, ok, rows
+
+
+def editor(*perms):
+    account = User.objects.create_user("erin", password="pw-only-for-tests")
+    for codename in perms:
+        account.user_permissions.add(Permission.objects.get(codename=codename))
+    client = Client()
+    client.force_login(account)
+    return client
+
+
+def form_for(client, name):
+    form = client.get(f"/nodepools/{name}/").context["form"]
+    return {field: ("" if value is None else value) for field, value in form.initial.items()}
+
+
+def capped_lab():
+    ok("apply", "-f", str(EXAMPLES / "limits"))
+    ok("advance", "60s")
+    assert sorted(p[2] for p in rows("get", "pods")).count("Pending") == 2
+
+
+def test_raising_a_limit_previews_the_pods_it_would_schedule_and_saves_with_an_audit_row(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    data = {**form_for(client, "capped"), "cpu_limit": "32", "action": "preview"}
+    response = client.post("/nodepools/capped/", data)
+    preview = response.context["whatif"]
+    assert len(preview["newly_schedulable"]) == 2 and preview["newly_unschedulable"] == []
+    assert round(preview["cost_after"] - preview["cost_before"], 6) == round(2 * 0.10859, 6)  # two more c-4x on-demand
+    assert "-    cpu: '16'" in response.context["diff"] and "+    cpu: '32'" in response.context["diff"]
+    assert models.NodePool.objects.get(name="capped").spec["limits"]["cpu"] == "16"  # a preview saves nothing
+    client.post("/nodepools/capped/", {**data, "action": "save"})
+    row = models.NodePool.objects.get(name="capped")
+    assert (row.spec["limits"]["cpu"], row.generation) == ("32", 2)
+    event = models.AuditEvent.objects.get(action="update", target_name="capped")
+    assert (event.actor_name, event.via) == ("erin", "web")
+    assert event.before["spec"]["limits"] == {"cpu": "16"} and event.after["spec"]["limits"] == {"cpu": "32"}
+
+
+def test_a_template_change_previews_which_nodes_would_drift(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    doc = yaml.safe_load(data["manifest"])
+    doc["spec"]["template"]["metadata"] = {"labels": {"team": "payments"}}
+    response = client.post("/nodepools/capped/", {**data, "manifest": yaml.safe_dump(doc), "action": "preview"})
+    drifting = response.context["whatif"]["drifting"]
+    assert sorted(d["node"] for d in drifting) == sorted(n[0] for n in rows("get", "nodes"))
+    assert {d["reason"] for d in drifting} == {"NodePoolDrifted"}
+
+
+def test_errors_are_shown_at_the_field_and_nothing_is_saved(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    response = client.post("/nodepools/capped/", {**data, "weight": "0", "action": "save"})
+    assert response.status_code == 400
+    assert response.context["form"].errors["weight"] == ["must be greater than or equal to 1, got 0"]
+    bad_yaml = data["manifest"].replace("operator: Lt", "operator: Below")
+    response = client.post("/nodepools/capped/", {**data, "manifest": bad_yaml, "action": "save"})
+    assert (
+        response.context["form"]
+        .errors["manifest"][0]
+        .startswith("spec.template.spec.requirements[2].operator: Unsupported value")
+    )
+    assert models.NodePool.objects.get(name="capped").resource_version == 1
+
+
+def test_people_without_the_permission_can_look_but_not_change(lab):
+    capped_lab()
+    client = editor()
+    assert client.get("/nodepools/").status_code == 200
+    assert client.post("/nodepools/capped/", {**form_for(client, "capped"), "action": "save"}).status_code == 403
