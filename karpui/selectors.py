@@ -208,3 +208,59 @@ def events_list(cluster: models.Cluster, search: str = "") -> dict[str, Any]:
         ]
         logs = logs.filter(message__icontains=search)
     return {"events": events[:200], "logs": [entry.as_dict() for entry in logs[:200]]}
+
+
+def catalog_list(
+    family: str = "", arch: str = "", os: str = "", min_cpu: int = 0, capacity_type: str = "", zone: str = ""
+) -> dict[str, Any]:
+    """Instance types with their cheapest matching offering, filtered in the database; two queries."""
+    from django.db.models import Min, Prefetch, Q
+
+    types = models.InstanceType.objects.select_related("catalog")
+    if family:
+        types = types.filter(family=family)
+    if arch:
+        types = types.filter(arch=arch)
+    if os:
+        types = types.filter(os=os)
+    if min_cpu:
+        types = types.filter(cpu_millis__gte=min_cpu * 1000)
+    offer_filter = Q(offerings__available=True)
+    if capacity_type:
+        offer_filter &= Q(offerings__capacity_type=capacity_type)
+    if zone:
+        offer_filter &= Q(offerings__zone=zone)
+    types = types.annotate(cheapest=Min("offerings__price", filter=offer_filter)).exclude(cheapest=None)
+    rows = list(
+        types.order_by("cheapest", "name")[:500].prefetch_related(
+            Prefetch("offerings", queryset=models.Offering.objects.order_by("price"))
+        )
+    )
+    return {"types": rows, "families": sorted(set(models.InstanceType.objects.values_list("family", flat=True)))}
+
+
+def devices_overview(cluster: models.Cluster) -> dict[str, Any]:
+    """DeviceClasses, published slices per node, claims and their allocations, pods pending on devices."""
+    claims = _objects(cluster, "ResourceClaim")
+    allocations = []
+    for claim in claims:
+        status = claim.get("status") or {}
+        for result in ((status.get("allocation") or {}).get("devices") or {}).get("results") or []:
+            allocations.append(
+                {
+                    "claim": f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}",
+                    "pods": [r["name"] for r in status.get("reservedFor") or []],
+                    **result,
+                }
+            )
+    pending = [p for p in pending_pods_list(cluster) if any(v.get("kind") == "devices" for v in p["verdicts"])]
+    declared = [row for row in models.InstanceType.objects.exclude(devices=[]).values_list("name", flat=True)[:200]]
+    return {
+        "classes": _objects(cluster, "DeviceClass"),
+        "slices": _objects(cluster, "ResourceSlice"),
+        "claims": claims,
+        "allocations": allocations,
+        "pending": pending,
+        "declarations": list(models.DeviceDeclaration.objects.order_by("name")),
+        "declared_types": declared,
+    }

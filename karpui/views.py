@@ -133,3 +133,19 @@ def resume(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied
     disruption.disruption_resume(cluster=_cluster(request), actor=services.Actor.for_user(request.user, "web"))  # type: ignore[arg-type]
     return redirect("disruption")
+
+
+@require_GET
+def catalog(request: HttpRequest) -> HttpResponse:
+    params = {k: request.GET.get(k, "") for k in ("family", "arch", "os", "capacity_type", "zone")}
+    min_cpu = int(request.GET.get("min_cpu") or 0) if (request.GET.get("min_cpu") or "0").isdigit() else 0
+    context = {**params, "min_cpu": min_cpu, **selectors.catalog_list(min_cpu=min_cpu, **params)}
+    return render(request, "karpui/catalog/list.html", context)
+
+
+@require_GET
+def devices(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    return _page(
+        request, "karpui/devices/overview.html", "devices", {"cluster": cluster, **selectors.devices_overview(cluster)}
+    )

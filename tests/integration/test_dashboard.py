@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from karpui import disruption, models, services
 from tests.karp import EXAMPLES, ok, rows
 
-PAGES = ["/", "/pods/pending/", "/nodes/", "/disruption/", "/events/"]
+PAGES = ["/", "/pods/pending/", "/nodes/", "/disruption/", "/events/", "/nodepools/", "/catalog/", "/devices/"]
 
 
 def user(name="viewer", *perms):
@@ -124,3 +124,21 @@ def test_query_counts_do_not_grow_with_the_cluster(lab, page):
     ok("scale", "deploy/inflate", "--replicas", "40")
     ok("advance", "15s")
     assert queries(client, page) == small
+
+
+def test_the_catalog_filters_in_the_database(lab):
+    client = logged_in(user())
+    page = client.get("/catalog/?family=m&arch=amd64&os=linux&min_cpu=8&capacity_type=spot").content.decode()
+    assert "m-8x-amd64-linux" in page and "m-4x-amd64-linux" not in page and "c-8x-amd64-linux" not in page
+    assert page.index("m-8x-amd64-linux") < page.index("m-16x-amd64-linux")  # cheapest first
+
+
+def test_the_devices_page_shows_allocations(lab):
+    ok("apply", "-f", str(EXAMPLES / "dra" / "gpu.yaml"))
+    ok("advance", "40s")
+    page = logged_in(user()).get("/devices/").content.decode()
+    assert (
+        page.count("gpu.example.com/default-") >= 2
+        and "gpu-0" in page
+        and "device.driver == &quot;gpu.example.com&quot;" in page
+    )
