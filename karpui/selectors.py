@@ -10,7 +10,7 @@ from django.db.models import Count
 
 from karpui import disruption, models
 from provisioner.manifests.pod import pod_from_manifest
-from provisioner.quantity import add, format_quantity, parse_resources
+from provisioner.quantity import add, parse_resources
 
 FIXES = {
     "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
@@ -147,12 +147,13 @@ def nodes_list(cluster: models.Cluster) -> dict[str, Any]:
 
 
 def _bar(resource: str, used: int, allocatable: int) -> dict[str, Any]:
+    """Requests against allocatable in one unit people compare at a glance: cores, or GiB."""
     percent = round(100 * used / allocatable) if allocatable else 0
-    return {
-        "resource": resource,
-        "percent": min(percent, 100),
-        "text": f"{format_quantity(used, resource)} / {format_quantity(allocatable, resource)}",
-    }
+    if resource == "cpu":
+        text = f"{used / 1000:.2f} / {allocatable / 1000:.2f} cores"
+    else:
+        text = f"{used / 1000 / 2**30:.1f} / {allocatable / 1000 / 2**30:.1f} GiB"
+    return {"resource": resource, "percent": min(percent, 100), "text": text}
 
 
 def _state(node: dict[str, Any], claim: dict[str, Any] | None) -> str:

@@ -18,6 +18,14 @@ def seconds(value: float) -> str:
 
 
 @register.filter
+def resources(mapping: Any) -> str:
+    """A resource list as people write it: `cpu 20, memory 88Gi, nodes 5`."""
+    if not mapping:
+        return "—"
+    return ", ".join(f"{name} {value}" for name, value in sorted(mapping.items()))
+
+
+@register.filter
 def get(mapping: Any, key: str) -> Any:
     """`{{ annotations|get:"karpui.dev/approval-mode" }}`: keys with dots and slashes."""
     return mapping.get(key) if hasattr(mapping, "get") else None
