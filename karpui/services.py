@@ -84,18 +84,24 @@ def nodepool_apply(*, cluster: models.Cluster, nodepool: NodePool, actor: Actor)
         row = models.NodePool.objects.create(cluster=cluster, name=nodepool.name, **fields)
         _audit(actor, "create", "NodePool", row.name, None, store.nodepool_manifest(row))
         return ApplyResult("nodepool.karpenter.sh", row.name, "created")
-    before = store.nodepool_manifest(row)
-    if row.spec == fields["spec"] and row.labels == fields["labels"] and row.annotations == fields["annotations"]:
-        return ApplyResult("nodepool.karpenter.sh", row.name, "unchanged")
-    spec_changed = row.spec != fields["spec"]
+    return _update(row, fields, actor, "NodePool", "nodepool.karpenter.sh", store.nodepool_manifest)
+
+
+def _update(
+    row: Any, fields: dict[str, Any], actor: Actor, kind: str, resource: str, manifest: Callable[[Any], dict[str, Any]]
+) -> ApplyResult:
+    """Write changed fields as the API server would: resourceVersion always, generation when the spec changed."""
+    if all(getattr(row, key) == value for key, value in fields.items() if key != "weight"):
+        return ApplyResult(resource, row.name, "unchanged")
+    before = manifest(row)
+    if row.spec != fields["spec"]:
+        row.generation += 1
     for key, value in fields.items():
         setattr(row, key, value)
     row.resource_version += 1
-    if spec_changed:
-        row.generation += 1
     row.save()
-    _audit(actor, "update", "NodePool", row.name, before, store.nodepool_manifest(row))
-    return ApplyResult("nodepool.karpenter.sh", row.name, "configured")
+    _audit(actor, "update", kind, row.name, before, manifest(row))
+    return ApplyResult(resource, row.name, "configured")
 
 
 def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Actor) -> ApplyResult:
@@ -115,18 +121,7 @@ def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Act
         row = models.NodeClass.objects.create(cluster=cluster, kind=nodeclass.kind, name=nodeclass.name, **fields)
         _audit(actor, "create", nodeclass.kind, row.name, None, store.nodeclass_manifest(row))
         return ApplyResult(resource, row.name, "created")
-    if all(getattr(row, key) == value for key, value in fields.items()):
-        return ApplyResult(resource, row.name, "unchanged")
-    before = store.nodeclass_manifest(row)
-    spec_changed = row.spec != fields["spec"]
-    for key, value in fields.items():
-        setattr(row, key, value)
-    row.resource_version += 1
-    if spec_changed:
-        row.generation += 1
-    row.save()
-    _audit(actor, "update", nodeclass.kind, row.name, before, store.nodeclass_manifest(row))
-    return ApplyResult(resource, row.name, "configured")
+    return _update(row, fields, actor, nodeclass.kind, resource, store.nodeclass_manifest)
 
 
 def device_declaration_apply(*, declaration: DeviceDeclaration, actor: Actor) -> ApplyResult:
