@@ -188,19 +188,38 @@ def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list
     values = [(document, parse_document(document)) for document in documents]
     with transaction.atomic():
         results = [APPLIERS[d.kind][1](cluster, value, actor) for d, value in values if d.kind in APPLIERS]
-        objects = [value for d, value in values if d.kind not in APPLIERS]
+        objects = [(d, value) for d, value in values if d.kind not in APPLIERS]
         if objects:
             results += lab.run(cluster.name, lambda running: _apply_objects(running, objects))
         return results
 
 
-def _apply_objects(running: Any, objects: list[dict[str, Any]]) -> list[ApplyResult]:
+def _apply_objects(running: Any, objects: list[tuple[Document, dict[str, Any]]]) -> list[ApplyResult]:
     results = []
-    for obj in objects:
+    for _, obj in objects:
         _, outcome = running.store.apply(obj)
         results.append(ApplyResult(resource_name(obj["kind"], obj["apiVersion"]), obj["metadata"]["name"], outcome))
+    _check_device_classes(running, objects)
     running.settle()
     return results
+
+
+def _check_device_classes(running: Any, objects: list[tuple[Document, dict[str, Any]]]) -> None:
+    """A claim or template must name a DeviceClass that exists (this file's own count); raising rolls back."""
+    classes = {c["metadata"]["name"] for c in running.store.list("DeviceClass")}
+    for document, obj in objects:
+        if obj["kind"] not in ("ResourceClaim", "ResourceClaimTemplate"):
+            continue
+        spec, path = (
+            (obj["spec"]["spec"], "spec.spec") if obj["kind"] == "ResourceClaimTemplate" else (obj["spec"], "spec")
+        )
+        for index, request in enumerate(((spec.get("devices") or {}).get("requests")) or []):
+            exact = request.get("exactly") or (request.get("firstAvailable") or [{}])[0]
+            name = exact.get("deviceClassName")
+            if name not in classes:
+                raise ManifestError(
+                    f'DeviceClass "{name}" not found', field=f"{path}.devices.requests[{index}].exactly.deviceClassName"
+                ).located(document=document.index, kind=document.kind, name=document.name)
 
 
 def resource_name(kind: str, api_version: str) -> str:

@@ -47,6 +47,8 @@ KARPUI_MODE = os.environ.get("KARPUI_MODE", "lab")
 if KARPUI_MODE not in ("lab", "kwok", "observe"):
     raise ImproperlyConfigured(f"KARPUI_MODE must be lab, kwok or observe, got {KARPUI_MODE!r}")
 KARPUI_FEATURE_GATES = feature_gates(os.environ.get("KARPUI_FEATURE_GATES", ""))
+# DRA works by default; true restores Karpenter's IGNORE_DRA_REQUESTS behaviour (such pods are never provisioned).
+KARPUI_IGNORE_DRA_REQUESTS = env_bool("KARPUI_IGNORE_DRA_REQUESTS", False)
 # Four eyes: whoever asked for a manual disruption may not also approve it.
 KARPUI_FOUR_EYES = env_bool("KARPUI_FOUR_EYES", True)
 

@@ -34,6 +34,7 @@ class ClusterContext:
     catalogs: Mapping[str, list[InstanceType]]  # node class kind -> instance types
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     paused_until: float = 0.0  # voluntary disruption is paused until then (a person said so)
+    ignore_dra_requests: bool = False  # Karpenter's IGNORE_DRA_REQUESTS: pods with claims are never provisioned
     nominations: dict[str, float] = field(default_factory=dict)  # node -> until when a pending pod is headed there
     views: Views = field(default_factory=Views)
     logs: list[TimedRecord] = field(default_factory=list)

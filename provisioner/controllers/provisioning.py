@@ -78,9 +78,26 @@ class ProvisioningController:
         if not self.batcher.due(ctx.now):
             return False
         self.batcher.reset()
+        if ctx.ignore_dra_requests:
+            provisionable = self._without_dra(ctx, provisionable)
         if not provisionable:
             return False
         return self.provision(ctx, provisionable)
+
+    def _without_dra(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
+        """Karpenter's IGNORE_DRA_REQUESTS=true: a permanent error for pods with claims, which are left out."""
+        message = "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
+        kept = []
+        for pod in pods:
+            obj = ctx.store.get("Pod", pod.name, pod.namespace)
+            if obj is not None and obj["spec"].get("resourceClaims"):
+                verdict = [{"nodepool": "", "kind": "devices", "message": message}]
+                if self.verdicts.get(pod.uid) != verdict:
+                    self.verdicts[pod.uid] = verdict
+                    ctx.log(logs.could_not_schedule(pod, message))
+                continue
+            kept.append(pod)
+        return kept
 
     def provision(self, ctx: ClusterContext, pods: list[Pod]) -> bool:
         started = time.perf_counter()

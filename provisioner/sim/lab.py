@@ -35,6 +35,7 @@ class LabConfig:
     catalogs: Mapping[str, list[InstanceType]]
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     paused_until: float = 0.0
+    ignore_dra_requests: bool = False
 
 
 class Lab:
@@ -58,6 +59,7 @@ class Lab:
             catalogs=config.catalogs,
             feature_gates=config.feature_gates,
             paused_until=config.paused_until,
+            ignore_dra_requests=config.ignore_dra_requests,
             nominations=dict(state.get("nominations") or {}),
         )
         self.ctx.catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))

@@ -68,9 +68,25 @@ def test_bad_dra_objects_are_refused_at_apply_and_change_nothing(lab, change, me
     assert models.KubeObject.objects.count() == 0 and models.NodePool.objects.count() == 0
 
 
-def test_a_claim_naming_a_missing_device_class_stays_pending_with_a_reason(lab):
-    ok("apply", "-f", "-", stdin=GPU.replace("deviceClassName: gpu.example.com", "deviceClassName: tpu.example.com"))
+def test_a_claim_template_naming_a_missing_device_class_is_refused_at_apply(lab):
+    code, out, err = karp(
+        "apply", "-f", "-", stdin=GPU.replace("deviceClassName: gpu.example.com", "deviceClassName: tpu.example.com")
+    )
+    assert (code, out) == (1, "")
+    assert (
+        err
+        == 'error: document 5 ResourceClaimTemplate/one-gpu: spec.spec.devices.requests[0].exactly.deviceClassName: DeviceClass "tpu.example.com" not found\n'
+    )
+    assert models.KubeObject.objects.count() == 0
+
+
+def test_ignore_dra_requests_restores_karpenters_default(lab, settings):
+    settings.KARPUI_IGNORE_DRA_REQUESTS = True
+    ok("apply", "-f", str(EXAMPLES / "dra" / "gpu.yaml"))
     ok("advance", "15s")
     assert rows("get", "nodeclaims") == []
     failures = [json.loads(line) for line in ok("logs").splitlines() if '"could not schedule pod"' in line]
-    assert 'DeviceClass "tpu.example.com" not found (request "gpu" of claim "gpu-workload-' in failures[-1]["error"]
+    assert (
+        failures[-1]["error"]
+        == "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
+    )
