@@ -3,12 +3,13 @@
 from django.contrib import admin
 from django.urls import path
 
-from karpui import nodepool_views, views
+from karpui import node_views, nodepool_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("pods/pending/", views.pending, name="pending"),
     path("nodes/", views.nodes, name="nodes"),
+    path("nodes/<str:name>/", node_views.node_detail, name="node-detail"),
     path("disruption/", views.disruption_queue, name="disruption"),
     path("disruption/pause", views.pause, name="disruption-pause"),
     path("disruption/resume", views.resume, name="disruption-resume"),

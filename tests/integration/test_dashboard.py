@@ -142,3 +142,34 @@ def test_the_devices_page_shows_allocations(lab):
         and "gpu-0" in page
         and "device.driver == &quot;gpu.example.com&quot;" in page
     )
+
+
+def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_gone(lab):
+    client = logged_in(user())
+    ok("apply", "-f", str(EXAMPLES / "disruption"))
+    ok("advance", "10s")
+    big = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-8x-amd64-linux")
+    small = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-2x-amd64-linux")
+    page = client.get(f"/nodes/{big}/")
+    assert page.context["why"]["verdict"] == "kept"
+    assert page.context["why"]["reasons"] == [
+        "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+    ]
+    ok("scale", "deploy/inflate", "--replicas", "4")
+    ok("advance", "60s")
+    gone = client.get(f"/nodes/{small}/")
+    assert gone.context["node"] is None
+    messages = [t["message"] for t in gone.context["timeline"]]
+    assert messages[:4] == ["created nodeclaim", "launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"]
+    assert "disrupting node(s)" in messages and messages[-1] == "deleted nodeclaim"
+    assert "Succeeded" in gone.content.decode()
+
+
+def test_a_fresh_node_counts_down_its_consolidate_after(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    [node] = rows("get", "nodes")
+    why = logged_in(user()).get(f"/nodes/{node[0]}/").context["why"]
+    assert why["verdict"] == "not yet" and 0 < why["countdown"] <= 10
+    assert why["reasons"] == ["consolidateAfter (10s) has not elapsed since the last pod event"]

@@ -1,0 +1,90 @@
+"""A node's page: its pods, its lifecycle kept after it is gone, and why it is (not) being consolidated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from karpui import lab, models
+from karpui.views import _cluster
+from provisioner.disruption.budgets import allowed_disruptions
+from provisioner.disruption.candidates import build_candidates, consolidation_blockers
+from provisioner.disruption.consolidation import compute
+from provisioner.disruption.types import UNDERUTILIZED, Command
+from provisioner.sim.store import parse_timestamp
+
+
+def why_not_consolidated(cluster: models.Cluster, node: str) -> dict[str, Any]:
+    """The engine's own answer for this node: blockers, countdowns, budget, and the single-node simulation."""
+    running = lab.load(cluster)
+    view, claimed = running.disruption.view(running.ctx)
+    mine = next((c for c in claimed if c.name == node), None)
+    if mine is None:
+        return {"verdict": "not a karpui-managed node (no NodeClaim), or not registered yet", "reasons": []}
+    pools = {np.name: np for np in running.ctx.nodepools}
+    candidates, blocked = build_candidates(claimed, pools, view.pdbs, view.now)
+    if node in blocked:
+        return {"verdict": "blocked", "reasons": blocked[node]}
+    candidate = next(c for c in candidates if c.name == node)
+    pool = candidate.nodepool
+    reasons = consolidation_blockers(mine, pool, not candidate.pods)
+    countdown = None
+    claim = running.store.get("NodeClaim", mine.nodeclaim)
+    last = (claim.get("status") or {}).get("lastPodEventTime") if claim else None
+    if last and pool.consolidate_after_seconds is not None:
+        countdown = max(parse_timestamp(last) + pool.consolidate_after_seconds - view.now, 0.0)
+    budget = allowed_disruptions(pool, UNDERUTILIZED, claimed, view.now)
+    if budget <= 0:
+        reasons.append(f'the disruption budget of NodePool "{pool.name}" allows no more Underutilized disruptions now')
+    if reasons:
+        return {"verdict": "not yet", "reasons": reasons, "countdown": countdown, "budget": budget}
+    outcome = compute([candidate], view, "single", UNDERUTILIZED)
+    if isinstance(outcome, Command):
+        return {
+            "verdict": f"would be consolidated: {outcome.decision}, saving ${outcome.savings:.4f}/h",
+            "reasons": [],
+            "budget": budget,
+        }
+    return {"verdict": "kept", "reasons": outcome, "budget": budget}
+
+
+def timeline(cluster: models.Cluster, node: str) -> list[dict[str, Any]]:
+    """Everything recorded about the node, oldest first; log records outlive the node itself."""
+    entries = models.LogEntry.objects.filter(cluster=cluster).filter(
+        Q(fields__NodeClaim__name=node)
+        | Q(fields__Node__name=node)
+        | Q(fields__command__icontains=f"[{node}")
+        | Q(fields__command__icontains=f" {node}]")
+        | Q(fields__command__icontains=f", {node}")
+    )
+    return [e.as_dict() for e in entries.order_by("time", "id")[:200]]
+
+
+@require_GET
+def node_detail(request: HttpRequest, name: str) -> HttpResponse:
+    cluster = _cluster(request)
+    node = models.KubeObject.objects.filter(cluster=cluster, kind="Node", name=name).first()
+    pods = [
+        row.body
+        for row in models.KubeObject.objects.filter(cluster=cluster, kind="Pod")
+        if row.body["spec"].get("nodeName") == name
+    ]
+    commands = [
+        c.body
+        for c in models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand")
+        if any(x["node"] == name for x in c.body["spec"]["candidates"])
+    ]
+    context = {
+        "cluster": cluster,
+        "name": name,
+        "node": node.body if node else None,
+        "pods": pods,
+        "commands": commands,
+        "timeline": timeline(cluster, name),
+        "why": why_not_consolidated(cluster, name) if node else None,
+    }
+    return render(request, "karpui/nodes/detail.html", context)
