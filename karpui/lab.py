@@ -65,6 +65,7 @@ def save(cluster: models.Cluster, lab: Lab, lease: leases.Lease | None = None) -
             uid=obj["metadata"].get("uid", ""),
             resource_version=int(obj["metadata"].get("resourceVersion", 0)),
             body=obj,
+            **models.KubeObject.summary(obj),
         )
         for obj in changed
         if obj is not None
@@ -73,7 +74,17 @@ def save(cluster: models.Cluster, lab: Lab, lease: leases.Lease | None = None) -
         rows,
         update_conflicts=True,
         unique_fields=["cluster", "kind", "namespace", "name"],
-        update_fields=["uid", "resource_version", "body", "updated_at"],
+        update_fields=[
+            "uid",
+            "resource_version",
+            "body",
+            "updated_at",
+            "phase",
+            "node_name",
+            "unschedulable",
+            "cpu_millis",
+            "memory_bytes",
+        ],
     )
     for kind, namespace, name in lab.store.removed:
         models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name=name).delete()

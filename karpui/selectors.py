@@ -9,8 +9,7 @@ from typing import Any
 from django.db.models import Count
 
 from karpui import disruption, models
-from provisioner.manifests.pod import pod_from_manifest
-from provisioner.quantity import add, parse_resources
+from provisioner.quantity import parse_resources
 
 FIXES = {
     "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
@@ -45,7 +44,7 @@ def _price(claim: dict[str, Any]) -> float:
 
 def overview(cluster: models.Cluster) -> dict[str, Any]:
     claims = _objects(cluster, "NodeClaim")
-    pods = _objects(cluster, "Pod")
+    pods = models.KubeObject.objects.filter(cluster=cluster, kind="Pod")
     commands = _objects(cluster, "DisruptionCommand")
     by = {"nodepool": Counter(), "capacity": Counter(), "zone": Counter()}
     for claim in claims:
@@ -58,8 +57,8 @@ def overview(cluster: models.Cluster) -> dict[str, Any]:
         "cost_per_hour": sum(_price(c) for c in claims),
         "nodeclaims": len(claims),
         "nodes": models.KubeObject.objects.filter(cluster=cluster, kind="Node").count(),
-        "pending": sum(1 for p in pods if _unschedulable(p)),
-        "running": sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running"),
+        "pending": pods.filter(unschedulable=True).count(),
+        "running": pods.filter(phase="Running").count(),
         "awaiting": sum(1 for c in commands if (c.get("status") or {}).get("phase") == "AwaitingApproval"),
         "realised": sum(e["realised"] for e in ledger.values()),
         "saving_per_hour": sum(e["saving_per_hour"] for e in ledger.values()),
@@ -78,11 +77,22 @@ def _unschedulable(pod: dict[str, Any]) -> bool:
     )
 
 
-def pending_pods_list(cluster: models.Cluster, namespace: str = "", nodepool: str = "") -> list[dict[str, Any]]:
+PAGE_SIZE = 200
+NODES_PAGE_SIZE = 80  # a node row is ~0.5 KB: 80 keep the live partial under 50 KB
+
+
+def pending_pods_list(
+    cluster: models.Cluster, namespace: str = "", nodepool: str = "", page: int = 1
+) -> list[dict[str, Any]]:
+    """Pods waiting for a node, oldest first, a page at a time; only those rows' bodies are read."""
     verdicts = ((cluster.lab_state or {}).get("provisioning") or {}).get("verdicts") or {}
+    waiting = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", unschedulable=True)
+    if namespace:
+        waiting = waiting.filter(namespace=namespace)
+    offset = (max(page, 1) - 1) * PAGE_SIZE
     rows = []
-    for pod in _objects(cluster, "Pod"):
-        if not _unschedulable(pod) or (namespace and pod["metadata"].get("namespace") != namespace):
+    for pod in (row.body for row in waiting.order_by("namespace", "name")[offset : offset + PAGE_SIZE]):
+        if not _unschedulable(pod):
             continue
         reasons = verdicts.get(pod["metadata"]["uid"], [])
         if nodepool:
@@ -100,50 +110,62 @@ def pending_pods_list(cluster: models.Cluster, namespace: str = "", nodepool: st
     return rows
 
 
-def nodes_list(cluster: models.Cluster) -> dict[str, Any]:
-    """eks-node-viewer's view: requests against allocatable per node, with price and lifecycle."""
+def nodes_list(cluster: models.Cluster, page: int = 1) -> dict[str, Any]:
+    """eks-node-viewer's view: requests against allocatable per node, with price and lifecycle, a page at a time.
+    Requests are summed in SQL from the pods' summary columns."""
+    from django.db.models import Sum
+
+    usage = {
+        row["node_name"]: row
+        for row in models.KubeObject.objects.filter(cluster=cluster, kind="Pod")
+        .exclude(node_name="")
+        .exclude(phase__in=("Succeeded", "Failed"))
+        .values("node_name")
+        .annotate(cpu=Sum("cpu_millis"), memory=Sum("memory_bytes"), pods=Count("id"))
+    }
     claims = {
         (c.get("status") or {}).get("nodeName") or c["metadata"]["name"]: c for c in _objects(cluster, "NodeClaim")
     }
-    requests: dict[str, dict[str, int]] = {}
-    counts: Counter[str] = Counter()
-    for pod in _objects(cluster, "Pod"):
-        node = pod["spec"].get("nodeName")
-        if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            requests[node] = add(requests.get(node, {}), pod_from_manifest(pod).requests)
-            counts[node] += 1
+    nodes = models.KubeObject.objects.filter(cluster=cluster, kind="Node").order_by("name")
+    total = nodes.count()
+    offset = (max(page, 1) - 1) * NODES_PAGE_SIZE
     rows = []
-    pools: dict[str, dict[str, Any]] = {}
-    for node in _objects(cluster, "Node"):
+    for node in (row.body for row in nodes[offset : offset + NODES_PAGE_SIZE]):
         name = node["metadata"]["name"]
         labels = node["metadata"].get("labels") or {}
         allocatable = parse_resources((node.get("status") or {}).get("allocatable") or {})
-        used = requests.get(name, {})
+        used = usage.get(name, {})
         claim = claims.get(name)
-        row = {
-            "name": name,
-            "nodepool": labels.get("karpenter.sh/nodepool", ""),
-            "instance_type": labels.get("node.kubernetes.io/instance-type", ""),
-            "capacity_type": labels.get("karpenter.sh/capacity-type", ""),
-            "zone": labels.get("topology.kubernetes.io/zone", ""),
-            "price": _price(claim) if claim else 0.0,
-            "age": _age(cluster.clock, node["metadata"].get("creationTimestamp")),
-            "pods": counts[name],
-            "state": _state(node, claim),
-            "bars": [
-                _bar(resource, used.get(resource, 0), allocatable.get(resource, 0)) for resource in ("cpu", "memory")
-            ],
-        }
-        rows.append(row)
-        pool = pools.setdefault(row["nodepool"] or "(not Karpenter's)", {"nodes": 0, "price": 0.0})
+        rows.append(
+            {
+                "name": name,
+                "nodepool": labels.get("karpenter.sh/nodepool", ""),
+                "instance_type": labels.get("node.kubernetes.io/instance-type", ""),
+                "capacity_type": labels.get("karpenter.sh/capacity-type", ""),
+                "zone": labels.get("topology.kubernetes.io/zone", ""),
+                "price": _price(claim) if claim else 0.0,
+                "age": _age(cluster.clock, node["metadata"].get("creationTimestamp")),
+                "pods": used.get("pods", 0),
+                "state": _state(node, claim),
+                "bars": [
+                    _bar("cpu", used.get("cpu") or 0, allocatable.get("cpu", 0)),
+                    _bar("memory", (used.get("memory") or 0) * 1000, allocatable.get("memory", 0)),
+                ],
+            }
+        )
+    pools: dict[str, dict[str, Any]] = {}
+    for claim in claims.values():
+        pool = pools.setdefault(
+            (claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "?"), {"nodes": 0, "price": 0.0}
+        )
         pool["nodes"] += 1
-        pool["price"] += row["price"]
-    limits = {np.name: np.spec.get("limits", {}) for np in models.NodePool.objects.filter(cluster=cluster)}
-    status = {np.name: (np.status or {}).get("resources", {}) for np in models.NodePool.objects.filter(cluster=cluster)}
-    for name, pool in pools.items():
-        pool["limits"] = limits.get(name, {})
-        pool["usage"] = status.get(name, {})
-    return {"nodes": rows, "pools": sorted(pools.items())}
+        pool["price"] += _price(claim)
+    for row in models.NodePool.objects.filter(cluster=cluster):
+        pool = pools.setdefault(row.name, {"nodes": 0, "price": 0.0})
+        pool["limits"] = row.spec.get("limits", {})
+        pool["usage"] = (row.status or {}).get("resources", {})
+    pages = max((total + NODES_PAGE_SIZE - 1) // NODES_PAGE_SIZE, 1)
+    return {"nodes": rows, "pools": sorted(pools.items()), "page": max(page, 1), "pages": pages, "total": total}
 
 
 def _bar(resource: str, used: int, allocatable: int) -> dict[str, Any]:

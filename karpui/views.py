@@ -19,6 +19,11 @@ def _cluster(request: HttpRequest) -> Cluster:
     return services.cluster_get_or_create(request.GET.get("cluster") or services.DEFAULT_CLUSTER)
 
 
+def _page_number(request: HttpRequest) -> int:
+    text = request.GET.get("page") or "1"
+    return int(text) if text.isdigit() and int(text) > 0 else 1
+
+
 def _page(request: HttpRequest, template: str, partial: str, context: dict[str, object]) -> HttpResponse:
     """The whole page for a plain request; just the live region for htmx's polling."""
     name = f"{template}#{partial}" if request.htmx else template  # type: ignore[attr-defined]
@@ -43,7 +48,7 @@ def pending(request: HttpRequest) -> HttpResponse:
     namespace, nodepool = request.GET.get("namespace", ""), request.GET.get("nodepool", "")
     context = {
         "cluster": cluster,
-        "pods": selectors.pending_pods_list(cluster, namespace, nodepool),
+        "pods": selectors.pending_pods_list(cluster, namespace, nodepool, _page_number(request)),
         "namespace": namespace,
         "nodepool": nodepool,
     }
@@ -54,7 +59,10 @@ def pending(request: HttpRequest) -> HttpResponse:
 def nodes(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
     return _page(
-        request, "karpui/nodes/list.html", "nodes-table", {"cluster": cluster, **selectors.nodes_list(cluster)}
+        request,
+        "karpui/nodes/list.html",
+        "nodes-table",
+        {"cluster": cluster, **selectors.nodes_list(cluster, _page_number(request))},
     )
 
 

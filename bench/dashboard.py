@@ -1,0 +1,166 @@
+"""Dashboard render times and partial sizes on a big lab: prints a table; asserts nothing.
+
+Usage: python bench/dashboard.py [--nodes 2000] [--pods 20000]
+Builds the lab straight into a throwaway SQLite database (var/bench-dashboard.sqlite3), then renders each page and
+its htmx partial in-process with Django's test client, timing the server side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["DJANGO_SETTINGS_MODULE"] = "karpui.settings"
+os.environ["ALLOWED_HOSTS"] = "testserver"
+os.environ["DATABASE_URL"] = f"sqlite:///{ROOT / 'var' / 'bench-dashboard.sqlite3'}"
+
+import django  # noqa: E402
+
+PAGES = ["/", "/pods/pending/", "/nodes/", "/disruption/", "/events/", "/nodepools/", "/catalog/", "/devices/"]
+
+
+def build(nodes: int, pods: int) -> None:
+    from django.core.management import call_command
+
+    from karpui import models, services
+
+    Path(os.environ["DATABASE_URL"].removeprefix("sqlite:///")).unlink(missing_ok=True)
+    call_command("migrate", verbosity=0)
+    cluster = services.cluster_get_or_create()
+    rows = []
+    for i in range(nodes):
+        name = f"default-{i:05d}"
+        labels = {
+            "karpenter.sh/nodepool": "default",
+            "node.kubernetes.io/instance-type": "c-8x-amd64-linux",
+            "karpenter.sh/capacity-type": "spot",
+            "topology.kubernetes.io/zone": "test-zone-a",
+            "kubernetes.io/hostname": name,
+        }
+        ready = [
+            {"type": t, "status": "True", "reason": t, "lastTransitionTime": "2026-11-29T20:00:00Z"}
+            for t in ("Launched", "Registered", "Initialized", "Ready")
+        ]
+        rows.append(
+            models.KubeObject(
+                cluster=cluster,
+                kind="Node",
+                namespace="",
+                name=name,
+                uid=f"n{i}",
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": labels, "creationTimestamp": "2026-11-29T20:00:00Z"},
+                    "spec": {"taints": []},
+                    "status": {
+                        "allocatable": {"cpu": "7900m", "memory": "16374Mi", "pods": "128"},
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                    },
+                },
+            )
+        )
+        rows.append(
+            models.KubeObject(
+                cluster=cluster,
+                kind="NodeClaim",
+                namespace="",
+                name=name,
+                uid=f"c{i}",
+                body={
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodeClaim",
+                    "metadata": {
+                        "name": name,
+                        "labels": labels,
+                        "annotations": {"karpui.dev/price": "0.152026"},
+                        "creationTimestamp": "2026-11-29T20:00:00Z",
+                    },
+                    "spec": {},
+                    "status": {"nodeName": name, "conditions": ready},
+                },
+            )
+        )
+    for i in range(pods):
+        node = f"default-{i % nodes:05d}" if i % 50 else ""
+        status = (
+            {"phase": "Running"}
+            if node
+            else {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/2000 nodes are available",
+                    }
+                ],
+            }
+        )
+        rows.append(
+            models.KubeObject(
+                cluster=cluster,
+                kind="Pod",
+                namespace="default",
+                name=f"pod-{i:06d}",
+                uid=f"p{i}",
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"pod-{i:06d}",
+                        "namespace": "default",
+                        "uid": f"p{i}",
+                        "creationTimestamp": "2026-11-29T20:00:00Z",
+                        "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": "rs", "controller": True}],
+                    },
+                    "spec": {
+                        "nodeName": node,
+                        "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}],
+                    },
+                    "status": status,
+                },
+            )
+        )
+    for row in rows:
+        for field, value in models.KubeObject.summary(row.body).items():
+            setattr(row, field, value)
+    models.KubeObject.objects.bulk_create(rows, batch_size=2000)
+
+
+def measure() -> None:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "", "bench-password-not-used"))
+    print(f"{'page':<18}{'full ms':>10}{'partial ms':>12}{'partial KB':>12}")
+    for page in PAGES:
+        start = time.perf_counter()
+        full = client.get(page)
+        full_ms = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        partial = client.get(page, HTTP_HX_REQUEST="true")
+        partial_ms = (time.perf_counter() - start) * 1000
+        assert full.status_code == partial.status_code == 200, page
+        print(f"{page:<18}{full_ms:>10.0f}{partial_ms:>12.0f}{len(partial.content) / 1024:>12.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, default=2000)
+    parser.add_argument("--pods", type=int, default=20000)
+    args = parser.parse_args()
+    django.setup()
+    build(args.nodes, args.pods)
+    measure()
+
+
+if __name__ == "__main__":
+    main()
