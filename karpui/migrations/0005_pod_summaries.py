@@ -3,6 +3,17 @@
 from django.db import migrations, models
 
 
+def fill_pod_summaries(apps, schema_editor):
+    """Existing pods get their summary columns, so an upgraded lab shows the same pages."""
+    from karpui.models import KubeObject as CurrentKubeObject
+
+    KubeObject = apps.get_model("karpui", "KubeObject")
+    for row in KubeObject.objects.filter(kind="Pod").iterator():
+        for field, value in CurrentKubeObject.summary(row.body).items():
+            setattr(row, field, value)
+        row.save(update_fields=["phase", "node_name", "unschedulable", "cpu_millis", "memory_bytes"])
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -43,4 +54,5 @@ class Migration(migrations.Migration):
             model_name='kubeobject',
             index=models.Index(fields=['cluster', 'kind', 'unschedulable'], name='karpui_kube_cluster_87dc33_idx'),
         ),
+        migrations.RunPython(fill_pod_summaries, migrations.RunPython.noop),
     ]

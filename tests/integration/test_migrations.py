@@ -1,0 +1,45 @@
+"""Migrations that move data keep it: upgrading a lab with pods fills the new summary columns."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("karpui", "0004_device_declarations")]
+AFTER = [("karpui", "0005_pod_summaries")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0005_fills_summary_columns_of_existing_pods() -> None:
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    old = executor.loader.project_state(BEFORE).apps
+    cluster = old.get_model("karpui", "Cluster").objects.create(name="upgraded")
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "default", "uid": "u-1"},
+        "spec": {
+            "nodeName": "node-a",
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    old.get_model("karpui", "KubeObject").objects.create(
+        cluster=cluster, kind="Pod", namespace="default", name="web-0", uid="u-1", body=body
+    )
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(AFTER)
+    new = executor.loader.project_state(AFTER).apps
+    row = new.get_model("karpui", "KubeObject").objects.get(name="web-0")
+
+    assert (row.phase, row.node_name, row.unschedulable, row.cpu_millis, row.memory_bytes) == (
+        "Running",
+        "node-a",
+        False,
+        250,
+        1073741824,
+    )
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
