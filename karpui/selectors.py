@@ -233,10 +233,19 @@ def events_list(cluster: models.Cluster, search: str = "") -> dict[str, Any]:
     return {"events": events[:200], "logs": [entry.as_dict() for entry in logs[:200]]}
 
 
+CATALOG_PAGE_SIZE = 100
+
+
 def catalog_list(
-    family: str = "", arch: str = "", os: str = "", min_cpu: int = 0, capacity_type: str = "", zone: str = ""
+    family: str = "",
+    arch: str = "",
+    os: str = "",
+    min_cpu: int = 0,
+    capacity_type: str = "",
+    zone: str = "",
+    page: int = 1,
 ) -> dict[str, Any]:
-    """Instance types with their cheapest matching offering, filtered in the database; two queries."""
+    """One page of instance types with their cheapest matching offering, filtered in the database; four queries."""
     from django.db.models import Min, Prefetch, Q
 
     types = models.InstanceType.objects.select_related("catalog")
@@ -254,12 +263,17 @@ def catalog_list(
     if zone:
         offer_filter &= Q(offerings__zone=zone)
     types = types.annotate(cheapest=Min("offerings__price", filter=offer_filter)).exclude(cheapest=None)
+    total = types.count()
+    pages = max(1, -(-total // CATALOG_PAGE_SIZE))
+    page = min(page, pages)
+    start = (page - 1) * CATALOG_PAGE_SIZE
     rows = list(
-        types.order_by("cheapest", "name")[:500].prefetch_related(
+        types.order_by("cheapest", "name")[start : start + CATALOG_PAGE_SIZE].prefetch_related(
             Prefetch("offerings", queryset=models.Offering.objects.order_by("price"))
         )
     )
-    return {"types": rows, "families": sorted(set(models.InstanceType.objects.values_list("family", flat=True)))}
+    families = sorted(set(models.InstanceType.objects.values_list("family", flat=True)))
+    return {"types": rows, "families": families, "page": page, "pages": pages, "total": total}
 
 
 def devices_overview(cluster: models.Cluster) -> dict[str, Any]:

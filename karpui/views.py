@@ -147,7 +147,10 @@ def resume(request: HttpRequest) -> HttpResponse:
 def catalog(request: HttpRequest) -> HttpResponse:
     params = {k: request.GET.get(k, "") for k in ("family", "arch", "os", "capacity_type", "zone")}
     min_cpu = int(request.GET.get("min_cpu") or 0) if (request.GET.get("min_cpu") or "0").isdigit() else 0
-    context = {**params, "min_cpu": min_cpu, **selectors.catalog_list(min_cpu=min_cpu, **params)}
+    listing = selectors.catalog_list(min_cpu=min_cpu, page=_page_number(request), **params)
+    filters = request.GET.copy()
+    filters.pop("page", None)
+    context = {**params, "min_cpu": min_cpu, "filters": filters.urlencode(), **listing}
     return render(request, "karpui/catalog/list.html", context)
 
 

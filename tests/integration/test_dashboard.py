@@ -173,3 +173,24 @@ def test_a_fresh_node_counts_down_its_consolidate_after(lab):
     why = logged_in(user()).get(f"/nodes/{node[0]}/").context["why"]
     assert why["verdict"] == "not yet" and 0 < why["countdown"] <= 10
     assert why["reasons"] == ["consolidateAfter (10s) has not elapsed since the last pod event"]
+
+
+def test_the_catalog_pages_through_every_type_and_keeps_the_filters(lab, monkeypatch):
+    from karpui import models, selectors
+
+    monkeypatch.setattr(selectors, "CATALOG_PAGE_SIZE", 10)
+    amd64 = set(models.InstanceType.objects.filter(arch="amd64").values_list("name", flat=True))
+    total = len(amd64)
+    client = logged_in(user())
+    first = client.get("/catalog/?arch=amd64").content.decode()
+    pages = -(-total // 10)
+    assert pages > 2
+    assert f"page 1 of {pages} ({total} instance types)" in first
+    assert 'href="?arch=amd64&amp;page=2"' in first
+    shown = set()
+    for number in range(1, pages + 1):
+        body = client.get(f"/catalog/?arch=amd64&page={number}").content.decode()
+        shown |= {
+            name for name in models.InstanceType.objects.values_list("name", flat=True) if f"<td>{name}</td>" in body
+        }
+    assert shown == amd64
