@@ -44,7 +44,8 @@ def test_scaling_shows_pods_pending_then_a_node_without_reloading(
 
     # Raising the limit is all the test does: the Celery worker's tick provisions and the page follows.
     live_karpui.karp("apply", "-f", str(_nodepool_with_cpu_limit(tmp_path, "100")))
-    expect(page.locator("#pending-count")).to_have_text("0", timeout=WAIT_MS)
+    # Provisionable pods are re-triggered every 10 s (Karpenter's requeue), then batched: well inside a minute.
+    expect(page.locator("#pending-count")).to_have_text("0", timeout=60_000)
     expect(page.locator("#nodeclaim-count")).to_have_text("1", timeout=WAIT_MS)
     assert _still_same_page(page)
 
@@ -57,3 +58,64 @@ def test_scaling_shows_pods_pending_then_a_node_without_reloading(
     live_karpui.karp("scale", "deploy/inflate", "--replicas", "0")
     expect(page.locator("#nodes-table")).not_to_contain_text(nodeclaim, timeout=60_000)
     assert _still_same_page(page)
+
+
+def _manual_nodepool(folder: Path) -> Path:
+    """The provisioning example's NodePool, with every disruption waiting for a person."""
+    text = (EXAMPLE / "nodepool.yaml").read_text()
+    manual = text.replace(
+        "  name: default\nspec:", '  name: default\n  annotations:\n    karpui.dev/approval-mode: "manual"\nspec:'
+    )
+    assert manual != text
+    path = folder / "nodepool-manual.yaml"
+    path.write_text(manual)
+    return path
+
+
+def _empty_node_awaiting_approval(live_karpui: LiveKarpui, page: Page) -> str:
+    """Provision one node, empty it, and wait on the queue page for the command that asks to remove it."""
+    live_karpui.karp("scale", "deploy/inflate", "--replicas", "2")
+    expect(page.locator("#queue")).to_contain_text("Nothing proposed or running.", timeout=WAIT_MS)
+    for _ in range(60):
+        nodes = live_karpui.karp("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split()
+        if nodes:
+            break
+        page.wait_for_timeout(500)
+    assert len(nodes) == 1, nodes
+    live_karpui.karp("scale", "deploy/inflate", "--replicas", "0")
+    awaiting = page.locator("#queue tr", has_text="AwaitingApproval")
+    expect(awaiting).to_have_count(1, timeout=60_000)
+    expect(awaiting).to_contain_text(nodes[0])
+    return nodes[0]
+
+
+def test_a_person_approves_one_removal_and_denies_another_with_a_reason(
+    live_karpui: LiveKarpui, browser_page: Page, tmp_path: Path
+) -> None:
+    page = browser_page
+    live_karpui.karp("apply", "-f", str(EXAMPLE / "deployment.yaml"))
+    live_karpui.karp("apply", "-f", str(_manual_nodepool(tmp_path)))
+    page.goto(f"{live_karpui.url}/disruption/")
+
+    approved_node = _empty_node_awaiting_approval(live_karpui, page)
+    page.locator("#queue tr", has_text="AwaitingApproval").get_by_role("button", name="Approve").click()
+    page.wait_for_url(f"{live_karpui.url}/disruption/")
+    history = page.locator("#queue tr", has_text="Succeeded").filter(has_text=approved_node)
+    expect(history).to_have_count(1, timeout=60_000)
+    expect(history).to_contain_text("admin")
+    assert live_karpui.karp("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split() == []
+
+    denied_node = _empty_node_awaiting_approval(live_karpui, page)
+    assert denied_node != approved_node
+    row = page.locator("#queue tr", has_text="AwaitingApproval")
+    row.get_by_role("button", name="Deny").click()  # no reason yet: the browser refuses to send the form
+    denied = page.locator("#queue tr", has_text="Denied").filter(has_text=denied_node)
+    expect(denied).to_have_count(0)
+    row.get_by_placeholder("reason").fill("keep warm for the release")
+    row.get_by_role("button", name="Deny").click()
+    page.wait_for_url(f"{live_karpui.url}/disruption/")
+    expect(denied).to_have_count(1, timeout=WAIT_MS)
+    expect(denied).to_contain_text("admin")
+    audit = page.locator("tr", has_text="keep warm for the release").filter(has_text="admin (web)")
+    expect(audit).to_contain_text("deny")
+    assert live_karpui.karp("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split() == [denied_node]
