@@ -7,7 +7,6 @@ broker, in a fresh database either way so the tests' own database is untouched.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +39,13 @@ CHROMIUM_ARGS = [
 class LiveKarpui:
     url: str
     env: dict[str, str]
+    server: subprocess.Popen[bytes]
+    log: Path
+
+    def assert_serving(self) -> None:
+        """Fail with the server's own output when web, worker or beat has stopped (serve stops all together)."""
+        if self.server.poll() is not None:
+            pytest.fail(f"karpui serve exited with {self.server.returncode}:\n{self.log.read_text()[-4000:]}")
 
     def karp(self, *args: str) -> str:
         """Run `manage.py karp ARGS` against the live server's database, as a user at a terminal would."""
@@ -116,21 +122,21 @@ def live_karpui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveKarpui
         else:
             pytest.fail("karpui did not start serving within 30 s")
         assert server.poll() is None, (tmp / "serve.log").read_text()
-        yield LiveKarpui(url=url, env=env)
+        yield LiveKarpui(url=url, env=env, server=server, log=tmp / "serve.log")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
-        log.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        log.close()  # serve.log stays in pytest's temporary directory (the last three runs are kept)
 
 
 @pytest.fixture
 def browser_page(live_karpui: LiveKarpui) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
+    live_karpui.assert_serving()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -141,3 +147,4 @@ def browser_page(live_karpui: LiveKarpui) -> Iterator[object]:
         page.wait_for_url(f"{live_karpui.url}/")
         yield page
         browser.close()
+    live_karpui.assert_serving()

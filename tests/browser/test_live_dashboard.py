@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
@@ -119,3 +120,81 @@ def test_a_person_approves_one_removal_and_denies_another_with_a_reason(
     audit = page.locator("tr", has_text="keep warm for the release").filter(has_text="admin (web)")
     expect(audit).to_contain_text("deny")
     assert live_karpui.karp("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split() == [denied_node]
+
+
+EDITOR_WORKLOAD = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: editor
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
+  limits:
+    cpu: "0"
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 10m
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: edited
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: edited}}
+  template:
+    metadata: {labels: {app: edited}}
+    spec:
+      nodeSelector: {karpenter.sh/nodepool: editor}
+      containers:
+        - name: app
+          image: pause
+          resources: {requests: {cpu: "1"}}
+"""
+
+
+def test_editing_a_nodepool_previews_what_changes_then_saves_and_provisions(
+    live_karpui: LiveKarpui, browser_page: Page, tmp_path: Path
+) -> None:
+    page = browser_page
+    workload = tmp_path / "editor.yaml"
+    workload.write_text(EDITOR_WORKLOAD)
+    live_karpui.karp("apply", "-f", str(EXAMPLE / "nodepool.yaml"))  # the KWOKNodeClass the pool refers to
+    live_karpui.karp("apply", "-f", str(workload))
+    pods = live_karpui.karp("get", "pods", "-o", "jsonpath={.items[*].metadata.name}").split()
+    edited = sorted(name for name in pods if name.startswith("edited-"))
+    assert len(edited) == 3
+
+    page.goto(f"{live_karpui.url}/nodepools/editor/")
+    page.fill("#id_cpu_limit", "abc")
+    page.get_by_role("button", name="Preview what changes").click()
+    expect(page.locator("label", has=page.locator("#id_cpu_limit"))).to_contain_text(
+        "quantities must match the regular expression of Kubernetes quantities: 'abc'"
+    )
+    assert "cpu: '0'" in live_karpui.karp("get", "nodepool", "editor", "-o", "yaml")
+
+    page.fill("#id_cpu_limit", "16")
+    page.get_by_role("button", name="Preview what changes").click()
+    whatif = page.locator("#whatif")
+    expect(whatif).to_contain_text(
+        f"Pending pods that would schedule: {', '.join('default/' + name for name in edited)}"
+    )
+    expect(whatif).to_contain_text("Cost per hour")
+    before, after = (float(v) for v in re.findall(r"\$(\d+\.\d{4})", whatif.inner_text())[:2])
+    assert round(after - before, 4) == 0.1086  # three 1-CPU pods on the cheapest on-demand 4-vCPU type
+    expect(page.locator("pre.diff")).to_contain_text("+    cpu: '16'")
+    assert "cpu: '0'" in live_karpui.karp("get", "nodepool", "editor", "-o", "yaml")  # a preview changes nothing
+
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(f"{live_karpui.url}/nodepools/editor/")
+    expect(page.locator("body")).to_contain_text("nodepool.karpenter.sh/editor configured")
+    assert "cpu: '16'" in live_karpui.karp("get", "nodepool", "editor", "-o", "yaml")
+    page.goto(f"{live_karpui.url}/pods/pending/")
+    for name in edited:
+        expect(page.locator("body")).not_to_contain_text(name, timeout=60_000)
+    page.goto(f"{live_karpui.url}/admin/karpui/auditevent/")
+    expect(page.locator("#result_list tr", has_text="editor").first).to_contain_text("admin")
