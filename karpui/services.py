@@ -70,6 +70,7 @@ def _audit(actor: Actor, action: str, kind: str, name: str, before: Any, after: 
     )
 
 
+@transaction.atomic
 def nodepool_apply(*, cluster: models.Cluster, nodepool: NodePool, actor: Actor) -> ApplyResult:
     """Create or update a NodePool from its validated domain value."""
     manifest = nodepool_to_manifest(nodepool)
@@ -104,6 +105,7 @@ def _update(
     return ApplyResult(resource, row.name, "configured")
 
 
+@transaction.atomic
 def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Actor) -> ApplyResult:
     resource = f"{nodeclass.kind.lower()}.{nodeclass.group}"
     row = (
@@ -124,6 +126,7 @@ def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Act
     return _update(row, fields, actor, nodeclass.kind, resource, store.nodeclass_manifest)
 
 
+@transaction.atomic
 def device_declaration_apply(*, declaration: DeviceDeclaration, actor: Actor) -> ApplyResult:
     row = models.DeviceDeclaration.objects.select_for_update().filter(name=declaration.name).first()
     spec = dict(declaration.spec or {})
