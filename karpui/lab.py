@@ -7,6 +7,7 @@ part of that state, so a retried run makes the same decisions and never a duplic
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -74,20 +75,14 @@ def save(cluster: models.Cluster, lab: Lab, lease: leases.Lease | None = None) -
         rows,
         update_conflicts=True,
         unique_fields=["cluster", "kind", "namespace", "name"],
-        update_fields=[
-            "uid",
-            "resource_version",
-            "body",
-            "updated_at",
-            "phase",
-            "node_name",
-            "unschedulable",
-            "cpu_millis",
-            "memory_bytes",
-        ],
+        update_fields=["uid", "resource_version", "body", "updated_at", *models.KubeObject.SUMMARY_FIELDS],
     )
+    # One DELETE per kind and namespace, not per object: a scale-down removes hundreds of pods at once.
+    removed: dict[tuple[str, str], list[str]] = defaultdict(list)
     for kind, namespace, name in lab.store.removed:
-        models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name=name).delete()
+        removed[kind, namespace].append(name)
+    for (kind, namespace), names in removed.items():
+        models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name__in=names).delete()
     models.LogEntry.objects.bulk_create(
         models.LogEntry(
             cluster=cluster,

@@ -145,6 +145,8 @@ class KubeObject(models.Model):
     def __str__(self) -> str:
         return f"{self.kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
 
+    SUMMARY_FIELDS = ("phase", "node_name", "unschedulable", "cpu_millis", "memory_bytes")
+
     @staticmethod
     def summary(body: dict[str, Any]) -> dict[str, Any]:
         """The summary columns for an object (pods only; other kinds keep the defaults)."""

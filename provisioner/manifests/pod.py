@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -43,24 +44,13 @@ def pod_from_manifest(doc: Mapping[str, Any], *, created: float = 0.0) -> Pod:
         c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
         for c in conditions
     )
-    return Pod(
+    # The scheduling fields come from the spec; the object's identity and status are layered on top.
+    return replace(
+        pod,
         name=meta.get("name", ""),
-        namespace=meta.get("namespace") or "default",
         uid=meta.get("uid", ""),
-        labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
         created=created,
-        requests=pod.requests,
-        node_selector=pod.node_selector,
-        required_terms=pod.required_terms,
-        preferred_terms=pod.preferred_terms,
-        tolerations=pod.tolerations,
-        affinity=pod.affinity,
-        preferred_affinity=pod.preferred_affinity,
-        anti_affinity=pod.anti_affinity,
-        preferred_anti_affinity=pod.preferred_anti_affinity,
-        spread=pod.spread,
-        host_ports=pod.host_ports,
         owner=OwnerReference(controller["kind"], controller["name"], controller.get("uid", "")) if controller else None,
         node_name=spec.get("nodeName") or "",
         nominated_node_name=status.get("nominatedNodeName") or "",
