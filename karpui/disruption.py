@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from karpui import lab, models
+from karpui.costs import CONSOLIDATION_REASONS
 from karpui.services import Actor, _audit
 from provisioner.controllers.disruption import (
     APPROVAL_MODE,
@@ -34,43 +35,84 @@ def _require(actor: Actor, permission: str) -> None:
         raise PermissionDenied(f"{actor.name} may not {permission.replace('_', ' ')}")
 
 
-def _decide(cluster: models.Cluster, name: str, actor: Actor, decision: str, reason: str) -> dict[str, Any]:
-    def change(running: Lab) -> dict[str, Any]:
-        command = running.store.get("DisruptionCommand", name)
-        if command is None:
-            raise ValidationError(f'disruption command "{name}" not found')
-        phase = command["status"].get("phase")
-        if phase != "AwaitingApproval":
-            raise ValidationError(f'disruption command "{name}" is {phase}, not awaiting approval')
-        requester = command["spec"].get("requestedBy")
-        if decision == "approved" and settings.KARPUI_FOUR_EYES and requester == actor.name:
-            raise PermissionDenied(f"{actor.name} asked for this disruption and may not approve it alone (four eyes)")
-        command["spec"]["approval"] = {
-            "decision": decision,
-            "by": actor.name,
-            "at": timestamp(running.now),
-            "reason": reason,
-        }
-        running.store.update(command)
-        return command
+def _refusal(command: dict[str, Any] | None, name: str, decision: str, actor: Actor) -> Exception | None:
+    """Why `actor` may not decide this command now, or None."""
+    if command is None:
+        return ValidationError(f'disruption command "{name}" not found')
+    phase = command["status"].get("phase")
+    if phase != "AwaitingApproval":
+        return ValidationError(f'disruption command "{name}" is {phase}, not awaiting approval')
+    requester = command["spec"].get("requestedBy")
+    if decision == "approved" and settings.KARPUI_FOUR_EYES and requester == actor.name:
+        return PermissionDenied(f"{actor.name} asked for this disruption and may not approve it alone (four eyes)")
+    return None
+
+
+def _decide_many(
+    cluster: models.Cluster, names: list[str], actor: Actor, decision: str, reason: str
+) -> tuple[list[dict[str, Any]], dict[str, Exception]]:
+    """Record one decision on each command in a single lab run; each decided command gets its own audit row.
+    Commands that cannot be decided are returned with the reason and left as they were."""
+
+    def change(running: Lab) -> tuple[list[dict[str, Any]], dict[str, Exception]]:
+        decided, refused = [], {}
+        for name in dict.fromkeys(names):
+            command = running.store.get("DisruptionCommand", name)
+            refusal = _refusal(command, name, decision, actor)
+            if refusal is not None:
+                refused[name] = refusal
+                continue
+            assert command is not None
+            command["spec"]["approval"] = {
+                "decision": decision,
+                "by": actor.name,
+                "at": timestamp(running.now),
+                "reason": reason,
+            }
+            running.store.update(command)
+            decided.append(command)
+        return decided, refused
 
     with transaction.atomic():
-        command = lab.run(cluster.name, change)
-        _audit(
-            actor,
-            {"approved": "approve", "denied": "deny"}[decision],
-            "DisruptionCommand",
-            name,
-            {"phase": "AwaitingApproval"},
-            {"approval": command["spec"]["approval"], "text": command["spec"]["text"]},
-            reason,
-        )
-    return command
+        decided, refused = lab.run(cluster.name, change)
+        for command in decided:
+            _audit(
+                actor,
+                {"approved": "approve", "denied": "deny"}[decision],
+                "DisruptionCommand",
+                command["metadata"]["name"],
+                {"phase": "AwaitingApproval"},
+                {"approval": command["spec"]["approval"], "text": command["spec"]["text"]},
+                reason,
+            )
+    return decided, refused
+
+
+def _decide(cluster: models.Cluster, name: str, actor: Actor, decision: str, reason: str) -> dict[str, Any]:
+    decided, refused = _decide_many(cluster, [name], actor, decision, reason)
+    if refused:
+        raise refused[name]
+    return decided[0]
 
 
 def command_approve(*, cluster: models.Cluster, name: str, actor: Actor, reason: str = "") -> dict[str, Any]:
     _require(actor, "approve_disruption")
     return _decide(cluster, name, actor, "approved", reason)
+
+
+def commands_approve(
+    *, cluster: models.Cluster, names: list[str], actor: Actor, reason: str = ""
+) -> tuple[list[str], dict[str, str]]:
+    """Bulk approval: the approved names, and for each name that could not be approved, why."""
+    _require(actor, "approve_disruption")
+    if not names:
+        raise ValidationError("select at least one command to approve")
+    decided, refused = _decide_many(cluster, names, actor, "approved", reason)
+    return [c["metadata"]["name"] for c in decided], {name: _message(error) for name, error in refused.items()}
+
+
+def _message(error: Exception) -> str:
+    return "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
 
 
 def command_deny(*, cluster: models.Cluster, name: str, actor: Actor, reason: str) -> dict[str, Any]:
@@ -193,9 +235,18 @@ def nodepool_approval_mode_set(
         _audit(actor, "set-approval-mode", "NodePool", nodepool, before, dict(row.annotations))
 
 
+def realised(command: dict[str, Any], now: datetime) -> float:
+    """$ an executed command has saved so far: its $/h times the hours since it completed (0 if it has not)."""
+    status = command.get("status") or {}
+    if status.get("phase") != "Succeeded" or not status.get("completedAt"):
+        return 0.0
+    done = datetime.fromisoformat(status["completedAt"].replace("Z", "+00:00")).astimezone(UTC)
+    return float(command["spec"]["savings"]) * max((now - done).total_seconds(), 0) / 3600
+
+
 def savings_ledger(cluster: models.Cluster) -> dict[str, dict[str, float]]:
-    """Per NodePool: realised $ (price difference × hours since each executed command), and forgone $/h of
-    denied and dry-run commands."""
+    """Per NodePool: realised $ (price difference × hours since each executed consolidation command), and
+    forgone $/h of denied and dry-run ones. Drift and expiry commands are counted but save nothing."""
     now = cluster.clock
     ledger: dict[str, dict[str, float]] = {}
     for command in lab.objects(cluster, "DisruptionCommand"):
@@ -205,10 +256,10 @@ def savings_ledger(cluster: models.Cluster) -> dict[str, dict[str, float]]:
             pool, {"realised": 0.0, "saving_per_hour": 0.0, "forgone_per_hour": 0.0, "commands": 0}
         )
         entry["commands"] += 1
+        if spec.get("reason") not in CONSOLIDATION_REASONS:
+            continue  # drift and expiry replace nodes for correctness, not to save money
         if status.get("phase") == "Succeeded" and status.get("completedAt"):
-            done = datetime.fromisoformat(status["completedAt"].replace("Z", "+00:00")).astimezone(UTC)
-            hours = max((now - done).total_seconds(), 0) / 3600
-            entry["realised"] += spec["savings"] * hours
+            entry["realised"] += realised(command, now)
             entry["saving_per_hour"] += spec["savings"]
         elif status.get("phase") in ("Denied", "DryRun"):
             entry["forgone_per_hour"] += spec["savings"]
@@ -219,9 +270,11 @@ __all__ = [
     "APPROVAL_TTL_SECONDS",
     "command_approve",
     "command_deny",
+    "commands_approve",
     "disruption_pause",
     "disruption_resume",
     "node_disruption_request",
     "nodepool_approval_mode_set",
+    "realised",
     "savings_ledger",
 ]

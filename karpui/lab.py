@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import transaction
 
-from karpui import leases, models, services, store
+from karpui import costs, leases, models, services, store
 from provisioner.catalog import InstanceType
 from provisioner.dra.declarations import declare
 from provisioner.objects import NodeClass
@@ -53,7 +53,12 @@ def load(cluster: models.Cluster) -> Lab:
     return Lab(objects, lab_config(cluster), dict(cluster.lab_state), now=cluster.clock.timestamp())
 
 
-def save(cluster: models.Cluster, lab: Lab, lease: leases.Lease | None = None) -> None:
+def save(
+    cluster: models.Cluster,
+    lab: Lab,
+    lease: leases.Lease | None = None,
+    costs_seen: list[tuple[datetime, dict[str, costs.PoolCost]]] | None = None,
+) -> None:
     if lease is not None and not lease.still_held():
         raise leases.LeaseLost(f"lease on cluster {cluster.name} lapsed; abandoning this run")
     changed = [lab.store.get(kind, name, namespace) for kind, namespace, name in lab.store.changed]
@@ -101,7 +106,10 @@ def save(cluster: models.Cluster, lab: Lab, lease: leases.Lease | None = None) -
             row.save(update_fields=["status"])
     cluster.clock = datetime.fromtimestamp(lab.now, UTC)
     cluster.lab_state = lab.to_state()
-    cluster.save(update_fields=["clock", "lab_state"])
+    claims = lab.store.list("NodeClaim")
+    now = (cluster.clock, costs.by_nodepool(claims, lab.store.list("DisruptionCommand")))
+    costs.record(cluster, [*(costs_seen or []), now], claims)
+    cluster.save(update_fields=["clock", "lab_state", "cost_state"])
 
 
 def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | None = None) -> T:
@@ -109,8 +117,10 @@ def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | 
     with transaction.atomic():
         cluster = models.Cluster.objects.select_for_update().get(name=cluster_name)
         lab = load(cluster)
+        recorder = costs.Recorder()
+        lab.observers.append(recorder)
         result = change(lab)
-        save(cluster, lab, lease)
+        save(cluster, lab, lease, recorder.timeline)
         return result
 
 

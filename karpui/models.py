@@ -32,6 +32,11 @@ class Cluster(models.Model):
     paused_until = models.DateTimeField(null=True, blank=True, help_text="Voluntary disruption is paused until then.")
     pause_reason = models.TextField(blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
+    cost_state = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="NodeClaim counts as of the last run, and the last cost sample per NodePool (karpui.costs).",
+    )
 
     class Meta:
         permissions = [
@@ -149,7 +154,9 @@ class KubeObject(models.Model):
 
     @staticmethod
     def summary(body: dict[str, Any]) -> dict[str, Any]:
-        """The summary columns for an object (pods only; other kinds keep the defaults)."""
+        """The summary columns for an object: pods, and a DisruptionCommand's phase; other kinds keep the defaults."""
+        if body.get("kind") == "DisruptionCommand":
+            return {"phase": (body.get("status") or {}).get("phase") or ""}
         if body.get("kind") != "Pod":
             return {}
         from provisioner.manifests.pod import pod_from_manifest
@@ -283,3 +290,24 @@ class AuditEvent(models.Model):
         return (
             f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.target_kind}/{self.target_name}"
         )
+
+
+class CostSample(models.Model):
+    """A NodePool's cost from `time` (cluster time, to the minute) until its next sample: written on change only."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="cost_samples")
+    time = models.DateTimeField()
+    nodepool = models.CharField(max_length=253)
+    cost_per_hour = models.FloatField(help_text="Sum of the NodePool's NodeClaim offering prices, $/h.")
+    nodeclaims = models.PositiveIntegerField()
+    saved_per_hour = models.FloatField(
+        help_text="Savings of the consolidation commands executed so far, $/h: the baseline is cost + this."
+    )
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "nodepool", "time"], name="costsample_unique_minute")]
+        indexes = [models.Index(fields=["cluster", "time"])]
+        ordering = ["time", "nodepool"]
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%d %H:%M} {self.nodepool} ${self.cost_per_hour:.4f}/h"

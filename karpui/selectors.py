@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Min
 
-from karpui import disruption, models
+from karpui import costs, disruption, models
 from provisioner.quantity import parse_resources
 
 FIXES = {
@@ -43,26 +42,26 @@ def _price(claim: dict[str, Any]) -> float:
 
 
 def overview(cluster: models.Cluster) -> dict[str, Any]:
-    claims = _objects(cluster, "NodeClaim")
+    """Cost and NodeClaim counts come from the cluster row (kept by every lab run), not from reading each claim."""
+    state = cluster.cost_state or {}
+    last = (state.get("last") or {}).values()
     pods = models.KubeObject.objects.filter(cluster=cluster, kind="Pod")
-    commands = _objects(cluster, "DisruptionCommand")
-    by = {"nodepool": Counter(), "capacity": Counter(), "zone": Counter()}
-    for claim in claims:
-        labels = claim["metadata"].get("labels") or {}
-        by["nodepool"][labels.get("karpenter.sh/nodepool", "?")] += 1
-        by["capacity"][labels.get("karpenter.sh/capacity-type", "?")] += 1
-        by["zone"][labels.get("topology.kubernetes.io/zone", "?")] += 1
     ledger = disruption.savings_ledger(cluster)
     return {
-        "cost_per_hour": sum(_price(c) for c in claims),
-        "nodeclaims": len(claims),
+        "cost_per_hour": sum(entry["value"][0] for entry in last),
+        "nodeclaims": sum(entry["value"][1] for entry in last),
         "nodes": models.KubeObject.objects.filter(cluster=cluster, kind="Node").count(),
         "pending": pods.filter(unschedulable=True).count(),
         "running": pods.filter(phase="Running").count(),
-        "awaiting": sum(1 for c in commands if (c.get("status") or {}).get("phase") == "AwaitingApproval"),
+        "awaiting": models.KubeObject.objects.filter(
+            cluster=cluster, kind="DisruptionCommand", phase="AwaitingApproval"
+        ).count(),
         "realised": sum(e["realised"] for e in ledger.values()),
         "saving_per_hour": sum(e["saving_per_hour"] for e in ledger.values()),
-        "by": {k: sorted(v.items()) for k, v in by.items()},
+        # Named in display order: PostgreSQL's jsonb does not keep the stored key order.
+        "by": {
+            key: sorted(((state.get("by") or {}).get(key) or {}).items()) for key in ("nodepool", "capacity", "zone")
+        },
         "nodepools": list(models.NodePool.objects.filter(cluster=cluster).order_by("-weight", "-name")),
         "catalogs": list(models.Catalog.objects.annotate(types=Count("instance_types")).order_by("name")),
     }
@@ -211,11 +210,76 @@ def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
             reverse=True,
         )[:100],
         "ledger": sorted(disruption.savings_ledger(cluster).items()),
+        "nodepools": list(models.NodePool.objects.filter(cluster=cluster).order_by("-weight", "-name")),
         "audit": list(
             models.AuditEvent.objects.filter(target_kind__in=("DisruptionCommand", "Cluster")).order_by(
                 "-created_at", "-id"
             )[:50]
         ),
+    }
+
+
+SAVINGS_WINDOWS = {
+    "1h": timedelta(hours=1),
+    "6h": timedelta(hours=6),
+    "24h": timedelta(days=1),
+    "7d": timedelta(days=7),
+    "30d": timedelta(days=30),
+}
+COMMANDS_PAGE_SIZE = 100
+LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
+FORGONE_PHASES = ("Denied", "DryRun")
+
+
+def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 1) -> dict[str, Any]:
+    """Cost over time against the baseline without consolidation, and every finished command's realised or
+    forgone savings, a page at a time. "auto" spans the whole history (at least 10 minutes, at most 30 days)."""
+    end = cluster.clock
+    if window in SAVINGS_WINDOWS:
+        start = end - SAVINGS_WINDOWS[window]
+    else:
+        window = "auto"
+        first = models.CostSample.objects.filter(cluster=cluster).aggregate(first=Min("time"))["first"]
+        start = max(min(first or end, end - timedelta(minutes=10)), end - SAVINGS_WINDOWS["30d"])
+    chart = costs.history(cluster, start, end)
+    finished = models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand").exclude(
+        phase__in=LIVE_PHASES
+    )
+    total = finished.count()
+    offset = (max(page, 1) - 1) * COMMANDS_PAGE_SIZE
+    commands = []
+    for row in finished.order_by("-updated_at", "-id")[offset : offset + COMMANDS_PAGE_SIZE]:
+        spec, status = row.body["spec"], row.body.get("status") or {}
+        commands.append(
+            {
+                "name": row.name,
+                "reason": spec["reason"],
+                "decision": spec["decision"],
+                "nodepool": (spec.get("nodepools") or [""])[0],
+                "phase": status.get("phase", ""),
+                "finished": status.get("finishedAt") or status.get("completedAt") or "",
+                "by": (spec.get("approval") or {}).get("by", ""),
+                "savings": spec["savings"],
+                "realised": disruption.realised(row.body, end),
+                "forgone": spec["savings"] if status.get("phase") in FORGONE_PHASES else 0.0,
+                "message": status.get("message", ""),
+            }
+        )
+    ledger = disruption.savings_ledger(cluster)
+    return {
+        "window": window,
+        "windows": ["auto", *SAVINGS_WINDOWS],
+        "chart": chart.as_chart(),
+        "cost_now": chart.cost[-1],
+        "baseline_now": chart.baseline[-1],
+        "realised": sum(e["realised"] for e in ledger.values()),
+        "saving_per_hour": sum(e["saving_per_hour"] for e in ledger.values()),
+        "forgone_per_hour": sum(e["forgone_per_hour"] for e in ledger.values()),
+        "ledger": sorted(ledger.items()),
+        "commands": commands,
+        "total": total,
+        "page": max(page, 1),
+        "pages": max((total + COMMANDS_PAGE_SIZE - 1) // COMMANDS_PAGE_SIZE, 1),
     }
 
 

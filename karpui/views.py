@@ -6,11 +6,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import disruption, selectors, services
+from karpui import disruption, models, selectors, services
 from karpui.models import Cluster
 from provisioner.durations import DurationError, parse_duration
 
@@ -73,9 +73,21 @@ def disruption_queue(request: HttpRequest) -> HttpResponse:
         "cluster": cluster,
         "can_decide": request.user.has_perm("karpui.approve_disruption"),
         "can_pause": request.user.has_perm("karpui.pause_disruption"),
+        "can_edit": request.user.has_perm("karpui.change_nodepool"),
+        "approval_modes": disruption.APPROVAL_MODES,
         **selectors.disruption_queue(cluster),
     }
     return _page(request, "karpui/disruption/queue.html", "queue", context)
+
+
+@require_GET
+def savings(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    context = {
+        "cluster": cluster,
+        **selectors.savings_overview(cluster, request.GET.get("window", "auto"), _page_number(request)),
+    }
+    return _page(request, "karpui/savings/overview.html", "savings", context)
 
 
 @require_GET
@@ -114,6 +126,30 @@ def command_approve(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_POST
+def commands_approve(request: HttpRequest) -> HttpResponse:
+    """Bulk approval of the ticked commands; each is audited on its own, and those that cannot be approved are
+    named with the reason."""
+    if not request.user.has_perm("karpui.approve_disruption"):
+        raise PermissionDenied
+    actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+    try:
+        approved, refused = disruption.commands_approve(
+            cluster=_cluster(request),
+            names=request.POST.getlist("commands"),
+            actor=actor,
+            reason=request.POST.get("reason", ""),
+        )
+    except ValidationError as error:
+        messages.error(request, "; ".join(error.messages))
+        return redirect("disruption")
+    if approved:
+        messages.success(request, f"{len(approved)} approved: {', '.join(approved)}")
+    for name, why in refused.items():
+        messages.error(request, f"{name} not approved: {why}")
+    return redirect("disruption")
+
+
+@require_POST
 def command_deny(request: HttpRequest, name: str) -> HttpResponse:
     if not request.user.has_perm("karpui.approve_disruption"):
         raise PermissionDenied
@@ -140,6 +176,34 @@ def resume(request: HttpRequest) -> HttpResponse:
     if not request.user.has_perm("karpui.pause_disruption"):
         raise PermissionDenied
     disruption.disruption_resume(cluster=_cluster(request), actor=services.Actor.for_user(request.user, "web"))  # type: ignore[arg-type]
+    return redirect("disruption")
+
+
+@require_POST
+def nodepool_approval_mode(request: HttpRequest, name: str) -> HttpResponse:
+    if not request.user.has_perm("karpui.change_nodepool"):
+        raise PermissionDenied
+    text = request.POST.get("threshold", "").strip().lstrip("$")
+    try:
+        threshold = float(text) if text else None
+    except ValueError:
+        messages.error(request, f"threshold: not a number of $/h: {text!r}")
+        return redirect("disruption")
+    mode = request.POST.get("mode", "")
+    try:
+        disruption.nodepool_approval_mode_set(
+            cluster=_cluster(request),
+            nodepool=name,
+            mode=mode,
+            actor=services.Actor.for_user(request.user, "web"),  # type: ignore[arg-type]
+            threshold=threshold if mode == "auto-below" else None,
+        )
+    except ValidationError as error:
+        messages.error(request, "; ".join(error.messages))
+    except models.NodePool.DoesNotExist:
+        raise Http404(f'NodePool "{name}" not found') from None
+    else:
+        messages.success(request, f"NodePool {name}: approval mode {mode}")
     return redirect("disruption")
 
 

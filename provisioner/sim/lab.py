@@ -8,7 +8,7 @@ provisioning requeue) until the requested time has passed. Forty simulated secon
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,9 @@ class Lab:
         self.last_publish: float | None = state.get("last_publish")
         self.provisioning = ProvisioningController(state.get("provisioning") or {})
         self.disruption = DisruptionController(state.get("disruption") or {})
+        # Called with the lab each time it has settled at a moment of virtual time (e.g. to sample costs as they
+        # were then, not only when the run ends).
+        self.observers: list[Callable[[Lab], None]] = []
 
     @property
     def logs(self) -> list[TimedRecord]:
@@ -91,7 +94,9 @@ class Lab:
     def settle(self) -> None:
         for _ in range(MAX_SETTLE_ROUNDS):
             if not self.step():
-                return
+                break
+        for observe in self.observers:
+            observe(self)
 
     def next_due(self) -> float | None:
         publish = (

@@ -58,6 +58,8 @@ class ObjectStore:
             self._by_kind.setdefault(obj["kind"], {})[key_of(obj)] = obj
         self.changed: set[Key] = set()
         self.removed: set[Key] = set()
+        # Bumped on every write of a kind, so an observer can tell cheaply whether, say, NodeClaims changed.
+        self.kind_versions: dict[str, int] = {}
 
     # Reads ----------------------------------------------------------------------------------------------------
 
@@ -96,6 +98,7 @@ class ObjectStore:
 
     def _bump(self, obj: Obj) -> None:
         self.resource_version += 1
+        self.kind_versions[obj["kind"]] = self.kind_versions.get(obj["kind"], 0) + 1
         obj["metadata"]["resourceVersion"] = str(self.resource_version)
         self.changed.add(key_of(obj))
 
@@ -163,6 +166,7 @@ class ObjectStore:
         self.changed.discard(key)
         self.removed.add(key)
         self.resource_version += 1
+        self.kind_versions[kind] = self.kind_versions.get(kind, 0) + 1
         return obj
 
     def remove_finalizer(self, obj: Obj, finalizer: str) -> None:

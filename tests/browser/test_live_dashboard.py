@@ -198,3 +198,26 @@ def test_editing_a_nodepool_previews_what_changes_then_saves_and_provisions(
         expect(page.locator("body")).not_to_contain_text(name, timeout=60_000)
     page.goto(f"{live_karpui.url}/admin/karpui/auditevent/")
     expect(page.locator("#result_list tr", has_text="editor").first).to_contain_text("admin")
+
+
+def test_the_savings_chart_draws_with_the_vendored_library_and_follows_the_cluster(
+    live_karpui: LiveKarpui, browser_page: Page
+) -> None:
+    page = browser_page
+    live_karpui.karp("apply", "-f", str(EXAMPLE / "nodepool.yaml"))
+    live_karpui.karp("apply", "-f", str(EXAMPLE / "deployment.yaml"))
+    live_karpui.karp("scale", "deploy/inflate", "--replicas", "0")
+    page.goto(f"{live_karpui.url}/savings/?window=1h")
+    _mark_page(page)
+    labels = "Chart.getChart(document.getElementById('cost-chart')).data.datasets.map(d => d.label)"
+    page.wait_for_function(f"() => typeof Chart !== 'undefined' && {labels}.length > 0", timeout=WAIT_MS)
+    assert page.evaluate(labels)[-1] == "without consolidation"
+
+    live_karpui.karp("scale", "deploy/inflate", "--replicas", "1")
+    # The section polls every 10 s; each swap redraws the chart from the new series.
+    expect(page.locator("#cost-now")).not_to_have_text("$0.0000", timeout=60_000)
+    page.wait_for_function(f"() => {labels}.includes('default')", timeout=WAIT_MS)
+    last_cost = "Chart.getChart(document.getElementById('cost-chart')).data.datasets[0].data.at(-1)"
+    page.wait_for_function(f"() => {last_cost} > 0", timeout=WAIT_MS)
+    assert _still_same_page(page)
+    live_karpui.karp("scale", "deploy/inflate", "--replicas", "0")

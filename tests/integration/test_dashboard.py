@@ -9,7 +9,17 @@ from django.test.utils import CaptureQueriesContext
 from karpui import disruption, models, services
 from tests.karp import EXAMPLES, ok, rows
 
-PAGES = ["/", "/pods/pending/", "/nodes/", "/disruption/", "/events/", "/nodepools/", "/catalog/", "/devices/"]
+PAGES = [
+    "/",
+    "/pods/pending/",
+    "/nodes/",
+    "/disruption/",
+    "/savings/",
+    "/events/",
+    "/nodepools/",
+    "/catalog/",
+    "/devices/",
+]
 
 
 def user(name="viewer", *perms):
@@ -194,3 +204,53 @@ def test_the_catalog_pages_through_every_type_and_keeps_the_filters(lab, monkeyp
             name for name in models.InstanceType.objects.values_list("name", flat=True) if f"<td>{name}</td>" in body
         }
     assert shown == amd64
+
+
+def test_bulk_approval_approves_each_ticked_command_and_names_those_it_cannot(lab):
+    approver, name = awaiting_command()
+    client = logged_in(approver)
+    queue = client.get("/disruption/").content.decode()
+    assert f'name="commands" value="{name}" form="bulk-approve"' in queue
+    assert f'id="reason-{name}" hx-preserve' in queue  # a reason being typed survives the 2 s poll
+
+    response = client.post("/disruption/approve", {"commands": [name, "empty-gone"], "reason": "tidy"}, follow=True)
+    page = response.content.decode()
+    assert f"1 approved: {name}" in page
+    assert "empty-gone not approved: disruption command &quot;empty-gone&quot; not found" in page
+    [event] = models.AuditEvent.objects.filter(action="approve")
+    assert (event.actor_name, event.target_name, event.reason) == ("alice", name, "tidy")
+    ok("advance", "10s")
+    assert rows("get", "nodes") == []
+
+
+def test_bulk_approval_needs_the_permission_and_a_selection(lab):
+    approver, name = awaiting_command()
+    assert logged_in(user()).post("/disruption/approve", {"commands": [name]}).status_code == 403
+    page = logged_in(approver).post("/disruption/approve", {}, follow=True).content.decode()
+    assert "select at least one command to approve" in page
+    assert models.AuditEvent.objects.filter(action="approve").count() == 0
+
+
+def test_the_queue_sets_a_nodepools_approval_mode_for_editors_only(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    editor, viewer = logged_in(user("erin", "change_nodepool")), logged_in(user())
+    assert 'aria-label="approval mode of default"' in editor.get("/disruption/").content.decode()
+    assert 'aria-label="approval mode of default"' not in viewer.get("/disruption/").content.decode()
+    assert viewer.post("/nodepools/default/approval-mode", {"mode": "manual"}).status_code == 403
+
+    page = editor.post("/nodepools/default/approval-mode", {"mode": "auto-below", "threshold": "x"}, follow=True)
+    assert "threshold: not a number of $/h: &#x27;x&#x27;" in page.content.decode()
+    page = editor.post("/nodepools/default/approval-mode", {"mode": "auto-below"}, follow=True)
+    assert "auto-below needs a non-negative savings threshold in $/h" in page.content.decode()
+    assert "karpui.dev/approval-mode" not in models.NodePool.objects.get(name="default").annotations
+
+    page = editor.post("/nodepools/default/approval-mode", {"mode": "auto-below", "threshold": "$0.05"}, follow=True)
+    assert "NodePool default: approval mode auto-below" in page.content.decode()
+    annotations = models.NodePool.objects.get(name="default").annotations
+    assert (annotations["karpui.dev/approval-mode"], annotations["karpui.dev/approval-threshold"]) == (
+        "auto-below",
+        "0.0500",
+    )
+    event = models.AuditEvent.objects.get(action="set-approval-mode")
+    assert (event.actor_name, event.via, event.target_name) == ("erin", "web", "default")
+    assert editor.post("/nodepools/nothing/approval-mode", {"mode": "manual"}).status_code == 404

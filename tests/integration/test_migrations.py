@@ -1,4 +1,4 @@
-"""Migrations that move data keep it: upgrading a lab with pods fills the new summary columns."""
+"""Migrations that move data keep it: upgrading a lab fills the new summary columns of its pods and commands."""
 
 import pytest
 from django.db import connection
@@ -41,5 +41,27 @@ def test_0005_fills_summary_columns_of_existing_pods() -> None:
         250,
         1073741824,
     )
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0006_fills_the_phase_of_existing_disruption_commands() -> None:
+    before, after = [("karpui", "0005_pod_summaries")], [("karpui", "0006_cost_history")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    cluster = old.get_model("karpui", "Cluster").objects.create(name="upgraded")
+    body = {"kind": "DisruptionCommand", "metadata": {"name": "empty-1"}, "spec": {}, "status": {"phase": "Denied"}}
+    old.get_model("karpui", "KubeObject").objects.create(
+        cluster=cluster, kind="DisruptionCommand", name="empty-1", uid="u-2", body=body
+    )
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+
+    assert new.get_model("karpui", "KubeObject").objects.get(name="empty-1").phase == "Denied"
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())

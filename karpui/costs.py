@@ -1,0 +1,223 @@
+"""Cost history: a sample per NodePool whenever its cost changes, and the stacked series the savings chart draws."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Max
+
+from karpui import models
+from provisioner.disruption.types import EMPTY, UNDERUTILIZED
+from provisioner.sim.lab import Lab
+
+# Only consolidation counts towards "without consolidation": drift and expiry replace nodes for other reasons.
+CONSOLIDATION_REASONS = (EMPTY, UNDERUTILIZED)
+# A NodePool whose cost has not changed for a day still gets a sample, so pruning never removes the row that the
+# oldest chart window carries forward from.
+KEYFRAME = timedelta(days=1)
+MAX_POINTS = 120
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    cost_per_hour: float
+    nodeclaims: int
+    saved_per_hour: float
+
+    def as_state(self) -> list[float | int]:
+        return [round(self.cost_per_hour, 6), self.nodeclaims, round(self.saved_per_hour, 6)]
+
+
+def _price(claim: dict[str, Any]) -> float:
+    return float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0) or 0)
+
+
+def by_nodepool(claims: Iterable[dict[str, Any]], commands: Iterable[dict[str, Any]]) -> dict[str, PoolCost]:
+    """Each NodePool's cost now and the $/h its executed consolidation commands saved."""
+    cost: dict[str, float] = {}
+    count: dict[str, int] = {}
+    saved: dict[str, float] = {}
+    for claim in claims:
+        pool = (claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
+        cost[pool] = cost.get(pool, 0.0) + _price(claim)
+        count[pool] = count.get(pool, 0) + 1
+    for command in commands:
+        spec, status = command["spec"], command.get("status") or {}
+        if status.get("phase") == "Succeeded" and spec.get("reason") in CONSOLIDATION_REASONS:
+            pool = (spec.get("nodepools") or [""])[0]
+            saved[pool] = saved.get(pool, 0.0) + float(spec.get("savings") or 0)
+    return {
+        pool: PoolCost(cost.get(pool, 0.0), count.get(pool, 0), saved.get(pool, 0.0))
+        for pool in sorted(cost.keys() | saved.keys())
+    }
+
+
+def breakdown(claims: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """NodeClaims counted by NodePool, capacity type and zone (the overview's tables)."""
+    by: dict[str, Counter[str]] = {"nodepool": Counter(), "capacity": Counter(), "zone": Counter()}
+    for claim in claims:
+        labels = claim["metadata"].get("labels") or {}
+        by["nodepool"][labels.get("karpenter.sh/nodepool", "?")] += 1
+        by["capacity"][labels.get("karpenter.sh/capacity-type", "?")] += 1
+        by["zone"][labels.get("topology.kubernetes.io/zone", "?")] += 1
+    return {key: dict(sorted(counts.items())) for key, counts in by.items()}
+
+
+class Recorder:
+    """A lab observer: each NodePool's cost as of every moment the lab settled after NodeClaims or commands
+    changed, so a run that advances 30 minutes still dates each change when it happened."""
+
+    def __init__(self) -> None:
+        self.timeline: list[tuple[datetime, dict[str, PoolCost]]] = []
+        self._seen: tuple[int, int] | None = None
+
+    def __call__(self, running: Lab) -> None:
+        versions = running.store.kind_versions
+        seen = (versions.get("NodeClaim", 0), versions.get("DisruptionCommand", 0))
+        if seen == self._seen:
+            return
+        self._seen = seen
+        pools = by_nodepool(running.store.list("NodeClaim"), running.store.list("DisruptionCommand"))
+        self.timeline.append((datetime.fromtimestamp(running.now, UTC), pools))
+
+
+def record(
+    cluster: models.Cluster, timeline: list[tuple[datetime, dict[str, PoolCost]]], claims: list[dict[str, Any]]
+) -> None:
+    """Keep `cluster.cost_state` (counts now, last sample per NodePool) and write a sample, dated to its minute,
+    for each NodePool whose cost changed in `timeline` (oldest first; the last entry is now). Within a minute the
+    last value wins. The caller saves the cluster, in the same transaction."""
+    state: dict[str, Any] = dict(cluster.cost_state or {})
+    state["by"] = breakdown(claims)
+    last: dict[str, Any] = dict(state.get("last") or {})
+    rows: dict[tuple[str, datetime], list[float | int]] = {}
+    for moment, pools in timeline:
+        minute = moment.replace(second=0, microsecond=0)
+        current = {pool: cost.as_state() for pool, cost in pools.items()}
+        for gone in last.keys() - current.keys():
+            # One zero sample ends a deleted NodePool's series; after it, the pool is forgotten.
+            if last.pop(gone)["value"] != [0.0, 0, 0.0]:
+                rows[gone, minute] = [0.0, 0, 0.0]
+        for pool, value in current.items():
+            previous = last.get(pool)
+            stale = previous is None or datetime.fromisoformat(previous["time"]) + KEYFRAME <= minute
+            if previous is None or previous["value"] != value or stale:
+                rows[pool, minute] = value
+                last[pool] = {"time": minute.isoformat(), "value": value}
+    if rows:
+        models.CostSample.objects.bulk_create(
+            [
+                models.CostSample(
+                    cluster=cluster,
+                    time=minute,
+                    nodepool=pool,
+                    cost_per_hour=value[0],
+                    nodeclaims=int(value[1]),
+                    saved_per_hour=value[2],
+                )
+                for (pool, minute), value in rows.items()
+            ],
+            update_conflicts=True,
+            unique_fields=["cluster", "nodepool", "time"],
+            update_fields=["cost_per_hour", "nodeclaims", "saved_per_hour"],
+        )
+    now = timeline[-1][0].replace(second=0, microsecond=0) if timeline else None
+    pruned = state.get("pruned")
+    if now is not None and (pruned is None or datetime.fromisoformat(pruned) + timedelta(hours=1) <= now):
+        cutoff = now - timedelta(days=settings.KARPUI_COST_HISTORY_DAYS) - KEYFRAME
+        models.CostSample.objects.filter(cluster=cluster, time__lt=cutoff).delete()
+        state["pruned"] = now.isoformat()
+    state["last"] = last
+    cluster.cost_state = state
+
+
+@dataclass(frozen=True)
+class Series:
+    """The chart's data per bucket (`times` are bucket starts): each NodePool's average $/h (stacked), their total,
+    and the baseline without consolidation."""
+
+    times: list[datetime]
+    pools: dict[str, list[float]]
+    baseline: list[float]
+    cost: list[float]
+
+    def as_chart(self) -> dict[str, Any]:
+        """The JSON the page's script hands to Chart.js; times in UTC, with the date only when the span needs it."""
+        span = self.times[-1] - self.times[0]
+        layout = "%H:%M" if span <= timedelta(days=1) else "%m-%d %H:%M"
+        return {
+            "labels": [t.strftime(layout) for t in self.times],
+            "pools": [{"name": name or "(none)", "cost": values} for name, values in self.pools.items()],
+            "baseline": self.baseline,
+        }
+
+
+def series(
+    samples: Iterable[tuple[datetime, str, float, float]],
+    start: datetime,
+    end: datetime,
+    points: int = MAX_POINTS,
+) -> Series:
+    """Average each NodePool's $/h over at most `points` equal buckets from start to end (a bucket is at least a
+    minute), so the area under the chart is the money spent and a node that lived 40 s still shows.
+    `samples` is (time, nodepool, cost, saved) ordered by time, starting with each NodePool's last sample at or
+    before `start` so values carry in."""
+    width = max((end - start) / max(points, 1), timedelta(minutes=1))
+    count = max(math.ceil((end - start) / width), 1)
+    edges = [start + width * i for i in range(count)] + [end]
+    cost: dict[str, list[float]] = {}
+    saved: dict[str, list[float]] = {}
+    value: dict[str, tuple[float, float]] = {}
+
+    def spread(since: datetime, until: datetime) -> None:
+        """Add the current values × seconds to each bucket that [since, until) overlaps."""
+        first = max(int((since - start) / width), 0)
+        for index in range(first, count):
+            if edges[index] >= until:
+                break
+            overlap = (min(until, edges[index + 1]) - max(since, edges[index])).total_seconds()
+            for pool, (pool_cost, pool_saved) in value.items():
+                cost.setdefault(pool, [0.0] * count)[index] += pool_cost * overlap
+                saved.setdefault(pool, [0.0] * count)[index] += pool_saved * overlap
+
+    cursor = start
+    for time, pool, pool_cost, pool_saved in samples:
+        if time > cursor:
+            spread(cursor, min(time, end))
+            cursor = min(time, end)
+        value[pool] = (pool_cost, pool_saved)
+    spread(cursor, end)
+    seconds = [max((edges[i + 1] - edges[i]).total_seconds(), 1e-9) for i in range(count)]
+    pools = {pool: [round(v / seconds[i], 6) for i, v in enumerate(values)] for pool, values in sorted(cost.items())}
+    totals = [round(sum(values[i] for values in cost.values()) / seconds[i], 6) for i in range(count)]
+    baseline = [
+        round(sum(values[i] for values in (*cost.values(), *saved.values())) / seconds[i], 6) for i in range(count)
+    ]
+    return Series(times=edges[:count], pools=pools, baseline=baseline, cost=totals)
+
+
+def history(cluster: models.Cluster, start: datetime, end: datetime, points: int = MAX_POINTS) -> Series:
+    """The chart series from the stored samples: each NodePool's last sample at or before `start`, then the window.
+    Three queries, whatever the window."""
+    samples = models.CostSample.objects.filter(cluster=cluster)
+    latest = {
+        row["nodepool"]: row["last"]
+        for row in samples.filter(time__lte=start).values("nodepool").annotate(last=Max("time"))
+    }
+    fields = ("time", "nodepool", "cost_per_hour", "saved_per_hour")
+    seed = sorted(
+        (
+            row
+            for row in samples.filter(nodepool__in=latest, time__in=set(latest.values())).values_list(*fields)
+            if latest[row[1]] == row[0]
+        ),
+        key=lambda row: row[0],
+    )
+    window = samples.filter(time__gt=start, time__lte=end).order_by("time", "nodepool").values_list(*fields)
+    return series([*seed, *window], start, end, points)

@@ -1,0 +1,116 @@
+"""Cost history and the savings page: samples written on change, the baseline without consolidation, and the
+realised and forgone savings of each command."""
+
+import json
+from datetime import datetime, timedelta
+
+from django.test import override_settings
+
+from karpui import costs, models
+from tests.integration.test_dashboard import logged_in, user
+from tests.karp import EXAMPLES, ok, rows
+
+PRICE = 0.054295  # c-2x-amd64-linux on demand
+
+
+def consolidated_lab():
+    """One c-2x on-demand node for one pod from the start of a minute; in the next minute the pod goes and
+    emptiness consolidation removes the node. Samples are per minute, so the node costs for exactly one."""
+    clock = models.Cluster.objects.get(name="lab").clock
+    ok("advance", f"{60 - clock.second}s")
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    ok("advance", "60s")
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "40s")
+    [command] = rows("get", "disruptioncommands")
+    assert command[5] == "Succeeded"
+    return command[0]
+
+
+def samples(cluster):
+    return list(
+        models.CostSample.objects.filter(cluster=cluster).values_list(
+            "time", "nodepool", "cost_per_hour", "nodeclaims", "saved_per_hour"
+        )
+    )
+
+
+def test_samples_are_written_when_a_nodepool_cost_changes_and_not_otherwise(lab):
+    consolidated_lab()
+    lab.refresh_from_db()
+    written = samples(lab)
+    ok("advance", "10m")  # nothing changes: no new sample
+    assert samples(lab) == written
+    removed = lab.clock.replace(second=0, microsecond=0)
+    assert written == [
+        (removed - timedelta(minutes=1), "default", PRICE, 1, 0.0),
+        (removed, "default", 0.0, 0, PRICE),
+    ]
+
+
+def test_a_long_advance_dates_each_change_when_it_happened_not_when_the_run_ended(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "30m")
+    [command] = models.KubeObject.objects.filter(kind="DisruptionCommand")
+    completed = datetime.fromisoformat(command.body["status"]["completedAt"].replace("Z", "+00:00"))
+
+    assert samples(lab)[-1] == (completed.replace(second=0), "default", 0.0, 0, PRICE)
+
+
+def test_a_nodepool_gets_a_daily_sample_even_when_nothing_changes_and_old_samples_are_pruned(lab):
+    consolidated_lab()
+    with override_settings(KARPUI_COST_HISTORY_DAYS=2):
+        for _ in range(4):
+            ok("advance", "24h")
+    lab.refresh_from_db()
+    kept = samples(lab)
+    # A keyframe each day; the two first samples, older than the 2-day history plus one keyframe day, are gone.
+    assert [row[2:] for row in kept] == [(0.0, 0, PRICE)] * 4
+    minute = lab.clock.replace(second=0, microsecond=0)
+    assert [row[0] for row in kept] == [minute - timedelta(days=days) for days in (3, 2, 1, 0)]
+
+
+def test_the_savings_page_draws_cost_against_the_baseline_and_lists_each_command(lab):
+    name = consolidated_lab()
+    ok("advance", "1h")
+    client = logged_in(user())
+    response = client.get("/savings/?window=6h")
+    page = response.content.decode()
+    chart = response.context["chart"]
+
+    [pool] = chart["pools"]
+    # 120 buckets of 3 min: the node's one minute at PRICE is a third of a bucket's average, maybe split over two.
+    assert pool["name"] == "default" and len(pool["cost"]) == 120
+    assert round(sum(pool["cost"]), 5) == round(PRICE / 3, 5)
+    assert chart["baseline"][-1] == PRICE and pool["cost"][-1] == 0.0
+    assert json.loads(page.split('id="cost-series" type="application/json">')[1].split("</script>")[0]) == chart
+    assert 'id="baseline-now">$0.0543<' in page and 'id="cost-now">$0.0000<' in page
+    assert 'id="realised">$0.05<' in page  # $0.054295/h for 1 h and some seconds
+    assert f'id="saving-{name}"' in page and "Succeeded" in page
+    assert "vendor/chartjs/chart.umd.min.js" in page
+
+
+def test_denied_commands_count_as_forgone(lab):
+    from tests.integration.test_dashboard import awaiting_command
+
+    approver, name = awaiting_command()
+    logged_in(approver).post(f"/disruption/{name}/deny", {"reason": "release freeze"})
+    ok("advance", "5s")
+    page = logged_in(user()).get("/savings/").content.decode()
+    assert 'id="forgone">$0.0543<' in page and 'id="realised">$0.00<' in page
+    row = page.split(f'id="saving-{name}"')[1].split("</tr>")[0]
+    assert "Denied" in row and "alice" in row and "0.0543" in row
+
+
+def test_the_history_reads_a_fixed_number_of_queries(lab, django_assert_num_queries):
+    consolidated_lab()
+    ok("advance", "2h")
+    lab.refresh_from_db()
+    with django_assert_num_queries(3):
+        history = costs.history(lab, lab.clock - timedelta(hours=1), lab.clock)
+    assert history.pools == {"default": [0.0] * 60} and history.baseline == [PRICE] * 60
