@@ -63,7 +63,7 @@ def overview(cluster: models.Cluster) -> dict[str, Any]:
             key: sorted(((state.get("by") or {}).get(key) or {}).items()) for key in ("nodepool", "capacity", "zone")
         },
         "nodepools": list(models.NodePool.objects.filter(cluster=cluster).order_by("-weight", "-name")),
-        "catalogs": list(models.Catalog.objects.annotate(types=Count("instance_types")).order_by("name")),
+        "catalogs": catalogs(),
     }
 
 
@@ -338,6 +338,11 @@ def catalog_list(
     )
     families = sorted(set(models.InstanceType.objects.values_list("family", flat=True)))
     return {"types": rows, "families": families, "page": page, "pages": pages, "total": total}
+
+
+def catalogs() -> list[models.Catalog]:
+    """Every stored catalog with its instance-type count (one query)."""
+    return list(models.Catalog.objects.annotate(types=Count("instance_types")).order_by("name"))
 
 
 def devices_overview(cluster: models.Cluster) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -259,7 +260,10 @@ def object_delete(*, cluster: models.Cluster, kind: str, name: str, actor: Actor
 
 
 def catalog_import(*, catalog: Catalog, actor: Actor) -> models.Catalog:
-    """Replace a catalog's instance types and offerings with `catalog`'s, atomically."""
+    """Replace a catalog's instance types and offerings with `catalog`'s, atomically. A web or admin user needs
+    karpui.change_catalog; the CLI is the machine's operator."""
+    if actor.user is not None and not actor.user.has_perm("karpui.change_catalog"):  # type: ignore[attr-defined]
+        raise PermissionDenied(f"{actor.name} may not change instance catalogs")
     with transaction.atomic():
         row, created = models.Catalog.objects.select_for_update().get_or_create(name=catalog.name)
         before_count = row.instance_types.count()
@@ -304,9 +308,32 @@ def clusters_tick(*, now: datetime | None = None) -> None:
         lab.tick(cluster, now=now)
 
 
+# The dashboard's roles as Django groups. Viewers only need a login; a group that exists is left as an admin
+# made it, so removing a permission from it sticks.
+ROLES = {
+    "viewers": (),
+    "editors": tuple(
+        f"{action}_{model}"
+        for model in ("nodepool", "nodeclass", "catalog", "devicedeclaration")
+        for action in ("add", "change", "delete")
+    ),
+    "approvers": ("approve_disruption", "pause_disruption", "request_disruption"),
+}
+
+
+def roles_ensure() -> None:
+    from django.contrib.auth.models import Group, Permission
+
+    for name, codenames in ROLES.items():
+        group, created = Group.objects.get_or_create(name=name)
+        if created:
+            group.permissions.set(Permission.objects.filter(content_type__app_label="karpui", codename__in=codenames))
+
+
 def defaults_ensure() -> None:
-    """First-run state: the lab cluster and the built-in catalogs, loaded only where absent."""
+    """First-run state: the lab cluster, the built-in catalogs and the role groups, made only where absent."""
     cluster_get_or_create()
+    roles_ensure()
     system = Actor(name="system", via="migrate")
     for build in (kwok_catalog, aws_catalog):
         catalog = build()

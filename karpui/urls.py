@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from karpui import node_views, nodepool_views, views
+from karpui import catalog_views, node_views, nodepool_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -19,6 +19,8 @@ urlpatterns = [
     path("savings/", views.savings, name="savings"),
     path("events/", views.events, name="events"),
     path("catalog/", views.catalog, name="catalog"),
+    path("catalog/import", catalog_views.catalog_import, name="catalog-import"),
+    path("catalog/<slug:name>/export", catalog_views.catalog_export, name="catalog-export"),
     path("devices/", views.devices, name="devices"),
     path("nodepools/", nodepool_views.nodepool_list, name="nodepools"),
     path("nodepools/<str:name>/", nodepool_views.nodepool_edit, name="nodepool-edit"),

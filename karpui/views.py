@@ -214,7 +214,14 @@ def catalog(request: HttpRequest) -> HttpResponse:
     listing = selectors.catalog_list(min_cpu=min_cpu, page=_page_number(request), **params)
     filters = request.GET.copy()
     filters.pop("page", None)
-    context = {**params, "min_cpu": min_cpu, "filters": filters.urlencode(), **listing}
+    context = {
+        **params,
+        "min_cpu": min_cpu,
+        "filters": filters.urlencode(),
+        "can_import": request.user.has_perm("karpui.change_catalog"),
+        "catalogs": selectors.catalogs(),
+        **listing,
+    }
     return render(request, "karpui/catalog/list.html", context)
 
 

@@ -254,3 +254,31 @@ def test_the_queue_sets_a_nodepools_approval_mode_for_editors_only(lab):
     event = models.AuditEvent.objects.get(action="set-approval-mode")
     assert (event.actor_name, event.via, event.target_name) == ("erin", "web", "default")
     assert editor.post("/nodepools/nothing/approval-mode", {"mode": "manual"}).status_code == 404
+
+
+def test_the_role_groups_exist_with_their_permissions(lab):
+    from django.contrib.auth.models import Group
+
+    def codenames(group):
+        return sorted(Group.objects.get(name=group).permissions.values_list("codename", flat=True))
+
+    assert codenames("viewers") == []
+    assert codenames("approvers") == ["approve_disruption", "pause_disruption", "request_disruption"]
+    assert codenames("editors") == [
+        "add_catalog",
+        "add_devicedeclaration",
+        "add_nodeclass",
+        "add_nodepool",
+        "change_catalog",
+        "change_devicedeclaration",
+        "change_nodeclass",
+        "change_nodepool",
+        "delete_catalog",
+        "delete_devicedeclaration",
+        "delete_nodeclass",
+        "delete_nodepool",
+    ]
+    member = user("ed")
+    member.groups.add(Group.objects.get(name="editors"))
+    assert User.objects.get(username="ed").has_perm("karpui.change_nodepool")
+    assert not User.objects.get(username="ed").has_perm("karpui.approve_disruption")

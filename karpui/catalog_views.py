@@ -1,0 +1,61 @@
+"""The catalog page's actions: import a catalog file from the browser, and download a stored one."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET, require_POST
+
+from karpui import services, store
+from provisioner.catalog.files import catalog_to_manifest, load_catalog
+from provisioner.manifests import ManifestError
+
+
+@require_POST
+def catalog_import(request: HttpRequest) -> HttpResponse:
+    """Replace (or add) a catalog from an uploaded or pasted file: all of it in one transaction, or nothing."""
+    if not request.user.has_perm("karpui.change_catalog"):
+        raise PermissionDenied
+    upload = request.FILES.get("file")
+    if upload is not None and upload.size is not None and upload.size > settings.KARPUI_CATALOG_MAX_BYTES:
+        messages.error(request, f"file: {upload.size} bytes is over the {settings.KARPUI_CATALOG_MAX_BYTES} limit")
+        return redirect("catalog")
+    try:
+        text = upload.read().decode() if upload is not None else request.POST.get("text", "")
+    except UnicodeDecodeError:
+        messages.error(request, "file: not UTF-8 text (expected a YAML or JSON catalog)")
+        return redirect("catalog")
+    if not text.strip():
+        messages.error(request, "file: choose a catalog file or paste one")
+        return redirect("catalog")
+    try:
+        catalog = load_catalog(text)
+    except ManifestError as error:
+        messages.error(request, str(error))
+        return redirect("catalog")
+    actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+    services.catalog_import(catalog=catalog, actor=actor)
+    messages.success(request, f"catalog {catalog.name}: {len(catalog.instance_types)} instance types imported")
+    return redirect("catalog")
+
+
+@require_GET
+def catalog_export(request: HttpRequest, name: str) -> HttpResponse:
+    """A stored catalog as the file `catalog import` reads (YAML, or JSON with ?format=json)."""
+    row = next((c for c in store.catalogs_with_types() if c.name == name), None)
+    if row is None:
+        raise Http404(f'catalog "{name}" not found')
+    manifest = catalog_to_manifest(store.catalog_domain(row))
+    if request.GET.get("format") == "json":
+        body, kind, suffix = json.dumps(manifest, indent=2), "application/json", "json"
+    else:
+        body, kind, suffix = yaml.safe_dump(manifest, sort_keys=False), "application/yaml", "yaml"
+    response = HttpResponse(body, content_type=f"{kind}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{suffix}"'
+    return response
