@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -21,7 +22,20 @@ os.environ["DATABASE_URL"] = f"sqlite:///{ROOT / 'var' / 'bench-dashboard.sqlite
 
 import django  # noqa: E402
 
-PAGES = ["/", "/pods/pending/", "/nodes/", "/disruption/", "/events/", "/nodepools/", "/catalog/", "/devices/"]
+PAGES = [
+    "/",
+    "/pods/pending/",
+    "/nodes/",
+    "/disruption/",
+    "/savings/",
+    "/savings/?window=24h",
+    "/events/",
+    "/nodepools/",
+    "/catalog/",
+    "/devices/",
+]
+COMMANDS = 1000  # finished disruption commands in the history
+HISTORY_DAYS = 30  # of cost samples, one per NodePool every 10 minutes
 
 
 def build(nodes: int, pods: int) -> None:
@@ -128,10 +142,72 @@ def build(nodes: int, pods: int) -> None:
                 },
             )
         )
+    for i in range(COMMANDS):
+        rows.append(_command(cluster, i))
     for row in rows:
         for field, value in models.KubeObject.summary(row.body).items():
             setattr(row, field, value)
     models.KubeObject.objects.bulk_create(rows, batch_size=2000)
+    _cost_history(cluster, [row.body for row in rows if row.kind == "NodeClaim"])
+
+
+def _command(cluster: Any, i: int) -> Any:
+    from karpui import models
+
+    phase = "Denied" if i % 4 == 0 else "Succeeded"
+    return models.KubeObject(
+        cluster=cluster,
+        kind="DisruptionCommand",
+        namespace="",
+        name=f"underutilized-{i:08x}",
+        uid=f"d{i}",
+        body={
+            "apiVersion": "karpui.dev/v1alpha1",
+            "kind": "DisruptionCommand",
+            "metadata": {"name": f"underutilized-{i:08x}"},
+            "spec": {
+                "reason": "Underutilized",
+                "decision": "delete",
+                "nodepools": [f"pool-{i % 3}"],
+                "savings": 0.152026,
+                "text": f"Underutilized/underutilized-{i:08x}: delete",
+                "approval": {"decision": phase.lower(), "by": "alice"},
+            },
+            "status": {
+                "phase": phase,
+                "completedAt": "2026-11-29T20:00:00Z",
+                "finishedAt": "2026-11-29T20:00:00Z",
+                "message": "command succeeded",
+            },
+        },
+    )
+
+
+def _cost_history(cluster: Any, claims: list[dict[str, Any]]) -> None:
+    """What the lab runs would have written: a sample per NodePool every 10 minutes, and the cost state now."""
+    from datetime import timedelta
+
+    from karpui import costs, models
+
+    now = cluster.clock.replace(second=0, microsecond=0)
+    steps = HISTORY_DAYS * 24 * 6
+    models.CostSample.objects.bulk_create(
+        (
+            models.CostSample(
+                cluster=cluster,
+                time=now - timedelta(minutes=10 * step),
+                nodepool=f"pool-{pool}",
+                cost_per_hour=100.0 + (step % 37),
+                nodeclaims=600 + step % 37,
+                saved_per_hour=5.0 + step % 5,
+            )
+            for step in range(1, steps + 1)
+            for pool in range(3)
+        ),
+        batch_size=5000,
+    )
+    costs.record(cluster, [(cluster.clock, costs.by_nodepool(claims, []))], claims)
+    cluster.save(update_fields=["cost_state"])
 
 
 def measure() -> None:
