@@ -12,6 +12,7 @@ from karpui import lab, models, store
 from provisioner.controllers.provisioning import HASH_VERSION, nodepool_hash, scheduling_input
 from provisioner.disruption.drift import drift_reason
 from provisioner.objects import NodePool
+from provisioner.quantity import format_quantity, parse_resources
 from provisioner.scheduling.scheduler import solve
 
 
@@ -59,7 +60,15 @@ def preview(cluster: models.Cluster, nodepool: NodePool) -> dict[str, Any]:
         p.uid for ps in after.placements.values() for p in ps
     }
     names = {p.uid: p.key for p in pending}
+    usage = parse_resources((running.nodepool_status().get(nodepool.name) or {}).get("resources") or {})
+    # Karpenter never removes nodes for a limit: a pool already over it just launches nothing more.
+    over_limits = [
+        {"resource": name, "usage": format_quantity(usage[name], name), "limit": format_quantity(limit, name)}
+        for name, limit in sorted(nodepool.limits.items())
+        if usage.get(name, 0) > limit
+    ]
     return {
+        "over_limits": over_limits,
         "newly_schedulable": sorted(names[u] for u in scheduled_after - scheduled_before),
         "newly_unschedulable": sorted(names[u] for u in scheduled_before - scheduled_after),
         "drifting": drifting,

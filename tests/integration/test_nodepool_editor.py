@@ -47,6 +47,18 @@ def test_raising_a_limit_previews_the_pods_it_would_schedule_and_saves_with_an_a
     assert event.before["spec"]["limits"] == {"cpu": "16"} and event.after["spec"]["limits"] == {"cpu": "32"}
 
 
+def test_lowering_a_limit_below_what_runs_warns_that_nodes_stay_and_nothing_more_launches(lab):
+    capped_lab()  # four c-4x nodes: 16 CPU in use
+    client = editor("change_nodepool")
+    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "8", "action": "preview"})
+
+    assert response.context["whatif"]["over_limits"] == [{"resource": "cpu", "usage": "16", "limit": "8"}]
+    assert response.context["whatif"]["drifting"] == []
+    assert "Already over the new cpu limit: 16 in use, limit 8." in response.content.decode()
+    raised = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "32", "action": "preview"})
+    assert raised.context["whatif"]["over_limits"] == []
+
+
 def test_a_template_change_previews_which_nodes_would_drift(lab):
     capped_lab()
     client = editor("change_nodepool")
