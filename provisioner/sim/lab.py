@@ -89,6 +89,7 @@ class Lab:
         changed |= self.provisioning.reconcile(self.ctx)
         changed |= self.disruption.reconcile(self.ctx)
         changed |= lifecycle.reconcile(self.ctx)
+        self.store.expire_events()  # nothing reacts to an expired Event, so it is not a change to settle
         return changed
 
     def settle(self) -> None:

@@ -35,6 +35,10 @@ class Conflict(Exception):
     """An update based on a stale resourceVersion."""
 
 
+# kube-apiserver's default --event-ttl: Events are kept an hour after they were last seen.
+EVENT_TTL_SECONDS = 3600.0
+
+
 def timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -177,6 +181,18 @@ class ObjectStore:
             self.delete(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
         else:
             self.update(obj)
+
+    def expire_events(self, ttl: float = EVENT_TTL_SECONDS) -> int:
+        """Delete Events last seen more than `ttl` ago, as the API server does (--event-ttl); how many went."""
+        cutoff = self._clock() - ttl
+        stale = [
+            (event["metadata"]["name"], event["metadata"].get("namespace", ""))
+            for event in self._by_kind.get("Event", {}).values()
+            if parse_timestamp(event.get("lastTimestamp") or event["metadata"]["creationTimestamp"]) < cutoff
+        ]
+        for name, namespace in stale:
+            self.delete("Event", name, namespace)
+        return len(stale)
 
     def all_objects(self) -> builtins.list[Obj]:
         return [obj for kind in sorted(self._by_kind) for obj in self._by_kind[kind].values()]

@@ -78,3 +78,16 @@ def test_finalizers_hold_deletion_until_removed():
     assert marked["metadata"]["deletionTimestamp"] == "1970-01-01T00:00:00Z" and store.get("Node", "n1") is not None
     store.remove_finalizer(marked, "karpenter.sh/termination")
     assert store.get("Node", "n1") is None and ("Node", "", "n1") in store.removed
+
+
+def test_events_expire_an_hour_after_they_were_last_seen():
+    now = [0.0]
+    store = ObjectStore(clock=lambda: now[0])
+    for name, last in (("old", "1970-01-01T00:00:00Z"), ("recent", "1970-01-01T00:30:00Z")):
+        store.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name}, "lastTimestamp": last})
+    now[0] = 3600.0
+    assert store.expire_events() == 0  # exactly an hour: still kept
+    now[0] = 3601.0
+    assert store.expire_events() == 1
+    assert [e["metadata"]["name"] for e in store.list("Event")] == ["recent"]
+    assert ("Event", "default", "old") in store.removed
