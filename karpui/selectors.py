@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Min
+from django.urls import reverse
 
 from karpui import costs, disruption, models
 from provisioner.quantity import parse_resources
@@ -283,18 +284,58 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
     }
 
 
-def events_list(cluster: models.Cluster, search: str = "") -> dict[str, Any]:
-    events = sorted(_objects(cluster, "Event"), key=lambda e: e.get("lastTimestamp", ""), reverse=True)
+EVENTS_SHOWN = 200
+
+
+def _link(kind: str, name: str) -> str:
+    """The dashboard page of an object an event or log record names, or "" when there is none."""
+    if kind in ("Node", "NodeClaim"):
+        return reverse("node-detail", args=[name])
+    if kind == "NodePool":
+        return reverse("nodepool-edit", args=[name])
+    if kind == "DisruptionCommand":
+        return f"{reverse('savings')}#saving-{name}"
+    return ""
+
+
+def _log_objects(fields: dict[str, Any]) -> list[dict[str, str]]:
+    """The nodes a log record names (its NodeClaim/Node, or the nodes a command disrupts), each with its page."""
+    named = [fields.get("NodeClaim"), fields.get("Node")]
+    named += [node.get("NodeClaim") for node in fields.get("disrupted-nodes") or []]
+    kinds = ["NodeClaim", "Node"] + ["NodeClaim"] * len(fields.get("disrupted-nodes") or [])
+    seen: dict[str, dict[str, str]] = {}
+    for kind, ref in zip(kinds, named, strict=True):
+        if isinstance(ref, dict) and ref.get("name") and ref["name"] not in seen:
+            seen[ref["name"]] = {"label": f"{kind}/{ref['name']}", "url": _link(kind, ref["name"])}
+    return list(seen.values())
+
+
+def events_list(
+    cluster: models.Cluster, search: str = "", kind: str = "", event_type: str = "", logger: str = ""
+) -> dict[str, Any]:
+    """The latest Kubernetes events and controller log records, filtered, each linked to the objects it names.
+    Events expire after an hour (the API server's TTL), so they are few enough to filter in Python."""
+    needle = search.lower()
+    events = []
+    for event in sorted(_objects(cluster, "Event"), key=lambda e: e.get("lastTimestamp", ""), reverse=True):
+        involved = event["involvedObject"]
+        if (kind and involved.get("kind") != kind) or (event_type and event.get("type") != event_type):
+            continue
+        if needle and needle not in (event.get("message", "") + event.get("reason", "") + involved["name"]).lower():
+            continue
+        events.append({**event, "link": _link(involved.get("kind", ""), involved["name"])})
     logs = models.LogEntry.objects.filter(cluster=cluster).order_by("-time", "-id")
     if search:
-        events = [
-            e
-            for e in events
-            if search.lower()
-            in (e.get("message", "") + e.get("reason", "") + e["involvedObject"].get("name", "")).lower()
-        ]
         logs = logs.filter(message__icontains=search)
-    return {"events": events[:200], "logs": [entry.as_dict() for entry in logs[:200]]}
+    if logger:
+        logs = logs.filter(logger=logger)
+    loggers = models.LogEntry.objects.filter(cluster=cluster).values_list("logger", flat=True).distinct()
+    return {
+        "events": events[:EVENTS_SHOWN],
+        "logs": [{**entry.as_dict(), "objects": _log_objects(entry.fields)} for entry in logs[:EVENTS_SHOWN]],
+        "kinds": ("DisruptionCommand", "Node", "NodeClaim", "NodePool", "Pod"),
+        "loggers": sorted(loggers),
+    }
 
 
 CATALOG_PAGE_SIZE = 100
@@ -305,6 +346,7 @@ def catalog_list(
     arch: str = "",
     os: str = "",
     min_cpu: int = 0,
+    min_memory_gib: int = 0,
     capacity_type: str = "",
     zone: str = "",
     page: int = 1,
@@ -321,6 +363,8 @@ def catalog_list(
         types = types.filter(os=os)
     if min_cpu:
         types = types.filter(cpu_millis__gte=min_cpu * 1000)
+    if min_memory_gib:
+        types = types.filter(memory_bytes__gte=min_memory_gib * 2**30)
     offer_filter = Q(offerings__available=True)
     if capacity_type:
         offer_filter &= Q(offerings__capacity_type=capacity_type)

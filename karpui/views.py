@@ -24,6 +24,12 @@ def _page_number(request: HttpRequest) -> int:
     return int(text) if text.isdigit() and int(text) > 0 else 1
 
 
+def _whole_number(request: HttpRequest, key: str) -> int:
+    """A filter's whole number; anything else (empty, negative, text) means no filter."""
+    text = request.GET.get(key) or ""
+    return int(text) if text.isdigit() else 0
+
+
 def _page(request: HttpRequest, template: str, partial: str, context: dict[str, object]) -> HttpResponse:
     """The whole page for a plain request; just the live region for htmx's polling."""
     name = f"{template}#{partial}" if request.htmx else template  # type: ignore[attr-defined]
@@ -93,13 +99,13 @@ def savings(request: HttpRequest) -> HttpResponse:
 @require_GET
 def events(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    search = request.GET.get("q", "")
-    return _page(
-        request,
-        "karpui/events/list.html",
-        "events-table",
-        {"cluster": cluster, "q": search, **selectors.events_list(cluster, search)},
+    filters = {key: request.GET.get(key, "") for key in ("q", "kind", "type", "logger")}
+    listing = selectors.events_list(
+        cluster, filters["q"], kind=filters["kind"], event_type=filters["type"], logger=filters["logger"]
     )
+    query = request.GET.copy()
+    context = {"cluster": cluster, **filters, "query": query.urlencode(), **listing}
+    return _page(request, "karpui/events/list.html", "events-table", context)
 
 
 def _decided(request: HttpRequest, action: str, name: str) -> HttpResponse:
@@ -210,13 +216,14 @@ def nodepool_approval_mode(request: HttpRequest, name: str) -> HttpResponse:
 @require_GET
 def catalog(request: HttpRequest) -> HttpResponse:
     params = {k: request.GET.get(k, "") for k in ("family", "arch", "os", "capacity_type", "zone")}
-    min_cpu = int(request.GET.get("min_cpu") or 0) if (request.GET.get("min_cpu") or "0").isdigit() else 0
-    listing = selectors.catalog_list(min_cpu=min_cpu, page=_page_number(request), **params)
+    min_cpu, min_memory = _whole_number(request, "min_cpu"), _whole_number(request, "min_memory")
+    listing = selectors.catalog_list(min_cpu=min_cpu, min_memory_gib=min_memory, page=_page_number(request), **params)
     filters = request.GET.copy()
     filters.pop("page", None)
     context = {
         **params,
         "min_cpu": min_cpu,
+        "min_memory": min_memory,
         "filters": filters.urlencode(),
         "can_import": request.user.has_perm("karpui.change_catalog"),
         "catalogs": selectors.catalogs(),

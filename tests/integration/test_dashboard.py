@@ -141,6 +141,9 @@ def test_the_catalog_filters_in_the_database(lab):
     page = client.get("/catalog/?family=m&arch=amd64&os=linux&min_cpu=8&capacity_type=spot").content.decode()
     assert "m-8x-amd64-linux" in page and "m-4x-amd64-linux" not in page and "c-8x-amd64-linux" not in page
     assert page.index("m-8x-amd64-linux") < page.index("m-16x-amd64-linux")  # cheapest first
+    listing = client.get("/catalog/?arch=amd64&os=linux&min_memory=64").context["types"]
+    assert min(t.memory_bytes for t in listing) >= 64 * 2**30
+    assert [t.name for t in listing][:4] == ["m-8x-amd64-linux", "s-16x-amd64-linux", "m-16x-amd64-linux", "r5.4xlarge"]
 
 
 def test_the_devices_page_shows_allocations(lab):
@@ -282,3 +285,24 @@ def test_the_role_groups_exist_with_their_permissions(lab):
     member.groups.add(Group.objects.get(name="editors"))
     assert User.objects.get(username="ed").has_perm("karpui.change_nodepool")
     assert not User.objects.get(username="ed").has_perm("karpui.approve_disruption")
+
+
+def test_events_and_logs_filter_and_link_to_the_objects_they_name(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    [[node, *_]] = rows("get", "nodes")
+    client = logged_in(user())
+
+    response = client.get("/events/", {"kind": "NodeClaim"})
+    assert [(e["reason"], e["link"]) for e in response.context["events"]] == [("Launched", f"/nodes/{node}/")]
+    assert f'<a href="/nodes/{node}/">NodeClaim/{node}</a>' in response.content.decode()
+    assert {e["involvedObject"]["kind"] for e in client.get("/events/", {"kind": "Pod"}).context["events"]} == {"Pod"}
+    assert client.get("/events/", {"type": "Warning"}).context["events"] == []
+
+    logs = client.get("/events/", {"logger": "controller.provisioner"}).context["logs"]
+    assert {entry["logger"] for entry in logs} == {"controller.provisioner"}
+    lifecycle = client.get("/events/", {"logger": "controller.nodeclaim.lifecycle"}).context["logs"]
+    assert {"label": f"NodeClaim/{node}", "url": f"/nodes/{node}/"} in lifecycle[0]["objects"]
+    partial = client.get("/events/?kind=NodeClaim&logger=x", HTTP_HX_REQUEST="true").content.decode()
+    assert 'hx-get="/events/?kind=NodeClaim&amp;logger=x"' in partial
