@@ -73,7 +73,9 @@ def _fresh_database(tmp: Path) -> str:
         return f"sqlite:///{tmp / 'browser.sqlite3'}"
     import psycopg
 
-    with psycopg.connect(configured, autocommit=True) as connection:
+    # Through the maintenance database: the configured one need not exist yet (pytest-django makes its own).
+    maintenance = urlunsplit(urlsplit(configured)._replace(path="/postgres"))
+    with psycopg.connect(maintenance, autocommit=True) as connection:
         connection.execute("DROP DATABASE IF EXISTS karpui_browser WITH (FORCE)")
         connection.execute("CREATE DATABASE karpui_browser")
     return urlunsplit(urlsplit(configured)._replace(path="/karpui_browser"))
