@@ -403,14 +403,38 @@ def devices_overview(cluster: models.Cluster) -> dict[str, Any]:
                     **result,
                 }
             )
+    slices = _objects(cluster, "ResourceSlice")
+    nodes = {(s["spec"]["driver"], s["spec"]["pool"]["name"]): s["spec"].get("nodeName", "") for s in slices}
+    for allocation in allocations:
+        allocation["node"] = nodes.get((allocation.get("driver"), allocation.get("pool")), "")
     pending = [p for p in pending_pods_list(cluster) if any(v.get("kind") == "devices" for v in p["verdicts"])]
-    declared = [row for row in models.InstanceType.objects.exclude(devices=[]).values_list("name", flat=True)[:200]]
     return {
-        "classes": _objects(cluster, "DeviceClass"),
-        "slices": _objects(cluster, "ResourceSlice"),
+        "slices": slices,
         "claims": claims,
         "allocations": allocations,
         "pending": pending,
-        "declarations": list(models.DeviceDeclaration.objects.order_by("name")),
-        "declared_types": declared,
     }
+
+
+def device_classes(cluster: models.Cluster) -> list[dict[str, Any]]:
+    """Each DeviceClass with the instance types whose declared devices (DeviceDeclarations, or a lab DRAConfig)
+    its CEL selectors match: the types a NodePool could launch for a claim of that class."""
+    from karpui import lab
+    from provisioner.dra.cel import Device, matches
+    from provisioner.dra.claims import dra_config_pools
+    from provisioner.sim.dra import declare
+
+    pools = [pool for config in _objects(cluster, "DRAConfig") for pool in dra_config_pools(config)]
+    types = {it.name: it for catalog in declare(lab.lab_config(cluster).catalogs, pools).values() for it in catalog}
+    devices = [
+        (name, Device.from_spec(spec, str(group["driver"]), str(group["pool"])))
+        for name, it in sorted(types.items())
+        for group in it.devices
+        for spec in group["devices"]  # type: ignore[attr-defined]
+    ]
+    result = []
+    for manifest in _objects(cluster, "DeviceClass"):
+        selectors = [s["cel"]["expression"] for s in (manifest.get("spec") or {}).get("selectors") or [] if "cel" in s]
+        matching = sorted({name for name, device in devices if all(matches(e, device) for e in selectors)})
+        result.append({"name": manifest["metadata"]["name"], "selectors": selectors, "instance_types": matching})
+    return result

@@ -235,6 +235,9 @@ def catalog(request: HttpRequest) -> HttpResponse:
 @require_GET
 def devices(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    return _page(
-        request, "karpui/devices/overview.html", "devices", {"cluster": cluster, **selectors.devices_overview(cluster)}
-    )
+    context: dict[str, object] = {"cluster": cluster, **selectors.devices_overview(cluster)}
+    if not request.htmx:  # type: ignore[attr-defined]
+        # Not in the live region: classes and declarations change only when someone applies them.
+        context["classes"] = selectors.device_classes(cluster)
+        context["declarations"] = list(models.DeviceDeclaration.objects.order_by("name"))
+    return _page(request, "karpui/devices/overview.html", "devices", context)

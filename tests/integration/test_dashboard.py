@@ -149,12 +149,19 @@ def test_the_catalog_filters_in_the_database(lab):
 def test_the_devices_page_shows_allocations(lab):
     ok("apply", "-f", str(EXAMPLES / "dra" / "gpu.yaml"))
     ok("advance", "40s")
-    page = logged_in(user()).get("/devices/").content.decode()
-    assert (
-        page.count("gpu.example.com/default-") >= 2
-        and "gpu-0" in page
-        and "device.driver == &quot;gpu.example.com&quot;" in page
+    response = logged_in(user()).get("/devices/")
+    nodes = sorted(n[0] for n in rows("get", "nodes"))
+    allocated = sorted((a["driver"], a["pool"], a["device"], a["node"]) for a in response.context["allocations"])
+    assert allocated == [("gpu.example.com", f"gpu.example.com/{node}", "gpu-0", node) for node in nodes]
+    [gpu] = response.context["classes"]
+    assert gpu["selectors"] == ['device.driver == "gpu.example.com"']
+    # The DRAConfig's pool selects amd64 m-family types: 12 sizes × linux/windows.
+    assert gpu["instance_types"] == sorted(
+        f"m-{size}x-amd64-{os}"
+        for size in (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
+        for os in ("linux", "windows")
     )
+    assert f'<a href="/nodes/{nodes[0]}/">{nodes[0]}</a>' in response.content.decode()
 
 
 def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_gone(lab):
