@@ -83,13 +83,17 @@ NODES_PAGE_SIZE = 80  # a node row is ~0.5 KB: 80 keep the live partial under 50
 
 def pending_pods_list(
     cluster: models.Cluster, namespace: str = "", nodepool: str = "", page: int = 1
-) -> list[dict[str, Any]]:
-    """Pods waiting for a node, oldest first, a page at a time; only those rows' bodies are read."""
+) -> dict[str, Any]:
+    """Pods waiting for a node, by namespace and name, a page at a time; only those rows' bodies are read.
+    `nodepool` narrows each pod's verdicts to that NodePool's."""
     verdicts = ((cluster.lab_state or {}).get("provisioning") or {}).get("verdicts") or {}
     waiting = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", unschedulable=True)
     if namespace:
         waiting = waiting.filter(namespace=namespace)
-    offset = (max(page, 1) - 1) * PAGE_SIZE
+    total = waiting.count()
+    pages = max((total + PAGE_SIZE - 1) // PAGE_SIZE, 1)
+    page = min(max(page, 1), pages)
+    offset = (page - 1) * PAGE_SIZE
     rows = []
     for pod in (row.body for row in waiting.order_by("namespace", "name")[offset : offset + PAGE_SIZE]):
         if not _unschedulable(pod):
@@ -107,7 +111,13 @@ def pending_pods_list(
                 "verdicts": [{**r, "fix": FIXES.get(r.get("kind", ""), "")} for r in reasons],
             }
         )
-    return rows
+    return {
+        "pods": rows,
+        "total": total,
+        "page": page,
+        "pages": pages,
+        "nodepools": list(models.NodePool.objects.filter(cluster=cluster).values_list("name", flat=True)),
+    }
 
 
 def nodes_list(cluster: models.Cluster, page: int = 1) -> dict[str, Any]:
@@ -407,7 +417,7 @@ def devices_overview(cluster: models.Cluster) -> dict[str, Any]:
     nodes = {(s["spec"]["driver"], s["spec"]["pool"]["name"]): s["spec"].get("nodeName", "") for s in slices}
     for allocation in allocations:
         allocation["node"] = nodes.get((allocation.get("driver"), allocation.get("pool")), "")
-    pending = [p for p in pending_pods_list(cluster) if any(v.get("kind") == "devices" for v in p["verdicts"])]
+    pending = [p for p in pending_pods_list(cluster)["pods"] if any(v.get("kind") == "devices" for v in p["verdicts"])]
     return {
         "slices": slices,
         "claims": claims,

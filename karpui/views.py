@@ -54,7 +54,7 @@ def pending(request: HttpRequest) -> HttpResponse:
     namespace, nodepool = request.GET.get("namespace", ""), request.GET.get("nodepool", "")
     context = {
         "cluster": cluster,
-        "pods": selectors.pending_pods_list(cluster, namespace, nodepool, _page_number(request)),
+        **selectors.pending_pods_list(cluster, namespace, nodepool, _page_number(request)),
         "namespace": namespace,
         "nodepool": nodepool,
     }

@@ -313,3 +313,24 @@ def test_events_and_logs_filter_and_link_to_the_objects_they_name(lab):
     assert {"label": f"NodeClaim/{node}", "url": f"/nodes/{node}/"} in lifecycle[0]["objects"]
     partial = client.get("/events/?kind=NodeClaim&logger=x", HTTP_HX_REQUEST="true").content.decode()
     assert 'hx-get="/events/?kind=NodeClaim&amp;logger=x"' in partial
+
+
+def test_pending_pods_page_through_with_a_total_and_keep_the_filters(lab, monkeypatch):
+    from karpui import selectors
+
+    monkeypatch.setattr(selectors, "PAGE_SIZE", 4)
+    ok("apply", "-f", str(EXAMPLES / "limits"))
+    ok("scale", "deploy/big", "--replicas", "10")
+    ok("advance", "60s")  # the capped pool takes 4 (16 CPU); 6 wait
+    client = logged_in(user())
+    first = client.get("/pods/pending/", {"namespace": "default", "nodepool": "capped"})
+    second = client.get("/pods/pending/", {"namespace": "default", "nodepool": "capped", "page": "2"})
+
+    assert (first.context["total"], first.context["pages"], len(first.context["pods"])) == (6, 2, 4)
+    assert len(second.context["pods"]) == 2
+    names = [p["name"] for p in first.context["pods"] + second.context["pods"]]
+    assert len(set(names)) == 6 and names == sorted(names)
+    assert 'href="?namespace=default&amp;nodepool=capped&amp;page=2">next →</a>' in first.content.decode()
+    assert 'nodepool=capped&amp;page=2" hx-trigger="every 2s"' in second.content.decode()  # the poll stays on page 2
+    assert {v["nodepool"] for p in first.context["pods"] for v in p["verdicts"]} == {"capped"}
+    assert client.get("/pods/pending/", {"page": "99"}).context["page"] == 2  # past the end: the last page
