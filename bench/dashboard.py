@@ -26,6 +26,8 @@ PAGES = [
     "/",
     "/pods/pending/",
     "/nodes/",
+    "/nodes/default-00007/",
+    "/nodes/default-00007/?why=1",
     "/disruption/",
     "/savings/",
     "/savings/?window=24h",
@@ -171,6 +173,19 @@ def _command(cluster: Any, i: int) -> Any:
                 "nodepools": [f"pool-{i % 3}"],
                 "savings": 0.152026,
                 "text": f"Underutilized/underutilized-{i:08x}: delete",
+                "candidates": [
+                    {
+                        "node": f"gone-{i:05d}",  # nodes consolidated away long ago
+                        "nodeclaim": f"gone-{i:05d}",
+                        "nodepool": f"pool-{i % 3}",
+                        "instanceType": "c-8x-amd64-linux",
+                        "capacityType": "spot",
+                        "zone": "test-zone-a",
+                        "price": 0.152026,
+                        "pods": [],
+                    }
+                ],
+                "replacements": [],
                 "approval": {"decision": phase.lower(), "by": "alice"},
             },
             "status": {
@@ -216,7 +231,7 @@ def measure() -> None:
 
     client = Client()
     client.force_login(User.objects.create_superuser("bench", "", "bench-password-not-used"))
-    print(f"{'page':<18}{'full ms':>10}{'partial ms':>12}{'partial KB':>12}")
+    print(f"{'page':<30}{'full ms':>10}{'partial ms':>12}{'partial KB':>12}")
     for page in PAGES:
         start = time.perf_counter()
         full = client.get(page)
@@ -225,7 +240,7 @@ def measure() -> None:
         partial = client.get(page, HTTP_HX_REQUEST="true")
         partial_ms = (time.perf_counter() - start) * 1000
         assert full.status_code == partial.status_code == 200, page
-        print(f"{page:<18}{full_ms:>10.0f}{partial_ms:>12.0f}{len(partial.content) / 1024:>12.1f}")
+        print(f"{page:<30}{full_ms:>10.0f}{partial_ms:>12.0f}{len(partial.content) / 1024:>12.1f}")
 
 
 def main() -> None:

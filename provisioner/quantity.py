@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
@@ -44,6 +45,13 @@ def parse_quantity(text: str | int) -> int:
         return text * MILLI
     if not isinstance(text, str):
         raise QuantityError(f"quantities must be strings or integers, not {type(text).__name__}")
+    return _parse_text(text)
+
+
+# A cluster repeats a handful of quantities ("500m", "512Mi") across thousands of pods; exact Fraction arithmetic
+# is the slow part, so each distinct string is parsed once. Errors are raised, never cached.
+@functools.lru_cache(maxsize=8192)
+def _parse_text(text: str) -> int:
     match = _QUANTITY.match(text)
     if match is None:
         raise QuantityError(f"quantities must match the regular expression of Kubernetes quantities: {text!r}")

@@ -15,7 +15,7 @@ class Views:
     """Caches parsed pods by uid and resourceVersion: most objects do not change between steps."""
 
     def __init__(self) -> None:
-        self._pods: dict[str, tuple[str, Pod]] = {}
+        self._pods: dict[str, tuple[str | None, Pod]] = {}
 
     def pod(self, obj: Obj) -> Pod:
         meta = obj["metadata"]
@@ -24,7 +24,7 @@ class Views:
             return cached[1]
         created = parse_timestamp(meta["creationTimestamp"]) if meta.get("creationTimestamp") else 0.0
         pod = pod_from_manifest(obj, created=created)
-        self._pods[meta["uid"]] = (meta.get("resourceVersion", ""), pod)
+        self._pods[meta["uid"]] = (meta.get("resourceVersion"), pod)
         return pod
 
     def pods_by_node(self, store: ObjectStore) -> dict[str, list[Pod]]:

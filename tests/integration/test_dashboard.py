@@ -171,10 +171,18 @@ def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_g
     big = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-8x-amd64-linux")
     small = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-2x-amd64-linux")
     page = client.get(f"/nodes/{big}/")
-    assert page.context["why"]["verdict"] == "kept"
-    assert page.context["why"]["reasons"] == [
-        "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
-    ]
+    assert page.context["why"] is None  # the page itself does not simulate; htmx asks for the card
+    assert f'hx-get="/nodes/{big}/?why=1" hx-trigger="load"' in page.content.decode()
+    card = client.get(f"/nodes/{big}/", {"why": "1"}, HTTP_HX_REQUEST="true").content.decode()
+    assert card.lstrip().startswith('<section class="card" id="why-not">') and "<html" not in card
+    assert "<b>kept</b>" in card
+    assert "SpotToSpotConsolidation is disabled, can&#x27;t replace a spot node with a spot node" in card
+    plain = client.get(f"/nodes/{big}/", {"why": "1"})  # without JavaScript: the whole page, card included
+    assert plain.context["why"] == {
+        "verdict": "kept",
+        "reasons": ["SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"],
+        "budget": 1,
+    }
     ok("scale", "deploy/inflate", "--replicas", "4")
     ok("advance", "60s")
     gone = client.get(f"/nodes/{small}/")
@@ -190,7 +198,7 @@ def test_a_fresh_node_counts_down_its_consolidate_after(lab):
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")
     [node] = rows("get", "nodes")
-    why = logged_in(user()).get(f"/nodes/{node[0]}/").context["why"]
+    why = logged_in(user()).get(f"/nodes/{node[0]}/", {"why": "1"}).context["why"]
     assert why["verdict"] == "not yet" and 0 < why["countdown"] <= 10
     assert why["reasons"] == ["consolidateAfter (10s) has not elapsed since the last pod event"]
 
