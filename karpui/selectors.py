@@ -426,16 +426,32 @@ def devices_overview(cluster: models.Cluster) -> dict[str, Any]:
     }
 
 
-def device_classes(cluster: models.Cluster) -> list[dict[str, Any]]:
-    """Each DeviceClass with the instance types whose declared devices (DeviceDeclarations, or a lab DRAConfig)
-    its CEL selectors match: the types a NodePool could launch for a claim of that class."""
+def declared_types(cluster: models.Cluster) -> dict[str, Any]:
+    """Instance types by name with the devices the provisioner believes they get: from the catalog file, from
+    DeviceDeclarations, and (in the lab) from DRAConfigs."""
     from karpui import lab
-    from provisioner.dra.cel import Device, matches
     from provisioner.dra.claims import dra_config_pools
     from provisioner.sim.dra import declare
 
     pools = [pool for config in _objects(cluster, "DRAConfig") for pool in dra_config_pools(config)]
-    types = {it.name: it for catalog in declare(lab.lab_config(cluster).catalogs, pools).values() for it in catalog}
+    return {it.name: it for catalog in declare(lab.lab_config(cluster).catalogs, pools).values() for it in catalog}
+
+
+def declared_devices(cluster: models.Cluster) -> dict[str, list[str]]:
+    """`driver: device, ...` per instance type that declares any, for the catalog page."""
+    return {
+        name: [f"{group['driver']}: {', '.join(str(d['name']) for d in group['devices'])}" for group in it.devices]
+        for name, it in declared_types(cluster).items()
+        if it.devices
+    }
+
+
+def device_classes(cluster: models.Cluster) -> list[dict[str, Any]]:
+    """Each DeviceClass with the instance types whose declared devices (DeviceDeclarations, or a lab DRAConfig)
+    its CEL selectors match: the types a NodePool could launch for a claim of that class."""
+    from provisioner.dra.cel import Device, matches
+
+    types = declared_types(cluster)
     devices = [
         (name, Device.from_spec(spec, str(group["driver"]), str(group["pool"])))
         for name, it in sorted(types.items())

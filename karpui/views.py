@@ -227,6 +227,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
         "filters": filters.urlencode(),
         "can_import": request.user.has_perm("karpui.change_catalog"),
         "catalogs": selectors.catalogs(),
+        "declared": selectors.declared_devices(_cluster(request)),
         **listing,
     }
     return render(request, "karpui/catalog/list.html", context)

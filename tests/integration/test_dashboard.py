@@ -149,7 +149,8 @@ def test_the_catalog_filters_in_the_database(lab):
 def test_the_devices_page_shows_allocations(lab):
     ok("apply", "-f", str(EXAMPLES / "dra" / "gpu.yaml"))
     ok("advance", "40s")
-    response = logged_in(user()).get("/devices/")
+    client = logged_in(user())
+    response = client.get("/devices/")
     nodes = sorted(n[0] for n in rows("get", "nodes"))
     allocated = sorted((a["driver"], a["pool"], a["device"], a["node"]) for a in response.context["allocations"])
     assert allocated == [("gpu.example.com", f"gpu.example.com/{node}", "gpu-0", node) for node in nodes]
@@ -162,6 +163,10 @@ def test_the_devices_page_shows_allocations(lab):
         for os in ("linux", "windows")
     )
     assert f'<a href="/nodes/{nodes[0]}/">{nodes[0]}</a>' in response.content.decode()
+    catalog = client.get("/catalog/", {"family": "m", "arch": "amd64", "os": "linux", "min_cpu": "8"})
+    assert catalog.context["declared"]["m-8x-amd64-linux"] == ["gpu.example.com: gpu-0"]
+    assert "c-8x-amd64-linux" not in catalog.context["declared"]
+    assert "<div>gpu.example.com: gpu-0</div>" in catalog.content.decode()
 
 
 def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_gone(lab):
