@@ -154,9 +154,15 @@ class KubeObject(models.Model):
 
     @staticmethod
     def summary(body: dict[str, Any]) -> dict[str, Any]:
-        """The summary columns for an object: pods, and a DisruptionCommand's phase; other kinds keep the defaults."""
+        """The summary columns for an object: pods, a DisruptionCommand's phase, the node an Event is about; other
+        kinds keep the defaults."""
         if body.get("kind") == "DisruptionCommand":
             return {"phase": (body.get("status") or {}).get("phase") or ""}
+        if body.get("kind") == "Event":
+            # So a node's page finds its events without reading every body (Events expire after an hour, so
+            # rows from before this column was filled need no backfill).
+            involved = body.get("involvedObject") or {}
+            return {"node_name": involved.get("name", "") if involved.get("kind") in ("Node", "NodeClaim") else ""}
         if body.get("kind") != "Pod":
             return {}
         from provisioner.manifests.pod import pod_from_manifest

@@ -92,6 +92,11 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "pods": pods,
         "commands": commands,
         "timeline": timeline(cluster, name),
+        "events": sorted(
+            (row.body for row in models.KubeObject.objects.filter(cluster=cluster, kind="Event", node_name=name)),
+            key=lambda e: (e.get("lastTimestamp", ""), e["involvedObject"]["kind"]),
+            reverse=True,
+        ),
         "why": why_not_consolidated(cluster, name) if wanted else None,
     }
     return render(request, "karpui/nodes/detail.html", context)

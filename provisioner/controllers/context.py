@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from provisioner.catalog import InstanceType
 from provisioner.objects import NodeClass, NodePool
 from provisioner.scheduling.logs import LogRecord
-from provisioner.sim.store import Obj, ObjectStore, timestamp
+from provisioner.sim.store import Obj, ObjectStore, parse_timestamp, timestamp
 from provisioner.sim.views import Views
 
 
@@ -49,13 +49,21 @@ class ClusterContext:
             return None
         return self.catalogs.get(ref.kind, [])
 
-    def event(self, involved: Obj, kind: str, reason: str, message: str) -> None:
-        """Record a Kubernetes Event, counting repeats of the same reason and message."""
+    def event(self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float = 0.0) -> None:
+        """Record a Kubernetes Event, counting repeats of the same reason and message; a repeat within
+        `dedupe_seconds` of the last one is dropped, as Karpenter's deduplicating recorder does."""
         meta = involved["metadata"]
         namespace = meta.get("namespace") or "default"
-        digest = hashlib.sha256(f"{reason}\n{message}".encode()).hexdigest()[:8]
+        # The kind is part of the name: a Node and its NodeClaim often share a name and get the same message.
+        digest = hashlib.sha256(f"{involved['kind']}\n{reason}\n{message}".encode()).hexdigest()[:8]
         name = f"{meta['name']}.{digest}"
         existing = self.store.get("Event", name, namespace)
+        if (
+            existing is not None
+            and dedupe_seconds
+            and self.now - parse_timestamp(existing.get("lastTimestamp") or "1970-01-01T00:00:00Z") < dedupe_seconds
+        ):
+            return
         if existing is not None and existing.get("message") == message:
             existing["count"] = int(existing.get("count", 1)) + 1
             existing["lastTimestamp"] = timestamp(self.now)

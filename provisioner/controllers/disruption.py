@@ -27,7 +27,7 @@ from provisioner.disruption import logs as disruption_logs
 from provisioner.disruption.candidates import build_candidates, pod_blocks
 from provisioner.disruption.consolidation import ClusterView, compute
 from provisioner.disruption.drift import drift_reason
-from provisioner.disruption.methods import disruption_pass
+from provisioner.disruption.methods import PassResult, disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command
 from provisioner.scheduling.logs import LogRecord
 from provisioner.scheduling.results import NodeClaimPlan
@@ -124,6 +124,7 @@ class DisruptionController:
         nodepools = {np.name: np for np in ctx.nodepools}
         result = disruption_pass(view, nodepools)
         self.last_result = result
+        _explain(ctx, claimed, result)
         denied = _denied_fingerprints(ctx)
         created = False
         for command in result.commands:
@@ -666,6 +667,28 @@ def _tolerates_disrupted(pod: Obj) -> bool:
         t.get("key") == DISRUPTED or (t.get("operator") == "Exists" and not t.get("key"))
         for t in pod["spec"].get("tolerations") or []
     )
+
+
+# Karpenter's recorder drops a repeat of these events for 15 minutes, so a pass every 10 s does not flood them.
+EXPLANATION_DEDUPE_SECONDS = 15 * 60
+
+
+def _explain(ctx: ClusterContext, claimed: list[ClaimedNode], result: PassResult) -> None:
+    """DisruptionBlocked for nodes that cannot be candidates, Unconsolidatable for candidates consolidation would
+    not act on, each on the Node and its NodeClaim. Budget exhaustion is not an event in Karpenter either."""
+    claims = {c.name: c.nodeclaim for c in claimed}
+    for node, reasons, event, verb in (
+        *((n, r, "DisruptionBlocked", "Cannot disrupt") for n, r in sorted(result.blocked.items())),
+        *((n, r, "Unconsolidatable", "") for n, r in sorted(result.notes.items())),
+    ):
+        for reason in reasons:
+            if "disruption budget" in reason:
+                continue
+            for kind, name in (("Node", node), ("NodeClaim", claims.get(node, ""))):
+                obj = ctx.store.get(kind, name) if name else None
+                if obj is not None:
+                    message = f"{verb} {kind}: {reason}" if verb else reason
+                    ctx.event(obj, "Normal", event, message, dedupe_seconds=EXPLANATION_DEDUPE_SECONDS)
 
 
 def _candidate_spec(candidate: Any) -> dict[str, Any]:
