@@ -104,10 +104,10 @@ def shoot(karp: Callable[..., None]) -> None:
             executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"]
         )
         page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"{base}/admin/login/?next=/")
+        page.goto(f"{base}/accounts/login/?next=/")
         page.fill("#id_username", "admin")
         page.fill("#id_password", PASSWORD)
-        page.click("input[type=submit]")
+        page.get_by_role("button", name="Log in").click()
         page.wait_for_url(f"{base}/")
         page.goto(f"{base}/disruption/")
         page.select_option("select[aria-label='approval mode of default']", "manual")

@@ -1,6 +1,7 @@
 """URL routes: the dashboard pages, their actions, and the admin."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from karpui import catalog_views, node_views, nodepool_views, views
@@ -25,6 +26,8 @@ urlpatterns = [
     path("nodepools/", nodepool_views.nodepool_list, name="nodepools"),
     path("nodepools/<str:name>/", nodepool_views.nodepool_edit, name="nodepool-edit"),
     path("nodepools/<str:name>/approval-mode", views.nodepool_approval_mode, name="nodepool-approval-mode"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
 ]

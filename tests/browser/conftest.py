@@ -115,7 +115,7 @@ def live_karpui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveKarpui
     try:
         for _ in range(120):
             try:
-                urllib.request.urlopen(f"{url}/admin/login/", timeout=2)
+                urllib.request.urlopen(f"{url}/healthz", timeout=2)
                 break
             except OSError:
                 if server.poll() is not None:
@@ -142,10 +142,10 @@ def browser_page(live_karpui: LiveKarpui) -> Iterator[object]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"{live_karpui.url}/admin/login/?next=/")
+        page.goto(f"{live_karpui.url}/accounts/login/?next=/")
         page.fill("#id_username", "admin")
         page.fill("#id_password", PASSWORD)
-        page.click("input[type=submit]")
+        page.get_by_role("button", name="Log in").click()
         page.wait_for_url(f"{live_karpui.url}/")
         yield page
         browser.close()

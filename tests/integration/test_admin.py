@@ -21,7 +21,7 @@ def admin_client(client, lab):
 
 def test_the_admin_requires_login(client, lab):
     response = client.get("/admin/karpui/nodepool/")
-    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/?next=/admin/karpui/nodepool/"
 
 
 def test_the_overview_requires_login_then_lists_nodepools(client, admin_client):

@@ -38,7 +38,7 @@ def logged_in(account, **kwargs):
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_needs_a_login(client, lab, page):
     response = client.get(page)
-    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert response.status_code == 302 and response["Location"] == f"/accounts/login/?next={page}"
 
 
 def awaiting_command():
@@ -347,3 +347,23 @@ def test_pending_pods_page_through_with_a_total_and_keep_the_filters(lab, monkey
     assert 'nodepool=capped&amp;page=2" hx-trigger="every 2s"' in second.content.decode()  # the poll stays on page 2
     assert {v["nodepool"] for p in first.context["pods"] for v in p["verdicts"]} == {"capped"}
     assert client.get("/pods/pending/", {"page": "99"}).context["page"] == 2  # past the end: the last page
+
+
+def test_people_who_are_not_staff_log_in_on_karpuis_own_page_and_out_again(client, lab):
+    from django.contrib.auth.models import Group
+
+    person = user("viktor")
+    person.groups.add(Group.objects.get(name="approvers"))
+    assert not person.is_staff  # the admin's login page would refuse this account
+    page = client.get("/accounts/login/?next=/disruption/").content.decode()
+    assert 'name="next" value="/disruption/"' in page and "<nav>" not in page
+
+    refused = client.post("/accounts/login/", {"username": "viktor", "password": "wrong", "next": "/"})
+    assert "Please enter a correct username and password" in refused.content.decode()
+    response = client.post(
+        "/accounts/login/", {"username": "viktor", "password": "pw-only-for-tests", "next": "/disruption/"}
+    )
+    assert response.status_code == 302 and response["Location"] == "/disruption/"
+    assert client.get("/disruption/").context["can_pause"] is True
+    assert client.post("/accounts/logout/")["Location"] == "/accounts/login/"
+    assert client.get("/")["Location"] == "/accounts/login/?next=/"

@@ -87,7 +87,7 @@ class Command(BaseCommand):
         users.objects.create_superuser("admin", "", password)
         self.stdout.write(
             self.style.SUCCESS(
-                f"Created the first admin user. Log in at http://127.0.0.1:8000/admin/ as admin / {password}\n"
+                f"Created the first admin user. Log in at http://127.0.0.1:8000/ as admin / {password}\n"
                 "(change it with: python manage.py changepassword admin)"
             )
         )
