@@ -270,6 +270,7 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
                 "phase": status.get("phase", ""),
                 "finished": status.get("finishedAt") or status.get("completedAt") or "",
                 "by": (spec.get("approval") or {}).get("by", ""),
+                "nodes": [c["node"] for c in spec.get("candidates") or []],
                 "savings": spec["savings"],
                 "realised": disruption.realised(row.body, end),
                 "forgone": spec["savings"] if status.get("phase") in FORGONE_PHASES else 0.0,

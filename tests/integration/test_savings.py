@@ -92,6 +92,9 @@ def test_the_savings_page_draws_cost_against_the_baseline_and_lists_each_command
     assert 'id="baseline-now">$0.0543<' in page and 'id="cost-now">$0.0000<' in page
     assert 'id="realised">$0.05<' in page  # $0.054295/h for 1 h and some seconds
     assert f'id="saving-{name}"' in page and "Succeeded" in page
+    [row] = response.context["commands"]
+    [node] = row["nodes"]
+    assert f'<a href="/nodes/{node}/">{node}</a>' in page  # the node page keeps its timeline after it is gone
     assert "vendor/chartjs/chart.umd.min.js" in page
 
 
