@@ -90,7 +90,7 @@ def _empty_node_awaiting_approval(live_karpui: LiveKarpui, page: Page) -> str:
     return nodes[0]
 
 
-def test_a_person_approves_one_removal_and_denies_another_with_a_reason(
+def test_a_person_approves_one_removal_in_bulk_and_denies_another_with_a_reason(
     live_karpui: LiveKarpui, browser_page: Page, tmp_path: Path
 ) -> None:
     page = browser_page
@@ -99,8 +99,14 @@ def test_a_person_approves_one_removal_and_denies_another_with_a_reason(
     page.goto(f"{live_karpui.url}/disruption/")
 
     approved_node = _empty_node_awaiting_approval(live_karpui, page)
-    page.locator("#queue tr", has_text="AwaitingApproval").get_by_role("button", name="Approve").click()
+    # Bulk approval: the tick must survive the queue's 2 s poll (hx-preserve), so wait past one before sending.
+    tick = page.locator("#queue tr", has_text="AwaitingApproval").get_by_role("checkbox")
+    tick.check()
+    page.wait_for_timeout(2500)
+    expect(tick).to_be_checked()
+    page.get_by_role("button", name="Approve selected").click()
     page.wait_for_url(f"{live_karpui.url}/disruption/")
+    expect(page.locator("body")).to_contain_text("1 approved: ")
     history = page.locator("#queue tr", has_text="Succeeded").filter(has_text=approved_node)
     expect(history).to_have_count(1, timeout=60_000)
     expect(history).to_contain_text("admin")
@@ -113,6 +119,8 @@ def test_a_person_approves_one_removal_and_denies_another_with_a_reason(
     denied = page.locator("#queue tr", has_text="Denied").filter(has_text=denied_node)
     expect(denied).to_have_count(0)
     row.get_by_placeholder("reason").fill("keep warm for the release")
+    page.wait_for_timeout(2500)  # a poll swaps the queue in between: the typed reason must still be there
+    expect(row.get_by_placeholder("reason")).to_have_value("keep warm for the release")
     row.get_by_role("button", name="Deny").click()
     page.wait_for_url(f"{live_karpui.url}/disruption/")
     expect(denied).to_have_count(1, timeout=WAIT_MS)
