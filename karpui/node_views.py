@@ -15,6 +15,7 @@ from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.disruption.candidates import build_candidates, consolidation_blockers
 from provisioner.disruption.consolidation import compute
 from provisioner.disruption.types import UNDERUTILIZED, Command
+from provisioner.durations import parse_duration
 from provisioner.sim.store import parse_timestamp
 
 
@@ -52,6 +53,31 @@ def why_not_consolidated(cluster: models.Cluster, node: str) -> dict[str, Any]:
     return {"verdict": "kept", "reasons": outcome, "budget": budget}
 
 
+EXPLAINED = ("DisruptionBlocked", "Unconsolidatable")
+
+
+def last_pass(cluster: models.Cluster, node: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What is known without simulating: the last disruption passes' verdicts on the Node (its DisruptionBlocked
+    and Unconsolidatable events) and how long until consolidateAfter lets consolidation consider it."""
+    said = [e["message"] for e in events if e["involvedObject"]["kind"] == "Node" and e["reason"] in EXPLAINED]
+    claim = (
+        models.KubeObject.objects.filter(cluster=cluster, kind="NodeClaim", body__status__nodeName=node)
+        .values_list("body", flat=True)
+        .first()
+    )
+    countdown = None
+    if claim is not None:
+        pool = models.NodePool.objects.filter(
+            cluster=cluster, name=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
+        ).first()
+        after = ((pool.spec.get("disruption") or {}).get("consolidateAfter") if pool else None) or "Never"
+        last = (claim.get("status") or {}).get("lastPodEventTime")
+        if last and after != "Never":
+            waited = cluster.clock.timestamp() - parse_timestamp(last)
+            countdown = max((parse_duration(after) or 0) - waited, 0.0) or None
+    return {"said": said, "countdown": countdown}
+
+
 def timeline(cluster: models.Cluster, node: str) -> list[dict[str, Any]]:
     """Everything recorded about the node, oldest first; log records outlive the node itself."""
     entries = models.LogEntry.objects.filter(cluster=cluster).filter(
@@ -66,8 +92,8 @@ def timeline(cluster: models.Cluster, node: str) -> list[dict[str, Any]]:
 
 @require_GET
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
-    """The page renders at once; the why-not-consolidated card, which simulates the whole cluster (about 2 s at
-    20,000 pods), is fetched by htmx afterwards (or computed inline for a plain link with ?why=1)."""
+    """The page shows what the last disruption passes said about the node at once; simulating its consolidation
+    (about 2 s at 20,000 pods) is a button, answered by htmx in place (or the whole page with ?why=1)."""
     cluster = _cluster(request)
     node = models.KubeObject.objects.filter(cluster=cluster, kind="Node", name=name).first()
     wanted = node is not None and request.GET.get("why") == "1"
@@ -85,6 +111,11 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         for c in models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand")
         if any(x["node"] == name for x in c.body["spec"]["candidates"])
     ]
+    events = sorted(
+        (row.body for row in models.KubeObject.objects.filter(cluster=cluster, kind="Event", node_name=name)),
+        key=lambda e: (e.get("lastTimestamp", ""), e["involvedObject"]["kind"]),
+        reverse=True,
+    )
     context = {
         "cluster": cluster,
         "name": name,
@@ -92,11 +123,8 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "pods": pods,
         "commands": commands,
         "timeline": timeline(cluster, name),
-        "events": sorted(
-            (row.body for row in models.KubeObject.objects.filter(cluster=cluster, kind="Event", node_name=name)),
-            key=lambda e: (e.get("lastTimestamp", ""), e["involvedObject"]["kind"]),
-            reverse=True,
-        ),
+        "events": events,
+        "known": last_pass(cluster, name, events) if node else None,
         "why": why_not_consolidated(cluster, name) if wanted else None,
     }
     return render(request, "karpui/nodes/detail.html", context)

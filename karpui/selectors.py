@@ -237,7 +237,7 @@ SAVINGS_WINDOWS = {
     "7d": timedelta(days=7),
     "30d": timedelta(days=30),
 }
-COMMANDS_PAGE_SIZE = 100
+COMMANDS_PAGE_SIZE = 50  # a row is ~0.4 KB: the polled section stays well under 50 KB
 LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
 FORGONE_PHASES = ("Denied", "DryRun")
 

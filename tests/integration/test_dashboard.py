@@ -176,8 +176,13 @@ def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_g
     big = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-8x-amd64-linux")
     small = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-2x-amd64-linux")
     page = client.get(f"/nodes/{big}/")
-    assert page.context["why"] is None  # the page itself does not simulate; htmx asks for the card
-    assert f'hx-get="/nodes/{big}/?why=1" hx-trigger="load"' in page.content.decode()
+    assert page.context["why"] is None  # the page itself does not simulate; a button asks for it
+    # What the last disruption passes said is there at once.
+    assert page.context["known"] == {
+        "said": ["SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"],
+        "countdown": None,
+    }
+    assert f'hx-get="/nodes/{big}/?why=1" hx-target="#why-not"' in page.content.decode()
     card = client.get(f"/nodes/{big}/", {"why": "1"}, HTTP_HX_REQUEST="true").content.decode()
     assert card.lstrip().startswith('<section class="card" id="why-not">') and "<html" not in card
     assert "<b>kept</b>" in card
@@ -203,7 +208,10 @@ def test_a_fresh_node_counts_down_its_consolidate_after(lab):
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")
     [node] = rows("get", "nodes")
-    why = logged_in(user()).get(f"/nodes/{node[0]}/", {"why": "1"}).context["why"]
+    client = logged_in(user())
+    known = client.get(f"/nodes/{node[0]}/").context["known"]
+    assert known["said"] == [] and 0 < known["countdown"] <= 10
+    why = client.get(f"/nodes/{node[0]}/", {"why": "1"}).context["why"]
     assert why["verdict"] == "not yet" and 0 < why["countdown"] <= 10
     assert why["reasons"] == ["consolidateAfter (10s) has not elapsed since the last pod event"]
 
