@@ -50,6 +50,22 @@ def reconcile(ctx: ClusterContext) -> bool:
         elif not is_true(claim, "Initialized"):
             changed |= _initialize(ctx, claim)
     changed |= _nodes_without_claims(ctx)
+    changed |= _orphans_of_deleted_nodepools(ctx)
+    return changed
+
+
+def _orphans_of_deleted_nodepools(ctx: ClusterContext) -> bool:
+    """Kubernetes' garbage collector: a NodeClaim whose owning NodePool (by uid) is gone is deleted, so deleting a
+    NodePool drains and removes its nodes, as in Karpenter."""
+    live = set(ctx.nodepool_uids.values())
+    changed = False
+    for claim in ctx.store.list("NodeClaim"):
+        owners = [o.get("uid") for o in claim["metadata"].get("ownerReferences") or [] if o.get("kind") == "NodePool"]
+        if claim["metadata"].get("deletionTimestamp") or not owners or not all(owners):
+            continue
+        if not live.intersection(owners):
+            ctx.store.delete("NodeClaim", claim["metadata"]["name"])
+            changed = True
     return changed
 
 

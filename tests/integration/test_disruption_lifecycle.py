@@ -160,3 +160,15 @@ def test_a_pod_whose_grace_covers_the_whole_period_is_deleted_at_once(lab):
     node = grace_lab(300)
     ok("advance", "1s")
     assert pods_on(node) == []
+
+
+def test_deleting_a_nodepool_drains_and_removes_its_nodes_and_its_pods_wait(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "3")
+    ok("advance", "5s")
+    assert len(rows("get", "nodes")) == 1
+    assert ok("delete", "nodepool", "default").strip() == 'nodepool.karpenter.sh "default" deleted'
+    ok("advance", "60s")
+
+    assert rows("get", "nodeclaims") == [] and rows("get", "nodes") == []
+    assert [p[2] for p in rows("get", "pods")] == ["Pending"] * 3
