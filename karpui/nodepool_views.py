@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from karpui import models, services, store, whatif
 from karpui.views import _cluster
@@ -109,7 +109,12 @@ def nodepool_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "karpui/nodepools/list.html",
-        {"cluster": cluster, "nodepools": rows, "can_edit": request.user.has_perm("karpui.change_nodepool")},
+        {
+            "cluster": cluster,
+            "nodepools": rows,
+            "can_edit": request.user.has_perm("karpui.change_nodepool"),
+            "can_add": request.user.has_perm("karpui.add_nodepool"),
+        },
     )
 
 
@@ -121,19 +126,58 @@ def nodepool_edit(request: HttpRequest, name: str) -> HttpResponse:
     current.pop("status", None)
     for key in ("uid", "resourceVersion", "generation", "creationTimestamp"):
         current["metadata"].pop(key, None)
+    return _editor(request, cluster, row, current)
+
+
+@require_http_methods(["GET", "POST"])
+def nodepool_new(request: HttpRequest) -> HttpResponse:
+    """The same editor for a NodePool that does not exist yet, starting from a small, valid one."""
+    cluster = _cluster(request)
+    nodeclass = models.NodeClass.objects.filter(cluster=cluster).order_by("kind", "name").first()
+    ref = (
+        {"group": nodeclass.api_version.split("/")[0], "kind": nodeclass.kind, "name": nodeclass.name}
+        if nodeclass
+        else {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
+    )
+    starter = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "new-pool"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": ref,
+                    "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+                }
+            },
+            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"},
+        },
+    }
+    return _editor(request, cluster, None, starter)
+
+
+def _editor(
+    request: HttpRequest, cluster: models.Cluster, row: models.NodePool | None, current: dict[str, Any]
+) -> HttpResponse:
+    """Form + YAML; Preview shows the diff and the what-if, Save applies (audited). Nothing is written otherwise."""
     context: dict[str, Any] = {"cluster": cluster, "nodepool": row}
     if request.method == "GET":
         context["form"] = NodePoolForm.for_manifest(current)
         return render(request, "karpui/nodepools/edit.html", context)
-    if not request.user.has_perm("karpui.change_nodepool"):
+    if not request.user.has_perm("karpui.change_nodepool" if row else "karpui.add_nodepool"):
         raise PermissionDenied
     form = NodePoolForm(request.POST)
     context["form"] = form
     if form.is_valid() and (doc := form.proposed()) is not None:
         try:
-            if (doc.get("metadata") or {}).get("name") != name:
-                raise ManifestError(f"cannot rename {name!r}; create a new NodePool instead", field="metadata.name")
+            name = (doc.get("metadata") or {}).get("name")
+            if row is not None and name != row.name:
+                raise ManifestError(f"cannot rename {row.name!r}; create a new NodePool instead", field="metadata.name")
             proposed = parse_nodepool(doc)
+            if row is None and models.NodePool.objects.filter(cluster=cluster, name=proposed.name).exists():
+                raise ManifestError(
+                    f"NodePool {proposed.name!r} already exists; edit it instead", field="metadata.name"
+                )
         except ManifestError as error:
             form.attach(error)
         else:
@@ -144,7 +188,24 @@ def nodepool_edit(request: HttpRequest, name: str) -> HttpResponse:
                 actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
                 result = services.nodepool_apply(cluster=cluster, nodepool=proposed, actor=actor)
                 messages.success(request, str(result))
-                return redirect("nodepool-edit", name=name)
+                return redirect("nodepool-edit", name=proposed.name)
     return render(
         request, "karpui/nodepools/edit.html", context, status=200 if form.is_valid() and not form.errors else 400
     )
+
+
+@require_POST
+def nodepool_delete(request: HttpRequest, name: str) -> HttpResponse:
+    """Delete a NodePool once its name is typed back; its NodeClaims are then drained and removed."""
+    if not request.user.has_perm("karpui.delete_nodepool"):
+        raise PermissionDenied
+    cluster = _cluster(request)
+    row = get_object_or_404(models.NodePool, cluster=cluster, name=name)
+    if request.POST.get("confirm", "").strip() != name:
+        messages.error(request, f"confirm: type the NodePool's name, {name}, to delete it")
+        return redirect("nodepool-edit", name=name)
+    nodes = (row.status or {}).get("nodes", 0)
+    actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+    result = services.object_delete(cluster=cluster, kind="NodePool", name=name, actor=actor)
+    messages.success(request, f"{result}; its {nodes} node(s) will be drained and removed")
+    return redirect("nodepools")

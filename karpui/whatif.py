@@ -23,7 +23,7 @@ def nodepool_diff(row: models.NodePool | None, proposed: dict[str, Any]) -> str:
         meta = manifest.get("metadata") or {}
         for key in ("uid", "resourceVersion", "generation", "creationTimestamp"):
             meta.pop(key, None)
-    before = yaml.safe_dump(current, sort_keys=True).splitlines()
+    before = yaml.safe_dump(current, sort_keys=True).splitlines() if current else []  # a new NodePool: all added
     after = yaml.safe_dump(proposed, sort_keys=True).splitlines()
     return "\n".join(difflib.unified_diff(before, after, "current", "proposed", lineterm=""))
 

@@ -104,3 +104,70 @@ def test_saving_outside_a_test_transaction_commits_the_pool_and_its_audit_row_to
     assert client.post("/nodepools/capped/", data).status_code == 302
     assert models.NodePool.objects.get(name="capped").spec["limits"]["cpu"] == "24"
     assert models.AuditEvent.objects.filter(action="update", target_name="capped", actor_name="erin").count() == 1
+
+
+def new_form(client):
+    form = client.get("/nodepools/new/").context["form"]
+    return {field: ("" if value is None else value) for field, value in form.initial.items()}
+
+
+def test_a_new_nodepool_is_previewed_then_created_and_audited(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))  # the KWOKNodeClass the starter refers to
+    client = editor("add_nodepool", "change_nodepool")
+    assert 'href="/nodepools/new/"' in client.get("/nodepools/").content.decode()
+    data = new_form(client)
+    doc = yaml.safe_load(data["manifest"])
+    assert doc["spec"]["template"]["spec"]["nodeClassRef"] == {
+        "group": "karpenter.kwok.sh",
+        "kind": "KWOKNodeClass",
+        "name": "default",
+    }
+    doc["metadata"]["name"] = "batch"
+    data = {**data, "manifest": yaml.safe_dump(doc), "weight": "20"}
+
+    preview = client.post("/nodepools/new/", {**data, "action": "preview"})
+    diff = preview.context["diff"].splitlines()
+    assert diff[:4] == ["--- current", "+++ proposed", "@@ -0,0 +1,25 @@", "+apiVersion: karpenter.sh/v1"]
+    assert "+  name: batch" in diff and "+  weight: 20" in diff
+    assert not models.NodePool.objects.filter(name="batch").exists()
+    created = client.post("/nodepools/new/", {**data, "action": "save"})
+
+    assert created["Location"] == "/nodepools/batch/"
+    assert models.NodePool.objects.get(name="batch").weight == 20
+    event = models.AuditEvent.objects.get(action="create", target_name="batch")
+    assert (event.actor_name, event.via, event.before) == ("erin", "web", None)
+
+
+def test_a_new_nodepool_may_not_take_an_existing_name_and_needs_the_add_permission(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    client = editor("add_nodepool")
+    data = new_form(client)
+    taken = client.post("/nodepools/new/", {**data, "manifest": data["manifest"].replace("new-pool", "default")})
+    assert taken.status_code == 400
+    assert taken.context["form"].errors["manifest"] == [
+        "metadata.name: NodePool 'default' already exists; edit it instead"
+    ]
+    assert models.NodePool.objects.get(name="default").resource_version == 1
+    viewer = Client()
+    viewer.force_login(User.objects.create_user("vera", password="pw-only-for-tests"))
+    assert viewer.post("/nodepools/new/", {**data, "action": "save"}).status_code == 403
+    assert not models.NodePool.objects.filter(name="new-pool").exists()
+
+
+def test_deleting_a_nodepool_needs_its_name_typed_and_the_permission_and_is_audited(lab):
+    capped_lab()
+    assert editor("change_nodepool").post("/nodepools/capped/delete", {"confirm": "capped"}).status_code == 403
+    User.objects.get(username="erin").user_permissions.add(Permission.objects.get(codename="delete_nodepool"))
+    deleter = Client()
+    deleter.force_login(User.objects.get(username="erin"))
+
+    wrong = deleter.post("/nodepools/capped/delete", {"confirm": "cap"}, follow=True).content.decode()
+    assert "confirm: type the NodePool&#x27;s name, capped, to delete it" in wrong
+    assert models.NodePool.objects.filter(name="capped").exists()
+    done = deleter.post("/nodepools/capped/delete", {"confirm": "capped"}, follow=True).content.decode()
+
+    assert "nodepool.karpenter.sh &quot;capped&quot; deleted; its 4 node(s) will be drained and removed" in done
+    assert not models.NodePool.objects.filter(name="capped").exists()
+    assert models.AuditEvent.objects.get(action="delete", target_name="capped").actor_name == "erin"
+    ok("advance", "60s")
+    assert rows("get", "nodes") == []
