@@ -46,6 +46,8 @@ class ManifestForm(forms.ModelForm):
             if len(documents) != 1 or documents[0].kind not in self.kinds:
                 raise ManifestError(f"expected exactly one object of kind {' or '.join(self.kinds)}", field="kind")
             value = services.parse_document(documents[0])
+            if documents[0].kind == "NodePool" and cleaned.get("cluster") is not None:
+                services.nodepool_check(cluster=cleaned["cluster"], nodepool=value)
         except ManifestError as error:
             raise forms.ValidationError({"manifest": str(error)}) from None
         if self.instance.pk and value.name != self.instance.name:

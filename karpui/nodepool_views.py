@@ -174,6 +174,7 @@ def _editor(
             if row is not None and name != row.name:
                 raise ManifestError(f"cannot rename {row.name!r}; create a new NodePool instead", field="metadata.name")
             proposed = parse_nodepool(doc)
+            services.nodepool_check(cluster=cluster, nodepool=proposed)
             if row is None and models.NodePool.objects.filter(cluster=cluster, name=proposed.name).exists():
                 raise ManifestError(
                     f"NodePool {proposed.name!r} already exists; edit it instead", field="metadata.name"

@@ -23,6 +23,7 @@ from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
 from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, parse_nodeclass
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 from provisioner.objects import NodeClass, NodePool
+from provisioner.scheduling.satisfiable import unsatisfiable
 
 DEFAULT_CLUSTER = "lab"
 
@@ -71,9 +72,18 @@ def _audit(actor: Actor, action: str, kind: str, name: str, before: Any, after: 
     )
 
 
+def nodepool_check(*, cluster: models.Cluster, nodepool: NodePool) -> None:
+    """Refuse a NodePool that no instance type of its node class's catalog can satisfy, naming the requirement."""
+    types = lab.lab_config(cluster).catalogs.get(nodepool.node_class_ref.kind, [])
+    problem = unsatisfiable(nodepool, types)
+    if problem is not None:
+        raise ManifestError(problem.message, field=problem.field)
+
+
 @transaction.atomic
 def nodepool_apply(*, cluster: models.Cluster, nodepool: NodePool, actor: Actor) -> ApplyResult:
-    """Create or update a NodePool from its validated domain value."""
+    """Create or update a NodePool from its validated domain value (refused, writing nothing, if unsatisfiable)."""
+    nodepool_check(cluster=cluster, nodepool=nodepool)
     manifest = nodepool_to_manifest(nodepool)
     fields = {
         "labels": manifest["metadata"].get("labels", {}),
@@ -191,7 +201,13 @@ def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list
     documents = load_documents(text)
     values = [(document, parse_document(document)) for document in documents]
     with transaction.atomic():
-        results = [APPLIERS[d.kind][1](cluster, value, actor) for d, value in values if d.kind in APPLIERS]
+        results = []
+        for document, value in values:
+            if document.kind in APPLIERS:
+                try:
+                    results.append(APPLIERS[document.kind][1](cluster, value, actor))
+                except ManifestError as error:  # raised before writing; leaving the block undoes earlier documents
+                    raise error.located(document=document.index, kind=document.kind, name=document.name) from None
         objects = [(d, value) for d, value in values if d.kind not in APPLIERS]
         if objects:
             results += lab.run(cluster.name, lambda running: _apply_objects(running, objects))

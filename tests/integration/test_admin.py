@@ -88,3 +88,19 @@ def test_audit_events_cannot_be_changed_in_the_admin(admin_client, lab):
     event = models.AuditEvent.objects.filter(target_kind="NodePool").get()
     assert admin_client.post(f"/admin/karpui/auditevent/{event.id}/delete/", {"post": "yes"}).status_code == 403
     assert models.AuditEvent.objects.filter(id=event.id).exists()
+
+
+def test_the_admin_refuses_a_nodepool_no_instance_type_can_satisfy(admin_client, lab):
+    text = (ROOT / "examples" / "nodepool-kwok.yaml").read_text()
+    doc = next(d for d in yaml.safe_load_all(text) if d["kind"] == "NodePool")
+    doc["spec"]["template"]["spec"]["requirements"] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m9.huge"]}
+    ]
+    response = admin_client.post("/admin/karpui/nodepool/add/", {"cluster": lab.id, "manifest": yaml.safe_dump(doc)})
+
+    assert response.status_code == 200
+    assert (
+        "spec.template.spec.requirements[0]: no instance type of the 144 this NodePool&#x27;s node class offers "
+        "satisfies node.kubernetes.io/instance-type In [m9.huge]"
+    ) in response.content.decode()
+    assert not models.NodePool.objects.exists()

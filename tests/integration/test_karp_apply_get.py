@@ -195,3 +195,41 @@ def test_get_instancetypes_lists_both_catalogs_as_kubernetes_objects(lab):
         "0.033590",
         "0.023513",
     ]
+
+
+UNSATISFIABLE = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: ok-first
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [arm64]}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: nothing-fits
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [arm64]}
+        - {key: karpenter.kwok.sh/instance-family, operator: In, values: [x]}
+"""
+
+
+def test_a_nodepool_no_instance_type_can_satisfy_is_refused_naming_the_requirement_and_nothing_is_written(lab):
+    code, _, err = karp("apply", "-f", "-", stdin=UNSATISFIABLE)
+
+    assert code == 1
+    assert err.strip() == (
+        "error: document 2 NodePool/nothing-fits: spec.template.spec.requirements[1]: no instance type of the 144 "
+        "this NodePool's node class offers satisfies karpenter.kwok.sh/instance-family In [x] together with the "
+        "requirements before it"
+    )
+    assert not models.NodePool.objects.exists()  # the valid first document was not written either

@@ -171,3 +171,19 @@ def test_deleting_a_nodepool_needs_its_name_typed_and_the_permission_and_is_audi
     assert models.AuditEvent.objects.get(action="delete", target_name="capped").actor_name == "erin"
     ok("advance", "60s")
     assert rows("get", "nodes") == []
+
+
+def test_a_change_no_instance_type_can_satisfy_is_refused_at_the_requirement(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    impossible = data["manifest"].replace("values:\n        - on-demand", "values:\n        - reserved")
+    assert impossible != data["manifest"]
+    response = client.post("/nodepools/capped/", {**data, "manifest": impossible, "action": "save"})
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["manifest"] == [
+        "spec.template.spec.requirements[1]: no instance type of the 144 this NodePool's node class offers "
+        "satisfies karpenter.sh/capacity-type In [reserved] together with the requirements before it"
+    ]
+    assert models.NodePool.objects.get(name="capped").resource_version == 1
