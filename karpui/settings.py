@@ -122,6 +122,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # Our own login page: the admin's refuses accounts without is_staff, and viewers, editors and approvers need not
 # be staff.
 LOGIN_URL = "login"
+KARPUI_LOGIN_MAX_FAILURES = int(os.environ.get("KARPUI_LOGIN_MAX_FAILURES", "5"))
+KARPUI_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("KARPUI_LOGIN_LOCKOUT_SECONDS", "900"))
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -137,6 +139,14 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Celery: Redis when configured, otherwise a filesystem broker that needs no server at all.
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Shared by every web process when Redis is there (the login throttle must count across them); else per process.
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "karpui"}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from karpui import catalog_views, node_views, nodepool_views, views
+from karpui import catalog_views, login, node_views, nodepool_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -28,7 +28,7 @@ urlpatterns = [
     path("nodepools/<str:name>/", nodepool_views.nodepool_edit, name="nodepool-edit"),
     path("nodepools/<str:name>/delete", nodepool_views.nodepool_delete, name="nodepool-delete"),
     path("nodepools/<str:name>/approval-mode", views.nodepool_approval_mode, name="nodepool-approval-mode"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),

@@ -1,4 +1,7 @@
-"""Shared fixtures. Integration tests use the database named by DATABASE_URL (PostgreSQL in CI)."""
+"""Shared fixtures. Integration tests use the database named by DATABASE_URL (PostgreSQL in CI) and, when REDIS_URL
+is set, the real Redis cache."""
+
+import uuid
 
 import pytest
 
@@ -8,3 +11,12 @@ def lab(db):
     from karpui.models import Cluster
 
     return Cluster.objects.get(name="lab")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache_keys(settings):
+    """Each test gets its own cache key prefix, so counters such as failed logins never leak between tests or
+    between CI runs sharing one Redis (and nothing needs flushing a database Celery also uses)."""
+    default = dict(settings.CACHES["default"])
+    default["KEY_PREFIX"] = f"karpui-test-{uuid.uuid4().hex[:12]}"
+    settings.CACHES = {**settings.CACHES, "default": default}
