@@ -106,32 +106,52 @@ def compile_selector(expression: str) -> tuple[Any, frozenset[tuple[str, str]]]:
     return program, frozenset((m.group(1), m.group(2)) for m in _DOMAIN.finditer(expression))
 
 
+_PROBE = Device(name="probe", driver="probe.karpui.dev")
+
+
 def validate(expression: str) -> None:
-    compile_selector(expression)
+    """Compile, then evaluate against an empty device: a selector that evaluates there to something other than a
+    bool (`device.driver`, `1 + 2`) can never select a device, as the API server's type check would say. Errors
+    on the empty device (a missing attribute) are normal and say nothing about the expression."""
+    program, domains = compile_selector(expression)
+    context = _thread_context()
+    context.add_variable("device", _variables(_PROBE, domains))
+    try:
+        result = program.execute(context)
+    except (ValueError, RuntimeError, KeyError, TypeError):
+        return
+    if not isinstance(result, bool):
+        raise CELError(f"must evaluate to bool, got {_CEL_TYPES.get(type(result), type(result).__name__)}")
+
+
+_CEL_TYPES = {str: "string", int: "int", float: "double", dict: "map", list: "list", bytes: "bytes", type(None): "null"}
 
 
 def matches(expression: str, device: Device) -> bool:
     """True only if the selector evaluates to true; errors and non-bool results do not match."""
     program, domains = compile_selector(expression)
-    attributes = {domain: dict(values) for domain, values in device.attributes.items()}
-    capacity = {domain: dict(values) for domain, values in device.capacity.items()}
-    for section, domain in domains:
-        (attributes if section == "attributes" else capacity).setdefault(domain, {})
     context = _thread_context()
-    context.add_variable(
-        "device",
-        {
-            "driver": device.driver,
-            "attributes": attributes,
-            "capacity": capacity,
-            "allowMultipleAllocations": device.allow_multiple_allocations,
-        },
-    )
+    context.add_variable("device", _variables(device, domains))
     try:
         result = program.execute(context)
     except (ValueError, RuntimeError, KeyError, TypeError):
         return False
     return result is True
+
+
+def _variables(device: Device, domains: frozenset[tuple[str, str]]) -> dict[str, Any]:
+    """`device` as CEL sees it; every domain the expression names exists (empty) so a lookup is a miss, not an
+    error about the domain."""
+    attributes = {domain: dict(values) for domain, values in device.attributes.items()}
+    capacity = {domain: dict(values) for domain, values in device.capacity.items()}
+    for section, domain in domains:
+        (attributes if section == "attributes" else capacity).setdefault(domain, {})
+    return {
+        "driver": device.driver,
+        "attributes": attributes,
+        "capacity": capacity,
+        "allowMultipleAllocations": device.allow_multiple_allocations,
+    }
 
 
 def _tidy(message: str) -> str:

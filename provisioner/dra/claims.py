@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from provisioner.dra.cel import CELError, Device, compile_selector, matches
+from provisioner.dra.cel import CELError, Device, matches, validate
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
 from provisioner.requirements import Requirement, RequirementError, Requirements
@@ -53,7 +53,7 @@ def _selectors(items: Any, path: str) -> tuple[str, ...]:
         expression = f.string(spec.get("expression"), f"{item_path}.cel.expression", required=True)
         assert expression is not None
         try:
-            compile_selector(expression)
+            validate(expression)
         except CELError as error:
             raise ManifestError(f"invalid CEL expression: {error}", field=f"{item_path}.cel.expression") from None
         expressions.append(expression)

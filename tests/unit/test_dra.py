@@ -49,6 +49,28 @@ def test_invalid_cel_is_refused_with_its_position():
         validate("device.driver ==")
 
 
+@pytest.mark.parametrize(
+    ("expression", "got"),
+    [("device.driver", "string"), ("1 + 2", "int"), ('device.attributes["gpu.example.com"]', "map")],
+)
+def test_a_selector_that_is_not_a_bool_is_refused(expression, got):
+    with pytest.raises(CELError) as raised:
+        validate(expression)
+    assert str(raised.value) == f"must evaluate to bool, got {got}"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.attributes["gpu.example.com"].model == "a100"',  # a missing attribute is a miss, not an error
+        'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0',
+        "device.allowMultipleAllocations",
+    ],
+)
+def test_bool_selectors_pass_even_when_the_empty_probe_device_lacks_what_they_read(expression):
+    validate(expression)
+
+
 def test_a_device_class_with_bad_cel_names_the_field():
     doc = {
         "apiVersion": "resource.k8s.io/v1",
