@@ -75,7 +75,12 @@ def build(nodes: int, pods: int) -> None:
                 body={
                     "apiVersion": "v1",
                     "kind": "Node",
-                    "metadata": {"name": name, "labels": labels, "creationTimestamp": "2026-11-29T20:00:00Z"},
+                    "metadata": {
+                        "name": name,
+                        "uid": f"n{i}",
+                        "labels": labels,
+                        "creationTimestamp": "2026-11-29T20:00:00Z",
+                    },
                     "spec": {"taints": []},
                     "status": {
                         "allocatable": {"cpu": "7900m", "memory": "16374Mi", "pods": "128"},
@@ -96,6 +101,7 @@ def build(nodes: int, pods: int) -> None:
                     "kind": "NodeClaim",
                     "metadata": {
                         "name": name,
+                        "uid": f"c{i}",
                         "labels": labels,
                         "annotations": {"karpui.dev/price": "0.152026"},
                         "creationTimestamp": "2026-11-29T20:00:00Z",
@@ -169,7 +175,7 @@ def _command(cluster: Any, i: int) -> Any:
         body={
             "apiVersion": "karpui.dev/v1alpha1",
             "kind": "DisruptionCommand",
-            "metadata": {"name": f"underutilized-{i:08x}"},
+            "metadata": {"name": f"underutilized-{i:08x}", "uid": f"d{i}"},
             "spec": {
                 "reason": "Underutilized",
                 "decision": "delete",
