@@ -419,12 +419,47 @@ def devices_overview(cluster: models.Cluster) -> dict[str, Any]:
     for allocation in allocations:
         allocation["node"] = nodes.get((allocation.get("driver"), allocation.get("pool")), "")
     pending = [p for p in pending_pods_list(cluster)["pods"] if any(v.get("kind") == "devices" for v in p["verdicts"])]
+    classes = _requested_classes(cluster, [(p["namespace"], p["name"]) for p in pending]) if pending else {}
+    for pod in pending:
+        pod["classes"] = classes.get((pod["namespace"], pod["name"]), [])
     return {
         "slices": slices,
         "claims": claims,
         "allocations": allocations,
         "pending": pending,
     }
+
+
+def _requested_classes(cluster: models.Cluster, pods: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """The DeviceClasses each pod's claims ask for, from its ResourceClaims or, before they exist, its templates.
+    Three queries for any number of pods."""
+    objects = models.KubeObject.objects.filter(cluster=cluster, namespace__in={ns for ns, _ in pods})
+    bodies = {
+        (row.namespace, row.name): row.body for row in objects.filter(kind="Pod", name__in={name for _, name in pods})
+    }
+    claims = {
+        (r.kind, r.namespace, r.name): r.body
+        for r in objects.filter(kind__in=("ResourceClaim", "ResourceClaimTemplate"))
+    }
+    result = {}
+    for (namespace, name), pod in bodies.items():
+        statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        made = {s["name"]: s.get("resourceClaimName") for s in statuses}
+        specs = []
+        for entry in pod["spec"].get("resourceClaims") or []:
+            claim = entry.get("resourceClaimName") or made.get(entry["name"])
+            if claim and ("ResourceClaim", namespace, claim) in claims:
+                specs.append(claims["ResourceClaim", namespace, claim]["spec"])
+            elif template := claims.get(("ResourceClaimTemplate", namespace, entry.get("resourceClaimTemplateName"))):
+                specs.append(template["spec"].get("spec") or {})
+        named = {
+            choice.get("deviceClassName", "")
+            for spec in specs
+            for request in (spec.get("devices") or {}).get("requests") or []
+            for choice in ([request["exactly"]] if request.get("exactly") else request.get("firstAvailable") or [])
+        }
+        result[namespace, name] = sorted(named - {""})
+    return result
 
 
 def declared_types(cluster: models.Cluster) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Dashboard pages: login required, real data, htmx partials, decisions as audited POSTs, bounded queries."""
 
 import pytest
+import yaml
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
@@ -396,3 +397,19 @@ def test_failed_logins_are_throttled_per_account_and_address_even_for_the_right_
     assert other.post("/accounts/login/", {"username": "tess", "password": "pw-only-for-tests"}).status_code == 302
     cache.delete("karpui:login-failures:tess:127.0.0.1")  # the lockout lapses (clear() would flush Celery's Redis)
     assert client.post("/accounts/login/", {"username": "tess", "password": "pw-only-for-tests"}).status_code == 302
+
+
+def test_pods_pending_on_devices_show_the_classes_they_ask_for_and_which_types_would_declare_them(lab):
+    docs = [d for d in yaml.safe_load_all((EXAMPLES / "dra" / "gpu.yaml").read_text()) if d["kind"] != "DRAConfig"]
+    ok("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))  # no driver declares gpu devices anywhere
+    ok("advance", "15s")
+    response = logged_in(user()).get("/devices/")
+
+    pending = response.context["pending"]
+    assert len(pending) == 2 and all(p["classes"] == ["gpu.example.com"] for p in pending)
+    assert response.context["classes"] == [
+        {"name": "gpu.example.com", "selectors": ['device.driver == "gpu.example.com"'], "instance_types": []}
+    ]
+    page = response.content.decode()
+    assert '<a href="#class-gpu.example.com">gpu.example.com</a>' in page
+    assert "no instance type declares a device these selectors accept" in page
