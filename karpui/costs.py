@@ -34,7 +34,8 @@ class PoolCost:
         return [round(self.cost_per_hour, 6), self.nodeclaims, round(self.saved_per_hour, 6)]
 
 
-def _price(claim: dict[str, Any]) -> float:
+def claim_price(claim: dict[str, Any]) -> float:
+    """The offering price a NodeClaim launched at ($/h), 0 until it has launched."""
     return float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0) or 0)
 
 
@@ -45,7 +46,7 @@ def by_nodepool(claims: Iterable[dict[str, Any]], commands: Iterable[dict[str, A
     saved: dict[str, float] = {}
     for claim in claims:
         pool = (claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
-        cost[pool] = cost.get(pool, 0.0) + _price(claim)
+        cost[pool] = cost.get(pool, 0.0) + claim_price(claim)
         count[pool] = count.get(pool, 0) + 1
     for command in commands:
         spec, status = command["spec"], command.get("status") or {}

@@ -38,10 +38,6 @@ def _age(clock: datetime, stamp: str | None) -> float:
     return max((clock - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds(), 0.0)
 
 
-def _price(claim: dict[str, Any]) -> float:
-    return float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0) or 0)
-
-
 def overview(cluster: models.Cluster) -> dict[str, Any]:
     """Cost and NodeClaim counts come from the cluster row (kept by every lab run), not from reading each claim."""
     state = cluster.cost_state or {}
@@ -153,7 +149,7 @@ def nodes_list(cluster: models.Cluster, page: int = 1) -> dict[str, Any]:
                 "instance_type": labels.get("node.kubernetes.io/instance-type", ""),
                 "capacity_type": labels.get("karpenter.sh/capacity-type", ""),
                 "zone": labels.get("topology.kubernetes.io/zone", ""),
-                "price": _price(claim) if claim else 0.0,
+                "price": costs.claim_price(claim) if claim else 0.0,
                 "age": _age(cluster.clock, node["metadata"].get("creationTimestamp")),
                 "pods": used.get("pods", 0),
                 "state": _state(node, claim),
@@ -169,7 +165,7 @@ def nodes_list(cluster: models.Cluster, page: int = 1) -> dict[str, Any]:
             (claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "?"), {"nodes": 0, "price": 0.0}
         )
         pool["nodes"] += 1
-        pool["price"] += _price(claim)
+        pool["price"] += costs.claim_price(claim)
     for row in models.NodePool.objects.filter(cluster=cluster):
         pool = pools.setdefault(row.name, {"nodes": 0, "price": 0.0})
         pool["limits"] = row.spec.get("limits", {})
