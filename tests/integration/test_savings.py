@@ -117,3 +117,17 @@ def test_the_history_reads_a_fixed_number_of_queries(lab, django_assert_num_quer
     with django_assert_num_queries(3):
         history = costs.history(lab, lab.clock - timedelta(hours=1), lab.clock)
     assert history.pools == {"default": [0.0] * 60} and history.baseline == [PRICE] * 60
+
+
+def test_a_deleted_nodepools_series_ends_with_one_zero_sample_and_is_then_forgotten(lab):
+    ok("advance", f"{60 - lab.clock.second}s")  # from the start of a minute: samples are per minute
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "65s")
+    ok("delete", "nodepool", "default")
+    ok("advance", "60s")  # its NodeClaim is drained and removed
+    ok("advance", "30h")  # no daily keyframe for a pool that is gone
+    lab.refresh_from_db()
+
+    assert [row[1:] for row in samples(lab)] == [("default", PRICE, 1, 0.0), ("default", 0.0, 0, 0.0)]
+    assert lab.cost_state["last"] == {}
