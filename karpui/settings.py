@@ -122,6 +122,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # Our own login page: the admin's refuses accounts without is_staff, and viewers, editors and approvers need not
 # be staff.
 LOGIN_URL = "login"
+# /metrics is open unless this is set; then Prometheus must send it as a bearer token.
+KARPUI_METRICS_TOKEN = os.environ.get("KARPUI_METRICS_TOKEN", "")
 KARPUI_LOGIN_MAX_FAILURES = int(os.environ.get("KARPUI_LOGIN_MAX_FAILURES", "5"))
 KARPUI_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("KARPUI_LOGIN_LOCKOUT_SECONDS", "900"))
 LOGIN_REDIRECT_URL = "home"

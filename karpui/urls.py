@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from karpui import catalog_views, login, node_views, nodepool_views, views
+from karpui import catalog_views, login, metrics, node_views, nodepool_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -31,5 +31,6 @@ urlpatterns = [
     path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
 ]

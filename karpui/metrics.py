@@ -1,0 +1,100 @@
+"""`/metrics` for Prometheus: the cluster's state read from the database at scrape time, with Karpenter's metric
+names where Karpenter has one and `karpui_` where the number is ours (cost, savings, the human gate)."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from karpui import models, services
+from provisioner.quantity import parse_resources
+
+
+class ClusterCollector(Collector):
+    """Reads every value when scraped, so each web process reports the same numbers without shared state."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        cluster = services.cluster_get_or_create()
+        usage = GaugeMetricFamily(
+            "karpenter_nodepools_usage",
+            "Resources the NodePool's NodeClaims hold.",
+            labels=["nodepool", "resource_type"],
+        )
+        limit = GaugeMetricFamily(
+            "karpenter_nodepools_limit", "The NodePool's spec.limits.", labels=["nodepool", "resource_type"]
+        )
+        for row in models.NodePool.objects.filter(cluster=cluster).order_by("name"):
+            for resource, amount in sorted(parse_resources((row.status or {}).get("resources") or {}).items()):
+                usage.add_metric([row.name, resource], _base(amount))
+            for resource, amount in sorted(parse_resources((row.spec or {}).get("limits") or {}).items()):
+                limit.add_metric([row.name, resource], _base(amount))
+        yield usage
+        yield limit
+        last = (cluster.cost_state or {}).get("last") or {}
+        claims = GaugeMetricFamily("karpui_nodeclaims", "NodeClaims per NodePool.", labels=["nodepool"])
+        cost = GaugeMetricFamily(
+            "karpui_nodepool_cost_dollars_per_hour", "Sum of the NodeClaims' offering prices.", labels=["nodepool"]
+        )
+        saved = GaugeMetricFamily(
+            "karpui_consolidation_saved_dollars_per_hour",
+            "Price difference of the executed consolidation commands.",
+            labels=["nodepool"],
+        )
+        for pool, entry in sorted(last.items()):
+            cost_per_hour, count, saved_per_hour = entry["value"]
+            claims.add_metric([pool], count)
+            cost.add_metric([pool], cost_per_hour)
+            saved.add_metric([pool], saved_per_hour)
+        yield claims
+        yield cost
+        yield saved
+        pending = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", unschedulable=True).count()
+        yield GaugeMetricFamily(
+            "karpenter_scheduler_unschedulable_pods_count", "Pods the scheduler could not place.", value=pending
+        )
+        commands = GaugeMetricFamily(
+            "karpui_disruption_commands",
+            "Disruption commands by phase (AwaitingApproval waits for a person).",
+            labels=["phase"],
+        )
+        phases = (
+            models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand")
+            .values("phase")
+            .annotate(n=Count("id"))
+            .order_by("phase")
+        )
+        for row in phases:
+            commands.add_metric([row["phase"]], row["n"])
+        yield commands
+        paused = cluster.is_paused(cluster.clock)
+        yield GaugeMetricFamily(
+            "karpui_disruption_paused", "1 while voluntary disruption is paused.", value=int(paused)
+        )
+
+
+def _base(milli: int) -> float:
+    """Prometheus wants base units (cores, bytes, pods), not our milli-units."""
+    return milli / 1000
+
+
+REGISTRY = CollectorRegistry(auto_describe=False)
+REGISTRY.register(ClusterCollector())
+
+
+@login_not_required
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Open unless KARPUI_METRICS_TOKEN is set; then a scraper sends `Authorization: Bearer <token>`."""
+    token = settings.KARPUI_METRICS_TOKEN
+    if token and not hmac.compare_digest(request.headers.get("Authorization", ""), f"Bearer {token}"):
+        return HttpResponse("a bearer token is required\n", status=401, content_type="text/plain")
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
