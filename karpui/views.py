@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import disruption, models, selectors, services
+from karpui import device_selectors, disruption, models, selectors, services
 from karpui.models import Cluster
 from provisioner.durations import DurationError, parse_duration
 
@@ -227,7 +227,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
         "filters": filters.urlencode(),
         "can_import": request.user.has_perm("karpui.change_catalog"),
         "catalogs": selectors.catalogs(),
-        "declared": selectors.declared_devices(_cluster(request)),
+        "declared": device_selectors.declared_devices(_cluster(request)),
         **listing,
     }
     return render(request, "karpui/catalog/list.html", context)
@@ -236,9 +236,9 @@ def catalog(request: HttpRequest) -> HttpResponse:
 @require_GET
 def devices(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    context: dict[str, object] = {"cluster": cluster, **selectors.devices_overview(cluster)}
+    context: dict[str, object] = {"cluster": cluster, **device_selectors.devices_overview(cluster)}
     if not request.htmx:  # type: ignore[attr-defined]
         # Not in the live region: classes and declarations change only when someone applies them.
-        context["classes"] = selectors.device_classes(cluster)
+        context["classes"] = device_selectors.device_classes(cluster)
         context["declarations"] = list(models.DeviceDeclaration.objects.order_by("name"))
     return _page(request, "karpui/devices/overview.html", "devices", context)
