@@ -36,6 +36,15 @@ class _NodeState:
     unschedulable: bool
     pods: list[Pod] = field(default_factory=list)
     requested: Resources = field(default_factory=dict)
+    # CPU and memory as LeastAllocated counts them (a request of 0 counts as the default), kept as pods bind.
+    scored: dict[str, int] = field(default_factory=dict)
+    requirements: Requirements = field(default_factory=lambda: Requirements([]))  # the labels, parsed once
+
+    def bind(self, pod: Pod) -> None:
+        self.pods.append(pod)
+        self.requested = add(self.requested, _requests(pod))
+        for resource, amount in _scored(pod).items():
+            self.scored[resource] = self.scored.get(resource, 0) + amount
 
 
 def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
@@ -54,9 +63,11 @@ def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
     classes = dra.device_classes(store) if any(p["spec"].get("resourceClaims") for p in pending) else {}
     taken = dra.allocated(store) if classes else set()
     devices = dra.published(store) if classes else {}
+    # Bound pods' anti-affinity terms, gathered once per pass and extended as pods bind (most pods have none).
+    anti_terms = [(n.labels, p, term) for n in nodes for p in n.pods for term in p.anti_affinity]
     for obj in pending:
         pod = views.pod(obj)
-        feasible, reasons = _feasible(pod, nodes)
+        feasible, reasons = _feasible(pod, nodes, anti_terms)
         if obj["spec"].get("resourceClaims"):
             # kube-scheduler's DynamicResources plugin: the node must have free devices for every claim.
             with_devices = []
@@ -77,8 +88,8 @@ def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
             set_condition(obj, "PodScheduled", "True", now)
             store.update(obj)
             bound = views.pod(obj)
-            best.pods.append(bound)
-            best.requested = add(best.requested, _requests(bound))
+            best.bind(bound)
+            anti_terms.extend((best.labels, bound, term) for term in bound.anti_affinity)
             changed = True
         else:
             message = _message(len(nodes), reasons)
@@ -106,9 +117,15 @@ def _node_states(store: ObjectStore, views: Views) -> list[_NodeState]:
                 unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
                 pods=pods,
                 requested=add(*(_requests(p) for p in pods)) if pods else {},
+                scored=add(*(_scored(p) for p in pods)) if pods else {},
+                requirements=Requirements.from_labels(node["metadata"].get("labels") or {}),
             )
         )
     return states
+
+
+def _scored(pod: Pod) -> dict[str, int]:
+    return {"cpu": pod.requests.get("cpu", 0) or DEFAULT_CPU, "memory": pod.requests.get("memory", 0) or DEFAULT_MEMORY}
 
 
 def _allocatable(node: Obj) -> Resources:
@@ -120,14 +137,19 @@ def _requests(pod: Pod) -> Resources:
     return add(pod.requests, {"pods": 1000})
 
 
-def _feasible(pod: Pod, nodes: Sequence[_NodeState]) -> tuple[list[_NodeState], Counter[str]]:
+AntiTerm = tuple[dict[str, str], Pod, PodAffinityTerm]  # a bound pod's required anti-affinity, with its node's labels
+
+
+def _feasible(
+    pod: Pod, nodes: Sequence[_NodeState], anti_terms: Sequence[AntiTerm]
+) -> tuple[list[_NodeState], Counter[str]]:
     reasons: Counter[str] = Counter()
     state = PodState.of(pod)
     selector = Requirements.from_labels(pod.node_selector)
     terms = [selector.merged(t) for t in state.required_terms] or [selector]
     feasible = []
     for node in nodes:
-        reason = _filter(pod, node, terms, nodes)
+        reason = _filter(pod, node, terms, nodes, anti_terms)
         if reason is None:
             feasible.append(node)
         else:
@@ -135,7 +157,13 @@ def _feasible(pod: Pod, nodes: Sequence[_NodeState]) -> tuple[list[_NodeState], 
     return feasible, reasons
 
 
-def _filter(pod: Pod, node: _NodeState, terms: list[Requirements], nodes: Sequence[_NodeState]) -> str | None:
+def _filter(
+    pod: Pod,
+    node: _NodeState,
+    terms: list[Requirements],
+    nodes: Sequence[_NodeState],
+    anti_terms: Sequence[AntiTerm],
+) -> str | None:
     if not node.ready:
         return "node(s) were not ready"
     if node.unschedulable:
@@ -144,23 +172,23 @@ def _filter(pod: Pod, node: _NodeState, terms: list[Requirements], nodes: Sequen
     if blocking:
         taint = blocking[0]
         return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
-    labels = Requirements.from_labels(node.labels)
-    if not any(labels.compatible(term, allow_undefined=frozenset()) for term in terms):
+    if not any(node.requirements.compatible(term, allow_undefined=frozenset()) for term in terms):
         return "node(s) didn't match Pod's node affinity/selector"
     needed = add(node.requested, _requests(pod))
     if not fits(needed, node.allocatable):
         short = [name for name, amount in needed.items() if amount > node.allocatable.get(name, 0)]
         return "Insufficient " + ", ".join(sorted(short))
-    held = [port for p in node.pods for port in p.host_ports]
-    if any(port.conflicts(other) for port in pod.host_ports for other in held):
-        return "node(s) didn't have free ports for the requested pod ports"
+    if pod.host_ports:
+        held = [port for p in node.pods for port in p.host_ports]
+        if any(port.conflicts(other) for port in pod.host_ports for other in held):
+            return "node(s) didn't have free ports for the requested pod ports"
     for term in pod.affinity:
         if not _affinity_ok(pod, term, node, nodes):
             return "node(s) didn't match pod affinity rules"
     for term in pod.anti_affinity:
         if _matches_in_domain(pod, term, node, nodes):
             return "node(s) didn't match pod anti-affinity rules"
-    if _blocked_by_existing_anti_affinity(pod, node, nodes):
+    if _blocked_by_existing_anti_affinity(pod, node, anti_terms):
         return "node(s) didn't satisfy existing pods anti-affinity rules"
     for constraint in pod.spread:
         if constraint.when_unsatisfiable == DO_NOT_SCHEDULE and not _spread_ok(pod, constraint, node, nodes, terms):
@@ -195,17 +223,11 @@ def _affinity_ok(pod: Pod, term: PodAffinityTerm, node: _NodeState, nodes: Seque
     return not anywhere and _term_selects(term, pod, pod)
 
 
-def _blocked_by_existing_anti_affinity(pod: Pod, node: _NodeState, nodes: Sequence[_NodeState]) -> bool:
-    for other in nodes:
-        for existing in other.pods:
-            for term in existing.anti_affinity:
-                domain = other.labels.get(term.topology_key)
-                if (
-                    domain is not None
-                    and node.labels.get(term.topology_key) == domain
-                    and _term_selects(term, existing, pod)
-                ):
-                    return True
+def _blocked_by_existing_anti_affinity(pod: Pod, node: _NodeState, anti_terms: Sequence[AntiTerm]) -> bool:
+    for labels, existing, term in anti_terms:
+        domain = labels.get(term.topology_key)
+        if domain is not None and node.labels.get(term.topology_key) == domain and _term_selects(term, existing, pod):
+            return True
     return False
 
 
@@ -247,13 +269,13 @@ def _spread_ok(
 
 def _score(pod: Pod, node: _NodeState) -> float:
     """LeastAllocated: the share of CPU and memory left after placing the pod, averaged."""
-    requests = _requests(pod)
+    adding = _scored(pod)
     score = 0.0
-    for resource, default in (("cpu", DEFAULT_CPU), ("memory", DEFAULT_MEMORY)):
+    for resource in ("cpu", "memory"):
         allocatable = node.allocatable.get(resource, 0)
         if not allocatable:
             continue
-        used = sum(p.requests.get(resource, 0) or default for p in node.pods) + (requests.get(resource, 0) or default)
+        used = node.scored.get(resource, 0) + adding[resource]
         score += max(allocatable - used, 0) / allocatable
     return score / 2
 
