@@ -9,13 +9,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from karpui import lab, models
+from karpui import lab, models, store
 from karpui.views import _cluster
 from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.disruption.candidates import build_candidates, consolidation_blockers
 from provisioner.disruption.consolidation import compute
 from provisioner.disruption.types import UNDERUTILIZED, Command
-from provisioner.durations import parse_duration
+from provisioner.objects import NodePool
 from provisioner.sim.store import parse_timestamp
 
 
@@ -33,11 +33,7 @@ def why_not_consolidated(cluster: models.Cluster, node: str) -> dict[str, Any]:
     candidate = next(c for c in candidates if c.name == node)
     pool = candidate.nodepool
     reasons = consolidation_blockers(mine, pool, not candidate.pods)
-    countdown = None
-    claim = running.store.get("NodeClaim", mine.nodeclaim)
-    last = (claim.get("status") or {}).get("lastPodEventTime") if claim else None
-    if last and pool.consolidate_after_seconds is not None:
-        countdown = max(parse_timestamp(last) + pool.consolidate_after_seconds - view.now, 0.0)
+    countdown = consolidate_after_left(running.store.get("NodeClaim", mine.nodeclaim), pool, view.now)
     budget = allowed_disruptions(pool, UNDERUTILIZED, claimed, view.now)
     if budget <= 0:
         reasons.append(f'the disruption budget of NodePool "{pool.name}" allows no more Underutilized disruptions now')
@@ -56,6 +52,14 @@ def why_not_consolidated(cluster: models.Cluster, node: str) -> dict[str, Any]:
 EXPLAINED = ("DisruptionBlocked", "Unconsolidatable")
 
 
+def consolidate_after_left(claim: dict[str, Any] | None, pool: NodePool | None, now: float) -> float | None:
+    """Seconds until consolidateAfter has passed since the claim's last pod event; None if it never will count."""
+    last = ((claim or {}).get("status") or {}).get("lastPodEventTime")
+    if not last or pool is None or pool.consolidate_after_seconds is None:
+        return None
+    return max(parse_timestamp(last) + pool.consolidate_after_seconds - now, 0.0)
+
+
 def last_pass(cluster: models.Cluster, node: str, events: list[dict[str, Any]]) -> dict[str, Any]:
     """What is known without simulating: the last disruption passes' verdicts on the Node (its DisruptionBlocked
     and Unconsolidatable events) and how long until consolidateAfter lets consolidation consider it."""
@@ -65,17 +69,12 @@ def last_pass(cluster: models.Cluster, node: str, events: list[dict[str, Any]]) 
         .values_list("body", flat=True)
         .first()
     )
-    countdown = None
+    pool = None
     if claim is not None:
-        pool = models.NodePool.objects.filter(
-            cluster=cluster, name=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
-        ).first()
-        after = ((pool.spec.get("disruption") or {}).get("consolidateAfter") if pool else None) or "Never"
-        last = (claim.get("status") or {}).get("lastPodEventTime")
-        if last and after != "Never":
-            waited = cluster.clock.timestamp() - parse_timestamp(last)
-            countdown = max((parse_duration(after) or 0) - waited, 0.0) or None
-    return {"said": said, "countdown": countdown}
+        name = (claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
+        row = models.NodePool.objects.filter(cluster=cluster, name=name).first()
+        pool = store.nodepool_domain(row) if row else None
+    return {"said": said, "countdown": consolidate_after_left(claim, pool, cluster.clock.timestamp()) or None}
 
 
 def timeline(cluster: models.Cluster, node: str) -> list[dict[str, Any]]:

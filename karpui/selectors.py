@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Min
 from django.urls import reverse
 
-from karpui import costs, disruption, models
+from karpui import costs, disruption, lab, models
 from provisioner.quantity import parse_resources
 
 FIXES = {
@@ -24,12 +24,6 @@ FIXES = {
     "no-nodepool": "create a NodePool (karp apply -f examples/provisioning/nodepool.yaml)",
     "validation": "remove restricted keys (karpenter.sh/*, kubernetes.io/hostname) from the pod's node selection",
 }
-
-
-def _objects(cluster: models.Cluster, kind: str) -> list[dict[str, Any]]:
-    return [
-        row.body for row in models.KubeObject.objects.filter(cluster=cluster, kind=kind).order_by("namespace", "name")
-    ]
 
 
 def _age(clock: datetime, stamp: str | None) -> float:
@@ -130,7 +124,7 @@ def nodes_list(cluster: models.Cluster, page: int = 1) -> dict[str, Any]:
         .annotate(cpu=Sum("cpu_millis"), memory=Sum("memory_bytes"), pods=Count("id"))
     }
     claims = {
-        (c.get("status") or {}).get("nodeName") or c["metadata"]["name"]: c for c in _objects(cluster, "NodeClaim")
+        (c.get("status") or {}).get("nodeName") or c["metadata"]["name"]: c for c in lab.objects(cluster, "NodeClaim")
     }
     nodes = models.KubeObject.objects.filter(cluster=cluster, kind="Node").order_by("name")
     total = nodes.count()
@@ -200,7 +194,7 @@ def _state(node: dict[str, Any], claim: dict[str, Any] | None) -> str:
 
 
 def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
-    commands = _objects(cluster, "DisruptionCommand")
+    commands = lab.objects(cluster, "DisruptionCommand")
     live = ("Proposed", "AwaitingApproval", "Approved", "Executing")
     for command in commands:
         command["age"] = _age(cluster.clock, (command.get("status") or {}).get("proposedAt"))
@@ -307,11 +301,10 @@ def _link(kind: str, name: str) -> str:
 
 def _log_objects(fields: dict[str, Any]) -> list[dict[str, str]]:
     """The nodes a log record names (its NodeClaim/Node, or the nodes a command disrupts), each with its page."""
-    named = [fields.get("NodeClaim"), fields.get("Node")]
-    named += [node.get("NodeClaim") for node in fields.get("disrupted-nodes") or []]
-    kinds = ["NodeClaim", "Node"] + ["NodeClaim"] * len(fields.get("disrupted-nodes") or [])
+    named = [("NodeClaim", fields.get("NodeClaim")), ("Node", fields.get("Node"))]
+    named += [("NodeClaim", node.get("NodeClaim")) for node in fields.get("disrupted-nodes") or []]
     seen: dict[str, dict[str, str]] = {}
-    for kind, ref in zip(kinds, named, strict=True):
+    for kind, ref in named:
         if isinstance(ref, dict) and ref.get("name") and ref["name"] not in seen:
             seen[ref["name"]] = {"label": f"{kind}/{ref['name']}", "url": _link(kind, ref["name"])}
     return list(seen.values())
@@ -324,7 +317,7 @@ def events_list(
     Events expire after an hour (the API server's TTL), so they are few enough to filter in Python."""
     needle = search.lower()
     events = []
-    for event in sorted(_objects(cluster, "Event"), key=lambda e: e.get("lastTimestamp", ""), reverse=True):
+    for event in sorted(lab.objects(cluster, "Event"), key=lambda e: e.get("lastTimestamp", ""), reverse=True):
         involved = event["involvedObject"]
         if (kind and involved.get("kind") != kind) or (event_type and event.get("type") != event_type):
             continue

@@ -114,10 +114,8 @@ def validate(expression: str) -> None:
     bool (`device.driver`, `1 + 2`) can never select a device, as the API server's type check would say. Errors
     on the empty device (a missing attribute) are normal and say nothing about the expression."""
     program, domains = compile_selector(expression)
-    context = _thread_context()
-    context.add_variable("device", _variables(_PROBE, domains))
     try:
-        result = program.execute(context)
+        result = _evaluate(program, domains, _PROBE)
     except (ValueError, RuntimeError, KeyError, TypeError):
         return
     if not isinstance(result, bool):
@@ -130,13 +128,18 @@ _CEL_TYPES = {str: "string", int: "int", float: "double", dict: "map", list: "li
 def matches(expression: str, device: Device) -> bool:
     """True only if the selector evaluates to true; errors and non-bool results do not match."""
     program, domains = compile_selector(expression)
-    context = _thread_context()
-    context.add_variable("device", _variables(device, domains))
     try:
-        result = program.execute(context)
+        result = _evaluate(program, domains, device)
     except (ValueError, RuntimeError, KeyError, TypeError):
         return False
     return result is True
+
+
+def _evaluate(program: Any, domains: frozenset[tuple[str, str]], device: Device) -> Any:
+    """Run a compiled selector on `device` in this thread's context; the library's errors propagate."""
+    context = _thread_context()
+    context.add_variable("device", _variables(device, domains))
+    return program.execute(context)
 
 
 def _variables(device: Device, domains: frozenset[tuple[str, str]]) -> dict[str, Any]:
