@@ -243,6 +243,7 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
         first = models.CostSample.objects.filter(cluster=cluster).aggregate(first=Min("time"))["first"]
         start = max(min(first or end, end - timedelta(minutes=10)), end - SAVINGS_WINDOWS["30d"])
     chart = costs.history(cluster, start, end)
+    now = (cluster.cost_state or {}).get("last") or {}
     finished = models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand").exclude(
         phase__in=LIVE_PHASES
     )
@@ -272,8 +273,9 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
         "window": window,
         "windows": ["auto", *SAVINGS_WINDOWS],
         "chart": chart.as_chart(),
-        "cost_now": chart.cost[-1],
-        "baseline_now": chart.baseline[-1],
+        # Now, not the last bucket's average: a node launched a minute ago is a fraction of a 3-minute bucket.
+        "cost_now": sum(entry["value"][0] for entry in now.values()),
+        "baseline_now": sum(entry["value"][0] + entry["value"][2] for entry in now.values()),
         "realised": sum(e["realised"] for e in ledger.values()),
         "saving_per_hour": sum(e["saving_per_hour"] for e in ledger.values()),
         "forgone_per_hour": sum(e["forgone_per_hour"] for e in ledger.values()),

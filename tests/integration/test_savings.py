@@ -131,3 +131,13 @@ def test_a_deleted_nodepools_series_ends_with_one_zero_sample_and_is_then_forgot
 
     assert [row[1:] for row in samples(lab)] == [("default", PRICE, 1, 0.0), ("default", 0.0, 0, 0.0)]
     assert lab.cost_state["last"] == {}
+
+
+def test_the_cards_show_the_cost_now_not_the_last_buckets_average(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")  # the node has run for seconds of the last 3-minute bucket
+    response = logged_in(user()).get("/savings/?window=6h")
+
+    assert (response.context["cost_now"], response.context["baseline_now"]) == (PRICE, PRICE)
+    assert response.context["chart"]["pools"][0]["cost"][-1] < PRICE
