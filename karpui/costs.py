@@ -14,7 +14,7 @@ from django.db.models import Max
 
 from karpui import models
 from provisioner.disruption.types import EMPTY, UNDERUTILIZED
-from provisioner.sim.lab import Lab
+from provisioner.lab import Lab
 
 # Only consolidation counts towards "without consolidation": drift and expiry replace nodes for other reasons.
 CONSOLIDATION_REASONS = (EMPTY, UNDERUTILIZED)

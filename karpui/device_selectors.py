@@ -6,9 +6,9 @@ from typing import Any
 
 from karpui import lab, models
 from karpui.selectors import pending_pods_list
+from provisioner.cluster.dra import declare
 from provisioner.dra.cel import Device, matches
 from provisioner.dra.claims import dra_config_pools
-from provisioner.sim.dra import declare
 
 
 def devices_overview(cluster: models.Cluster) -> dict[str, Any]:

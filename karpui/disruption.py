@@ -17,14 +17,14 @@ from django.db import transaction
 from karpui import lab, models
 from karpui.costs import CONSOLIDATION_REASONS
 from karpui.services import Actor, _audit
+from provisioner.cluster.objects import timestamp
 from provisioner.controllers.disruption import (
     APPROVAL_MODE,
     APPROVAL_THRESHOLD,
     APPROVAL_TTL_SECONDS,
     VALIDATION_SECONDS,
 )
-from provisioner.sim.lab import Lab
-from provisioner.sim.store import timestamp
+from provisioner.lab import Lab
 
 APPROVAL_MODES = ("auto", "manual", "auto-below", "dry-run")
 

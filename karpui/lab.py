@@ -17,10 +17,10 @@ from django.db import transaction
 
 from karpui import costs, leases, models, services, store
 from provisioner.catalog import InstanceType
+from provisioner.cluster.objects import key_of
 from provisioner.dra.declarations import declare
+from provisioner.lab import Lab, LabConfig
 from provisioner.objects import NodeClass
-from provisioner.sim.lab import Lab, LabConfig
-from provisioner.sim.store import key_of
 
 T = TypeVar("T")
 

@@ -11,12 +11,12 @@ from django.views.decorators.http import require_GET
 
 from karpui import lab, models, store
 from karpui.views import _cluster
+from provisioner.cluster.objects import parse_timestamp
 from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.disruption.candidates import build_candidates, consolidation_blockers
 from provisioner.disruption.consolidation import compute
 from provisioner.disruption.types import UNDERUTILIZED, Command
 from provisioner.objects import NodePool
-from provisioner.sim.store import parse_timestamp
 
 
 def why_not_consolidated(cluster: models.Cluster, node: str) -> dict[str, Any]:

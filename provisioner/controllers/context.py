@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from provisioner.catalog import InstanceType
+from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
+from provisioner.cluster.views import Views
 from provisioner.objects import NodeClass, NodePool
 from provisioner.scheduling.logs import LogRecord
-from provisioner.sim.store import Obj, ObjectStore, parse_timestamp, timestamp
-from provisioner.sim.views import Views
 
 
 @dataclass(frozen=True)

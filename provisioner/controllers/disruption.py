@@ -14,7 +14,9 @@ import json
 from typing import Any
 
 from provisioner import labels as wk
-from provisioner.controllers import pdbs as pdb_api
+from provisioner.cluster import dra, pdb
+from provisioner.cluster.conditions import is_true, set_condition, transition_time
+from provisioner.cluster.objects import Obj, TooManyRequests, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.provisioning import (
     HASH_VERSION,
@@ -32,9 +34,6 @@ from provisioner.disruption.types import ClaimedNode, Command
 from provisioner.scheduling.logs import LogRecord
 from provisioner.scheduling.results import NodeClaimPlan
 from provisioner.scheduling.scheduler import PoolOffer
-from provisioner.sim import dra
-from provisioner.sim.conditions import is_true, set_condition, transition_time
-from provisioner.sim.store import Obj, parse_timestamp, timestamp
 from provisioner.taints import DISRUPTED
 
 POLL_SECONDS = 10.0
@@ -153,7 +152,7 @@ class DisruptionController:
             pending=pending,
             pools=offers,
             now=ctx.now,
-            pdbs=pdb_api.policies(ctx.store, ctx.views),
+            pdbs=pdb.policies(ctx.store, ctx.views),
             daemonsets=daemonsets(ctx),
             spot_to_spot=bool(ctx.feature_gates.get("SpotToSpotConsolidation")),
             device_classes=dra.device_classes(ctx.store),
@@ -414,12 +413,13 @@ class DisruptionController:
         for pod in [p for p in pods if tier(p) == first]:
             if pod_blocks(ctx.views.pod(pod), ctx.now):
                 continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
-            code, message = pdb_api.evict(ctx.store, ctx.views, pod)
-            if code == 200:
+            try:
+                ctx.store.evict(pod)
+            except TooManyRequests as refusal:
+                ctx.event(pod, "Warning", "FailedDraining", f"Failed to drain node, {refusal}")
+            else:
                 evicted = True
                 ctx.event(pod, "Normal", "Evicted", "Evicted pod: Disrupted")
-            else:
-                ctx.event(pod, "Warning", "FailedDraining", f"Failed to drain node, {message}")
         return True, evicted
 
     # Node facts: pod events, drift, expiry ---------------------------------------------------------------------

@@ -3,13 +3,14 @@ controller), with the kwok provider behind launch and node creation."""
 
 from __future__ import annotations
 
+from provisioner.cloudprovider import kwok
+from provisioner.cluster import dra
+from provisioner.cluster.conditions import is_true, set_condition, transition_time
+from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
 from provisioner.manifests.nodeclass import node_registration_delay_seconds
 from provisioner.scheduling.logs import LogRecord
-from provisioner.sim import dra, kwok
-from provisioner.sim.conditions import is_true, set_condition, transition_time
-from provisioner.sim.store import Obj, parse_timestamp
-from provisioner.sim.views import is_ready
 from provisioner.taints import UNREGISTERED
 
 LIFECYCLE = "controller.nodeclaim.lifecycle"

@@ -7,6 +7,11 @@ import json
 import time
 from typing import Any
 
+from provisioner.cluster import dra
+from provisioner.cluster.conditions import is_true
+from provisioner.cluster.names import random_suffix
+from provisioner.cluster.objects import Obj
+from provisioner.cluster.views import node_view
 from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext
 from provisioner.manifests.pod import pod_from_spec
@@ -18,11 +23,6 @@ from provisioner.scheduling import logs
 from provisioner.scheduling.results import NodeClaimPlan, SchedulingResult
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
-from provisioner.sim import dra
-from provisioner.sim.conditions import is_true
-from provisioner.sim.store import Obj
-from provisioner.sim.views import node_view
-from provisioner.sim.workloads import random_suffix
 
 REQUEUE_SECONDS = 10.0
 NOMINATION_SECONDS = 20.0

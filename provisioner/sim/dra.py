@@ -9,60 +9,16 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any
+from collections.abc import Mapping
 
-from provisioner.catalog import InstanceType
+from provisioner.cluster.dra import allocated, driver_pools, pod_claims, published, unallocated_requests
+from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.names import owner_reference, random_suffix
+from provisioner.cluster.objects import Obj
 from provisioner.dra.cel import Device
-from provisioner.dra.claims import (
-    DeviceClass,
-    DeviceKey,
-    DeviceRequest,
-    DriverPool,
-    allocate,
-    device_class_from_manifest,
-    dra_config_pools,
-    key,
-    requests_from_claim_spec,
-)
-from provisioner.pods import Pod
-from provisioner.sim.store import Obj, ObjectStore
-from provisioner.sim.workloads import owner_reference, random_suffix
+from provisioner.dra.claims import DeviceClass, DeviceKey, allocate, requests_from_claim_spec
 
 PUBLISH_SECONDS = 30.0
-
-
-def device_classes(store: ObjectStore) -> dict[str, DeviceClass]:
-    return {obj["metadata"]["name"]: device_class_from_manifest(obj) for obj in store.list("DeviceClass")}
-
-
-def driver_pools(store: ObjectStore) -> list[DriverPool]:
-    return [pool for obj in store.list("DRAConfig") for pool in dra_config_pools(obj)]
-
-
-def declare(catalogs: Mapping[str, list[InstanceType]], pools: Sequence[DriverPool]) -> dict[str, list[InstanceType]]:
-    """In the lab karpui is both provider and driver: a DRAConfig declares its devices on every instance type
-    whose labels its pools' nodeSelectorTerms match."""
-    if not pools:
-        return dict(catalogs)
-    result: dict[str, list[InstanceType]] = {}
-    for kind, types in catalogs.items():
-        declared = []
-        for it in types:
-            labels = {**it.labels, "node.kubernetes.io/instance-type": it.name}
-            extra: tuple[dict[str, object], ...] = tuple(
-                {
-                    "driver": pool.driver,
-                    "pool": f"{pool.driver}/{pool.name}",
-                    "devices": [d for entries in pool.slices for d in entries],
-                }
-                for pool in pools
-                if pool.covers(labels)
-            )
-            declared.append(replace(it, devices=(*it.devices, *extra)) if extra else it)
-        result[kind] = declared
-    return result
 
 
 def make_claims(store: ObjectStore, rng: random.Random) -> bool:
@@ -100,61 +56,6 @@ def make_claims(store: ObjectStore, rng: random.Random) -> bool:
             store.update(pod)
             changed = True
     return changed
-
-
-def pod_claims(store: ObjectStore, pod: Obj) -> list[Obj] | None:
-    """The pod's ResourceClaims, or None while one is still missing (then the pod cannot be scheduled yet)."""
-    namespace = pod["metadata"]["namespace"]
-    statuses = {
-        s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-    }
-    claims = []
-    for entry in pod["spec"].get("resourceClaims") or []:
-        name = entry.get("resourceClaimName") or statuses.get(entry["name"])
-        claim = store.get("ResourceClaim", name, namespace) if name else None
-        if claim is None:
-            return None
-        claims.append(claim)
-    return claims
-
-
-def unallocated_requests(store: ObjectStore, pod: Obj) -> tuple[DeviceRequest, ...] | None:
-    claims = pod_claims(store, pod)
-    if claims is None:
-        return None
-    requests: list[DeviceRequest] = []
-    for claim in claims:
-        if not (claim.get("status") or {}).get("allocation"):
-            requests.extend(requests_from_claim_spec(claim.get("spec") or {}, claim["metadata"]["name"], "spec"))
-    return tuple(requests)
-
-
-def with_devices(store: ObjectStore, obj: Obj, pod: Pod) -> Pod:
-    """The scheduler's pod with the device requests of its claims not yet allocated."""
-    if not obj["spec"].get("resourceClaims"):
-        return pod
-    requests = unallocated_requests(store, obj)
-    return replace(pod, device_requests=requests or ())
-
-
-def allocated(store: ObjectStore) -> set[DeviceKey]:
-    taken = set()
-    for claim in store.list("ResourceClaim"):
-        for result in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
-            taken.add((result["driver"], result["pool"], result["device"]))
-    return taken
-
-
-def published(store: ObjectStore) -> dict[str, list[Device]]:
-    """Devices in ResourceSlices, by the node they are published on."""
-    by_node: dict[str, list[Device]] = {}
-    for slice_obj in store.list("ResourceSlice"):
-        spec = slice_obj.get("spec") or {}
-        node = str(spec.get("nodeName") or "")
-        pool = (spec.get("pool") or {}).get("name", "")
-        for device in spec.get("devices") or []:
-            by_node.setdefault(node, []).append(Device.from_spec(device, spec.get("driver", ""), pool))
-    return by_node
 
 
 def allocate_on(store: ObjectStore, pod: Obj, node: str, classes: Mapping[str, DeviceClass]) -> str | None:
@@ -255,33 +156,3 @@ def publish(store: ObjectStore, now: float, last: float | None) -> tuple[bool, f
             store.delete("ResourceSlice", slice_obj["metadata"]["name"])
             changed = True
     return changed, now
-
-
-def drivers_published(store: ObjectStore, node: str, drivers: Sequence[str]) -> bool:
-    present = {
-        (s.get("spec") or {}).get("driver")
-        for s in store.list("ResourceSlice")
-        if (s.get("spec") or {}).get("nodeName") == node
-    }
-    return all(d in present for d in drivers)
-
-
-def node_inventory(
-    store: ObjectStore, nodes: Sequence[Any], catalogs: Mapping[str, list[InstanceType]]
-) -> dict[str, list[Device]]:
-    """Free devices per node for the provisioning simulation: published ones once initialized, the type's
-    declared ones before (Karpenter's template devices), minus what claims already hold."""
-    from provisioner.scheduling.typeindex import declared_devices
-
-    taken = allocated(store)
-    slices = published(store)
-    by_type = {it.name: it for types in catalogs.values() for it in types}
-    inventory: dict[str, list[Device]] = {}
-    for node in nodes:
-        if node.initialized or not node.managed:
-            devices = slices.get(node.name, [])
-        else:
-            it = by_type.get(node.labels.get("node.kubernetes.io/instance-type", ""))
-            devices = declared_devices(it) if it is not None else []
-        inventory[node.name] = [d for d in devices if key(d) not in taken]
-    return inventory

@@ -12,14 +12,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from provisioner.cluster import dra as cluster_dra
+from provisioner.cluster.conditions import set_condition
+from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.objects import Obj
+from provisioner.cluster.views import Views, is_ready
 from provisioner.pods import DO_NOT_SCHEDULE, Pod, PodAffinityTerm
 from provisioner.quantity import Resources, add, fits, parse_resources
 from provisioner.requirements import Requirements
 from provisioner.scheduling.poddata import PodState
 from provisioner.sim import dra
-from provisioner.sim.conditions import set_condition
-from provisioner.sim.store import Obj, ObjectStore
-from provisioner.sim.views import Views, is_ready
 from provisioner.taints import NO_EXECUTE, NO_SCHEDULE, Taint, untolerated
 
 DEFAULT_CPU = 100  # milli-CPU assumed for scoring a container without a CPU request
@@ -60,9 +62,9 @@ def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
             p["metadata"]["name"],
         )
     )
-    classes = dra.device_classes(store) if any(p["spec"].get("resourceClaims") for p in pending) else {}
-    taken = dra.allocated(store) if classes else set()
-    devices = dra.published(store) if classes else {}
+    classes = cluster_dra.device_classes(store) if any(p["spec"].get("resourceClaims") for p in pending) else {}
+    taken = cluster_dra.allocated(store) if classes else set()
+    devices = cluster_dra.published(store) if classes else {}
     # Bound pods' anti-affinity terms, gathered once per pass and extended as pods bind (most pods have none).
     anti_terms = [(n.labels, p, term) for n in nodes for p in n.pods for term in p.anti_affinity]
     for obj in pending:
@@ -82,7 +84,7 @@ def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
             best = max(feasible, key=lambda n: (_score(pod, n), [-ord(c) for c in n.name]))
             if obj["spec"].get("resourceClaims"):
                 dra.allocate_on(store, obj, best.name, classes)
-                taken = dra.allocated(store)
+                taken = cluster_dra.allocated(store)
             obj["spec"]["nodeName"] = best.name
             obj.setdefault("status", {})["phase"] = "Pending"
             set_condition(obj, "PodScheduled", "True", now)

@@ -9,38 +9,19 @@ import random
 from collections import Counter
 from typing import Any
 
+from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.names import NAME_CHARS, owner_reference, random_suffix
+from provisioner.cluster.objects import Obj, controller_of
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.requirements import Requirements
 from provisioner.scheduling.poddata import PodState
 from provisioner.selectors import LabelSelector
-from provisioner.sim.store import Obj, ObjectStore
 from provisioner.taints import Taint, Toleration, untolerated
-
-NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
-
-
-def random_suffix(rng: random.Random, length: int = 5) -> str:
-    return "".join(rng.choice(NAME_CHARS) for _ in range(length))
 
 
 def template_hash(template: Any) -> str:
     digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
     return "".join(NAME_CHARS[int(c, 16) % len(NAME_CHARS)] for c in digest[:10])
-
-
-def owner_reference(owner: Obj) -> dict[str, Any]:
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def controller_of(obj: Obj) -> dict[str, Any] | None:
-    return next((o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
 
 
 def owned_by(store: ObjectStore, kind: str, owner: Obj) -> list[Obj]:

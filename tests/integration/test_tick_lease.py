@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from karpui import lab as lab_runner
 from karpui import leases, models
-from provisioner.sim.lab import Lab
+from provisioner.lab import Lab
 from tests.karp import EXAMPLES, ok
 
 BACKENDS = [pytest.param("", id="db")]

@@ -2,8 +2,9 @@
 
 import pytest
 
+from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.objects import AlreadyExists
 from provisioner.controllers.batcher import Batcher
-from provisioner.sim.store import AlreadyExists, ObjectStore
 from provisioner.sim.workloads import _scale_down_order
 
 

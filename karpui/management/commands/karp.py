@@ -24,11 +24,11 @@ from karpui import disruption, lab, models, services
 from karpui.kubectl import printers
 from karpui.kubectl.jsonpath import JSONPathError, render
 from karpui.kubectl.resources import NAMESPACED, Resource, resolve
+from provisioner.cluster.objects import NotFound
 from provisioner.durations import DurationError, format_duration, parse_duration
+from provisioner.lab import Lab
 from provisioner.manifests import ManifestError, load_documents
 from provisioner.selectors import LabelSelector, SelectorError
-from provisioner.sim.lab import Lab
-from provisioner.sim.store import NotFound
 from provisioner.taints import EFFECTS, Taint
 
 VERBS = (

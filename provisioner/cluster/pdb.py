@@ -1,15 +1,16 @@
-"""PodDisruptionBudget status and the eviction API's verdict (200 or 429), as the lab's API server computes them."""
+"""PodDisruptionBudgets: the disruptions each allows now, and the eviction API's verdict (200 or 429)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from provisioner.cluster.api import ClusterAPI
+from provisioner.cluster.objects import Obj
+from provisioner.cluster.views import Views
 from provisioner.disruption.types import DisruptionBudgetPolicy
 from provisioner.pods import Pod
 from provisioner.selectors import LabelSelector
-from provisioner.sim.store import Obj, ObjectStore
-from provisioner.sim.views import Views
 
 
 def _count(value: Any, expected: int) -> int:
@@ -19,7 +20,7 @@ def _count(value: Any, expected: int) -> int:
     return int(text)
 
 
-def policies(store: ObjectStore, views: Views) -> list[DisruptionBudgetPolicy]:
+def policies(store: ClusterAPI, views: Views) -> list[DisruptionBudgetPolicy]:
     """Every PDB with `disruptionsAllowed` computed from the pods it covers right now (and stored as status)."""
     pods = [views.pod(p) for p in store.list("Pod")]
     result = []
@@ -63,16 +64,12 @@ def policies(store: ObjectStore, views: Views) -> list[DisruptionBudgetPolicy]:
     return result
 
 
-def evict(store: ObjectStore, views: Views, pod_obj: Obj) -> tuple[int, str]:
-    """POST pods/eviction: 200 deletes the pod; 429 when a PDB allows no more disruptions."""
+def eviction_refusal(store: ClusterAPI, views: Views, pod_obj: Obj) -> str | None:
+    """Why POST pods/eviction answers 429 for this pod now, or None when the eviction may go ahead."""
     pod: Pod = views.pod(pod_obj)
     covering = [p for p in policies(store, views) if p.covers(pod)]
     if len(covering) > 1:
-        return 429, "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+        return "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
     if covering and covering[0].disruptions_allowed <= 0 and pod.phase == "Running":
-        return (
-            429,
-            f"Cannot evict pod as it would violate the pod's disruption budget {covering[0].namespace}/{covering[0].name}.",
-        )
-    store.delete("Pod", pod_obj["metadata"]["name"], pod_obj["metadata"]["namespace"])
-    return 200, "evicted"
+        return f"Cannot evict pod as it would violate the pod's disruption budget {covering[0].namespace}/{covering[0].name}."
+    return None

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provisioner.catalog import InstanceType
+from provisioner.cluster import dra as cluster_dra
+from provisioner.cluster.conditions import set_condition
+from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.views import is_ready
 from provisioner.controllers import lifecycle
 from provisioner.controllers.context import ClusterContext, TimedRecord
 from provisioner.controllers.disruption import DisruptionController
@@ -20,9 +24,6 @@ from provisioner.controllers.provisioning import ProvisioningController
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import add, format_resources, parse_resources
 from provisioner.sim import dra, kubescheduler, workloads
-from provisioner.sim.conditions import set_condition
-from provisioner.sim.store import ObjectStore
-from provisioner.sim.views import is_ready
 
 MAX_SETTLE_ROUNDS = 50
 
@@ -61,8 +62,9 @@ class Lab:
             paused_until=config.paused_until,
             ignore_dra_requests=config.ignore_dra_requests,
             nominations=dict(state.get("nominations") or {}),
+            views=self.store.views,
         )
-        self.ctx.catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))
+        self.ctx.catalogs = cluster_dra.declare(config.catalogs, cluster_dra.driver_pools(self.store))
         self.last_publish: float | None = state.get("last_publish")
         self.provisioning = ProvisioningController(state.get("provisioning") or {})
         self.disruption = DisruptionController(state.get("disruption") or {})

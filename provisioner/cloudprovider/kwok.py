@@ -8,11 +8,11 @@ from typing import Any
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
+from provisioner.cluster.objects import Obj
 from provisioner.quantity import format_resources
 from provisioner.requirements import Requirements
 from provisioner.scheduling.launch import cheapest_launch
 from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan
-from provisioner.sim.store import Obj
 from provisioner.taints import UNREGISTERED
 
 

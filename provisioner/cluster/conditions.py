@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from provisioner.sim.store import timestamp
+from provisioner.cluster.objects import timestamp
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from provisioner.cluster.api import ClusterReader
+from provisioner.cluster.conditions import is_true
+from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.manifests.pod import pod_from_manifest
 from provisioner.nodes import Node
 from provisioner.pods import Pod
 from provisioner.quantity import parse_resources
-from provisioner.sim.conditions import is_true
-from provisioner.sim.store import Obj, ObjectStore, parse_timestamp
 from provisioner.taints import Taint
 
 
@@ -27,7 +28,7 @@ class Views:
         self._pods[meta["uid"]] = (meta.get("resourceVersion"), pod)
         return pod
 
-    def pods_by_node(self, store: ObjectStore) -> dict[str, list[Pod]]:
+    def pods_by_node(self, store: ClusterReader) -> dict[str, list[Pod]]:
         result: dict[str, list[Pod]] = {}
         for obj in store.list("Pod"):
             node = obj["spec"].get("nodeName")

@@ -1,7 +1,8 @@
-"""Kubernetes-shaped objects in memory, with uid, resourceVersion, generation, finalizers and deletion.
+"""The in-memory API server store: Kubernetes-shaped objects with uid, resourceVersion, generation, finalizers
+and deletion, implementing the cluster port (`api.ClusterAPI`).
 
-The store is the lab's API server. It remembers which objects changed so the database layer writes back only
-those, in one transaction.
+It is the lab's API server, and the shape of the cache a real cluster's adapter keeps. It remembers which objects
+changed (and the last body of each removed one) so persistence writes back only those, in one transaction.
 """
 
 from __future__ import annotations
@@ -10,50 +11,41 @@ import builtins
 import copy
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
-from provisioner.selectors import LabelSelector
-
-Obj = dict[str, Any]
-Key = tuple[str, str, str]  # kind, namespace, name
-
-CLUSTER_SCOPED = frozenset(
-    {"Node", "NodeClaim", "Namespace", "DeviceClass", "ResourceSlice", "DRAConfig", "NodePool", "KWOKNodeClass"}
+from provisioner.apimachinery.mergepatch import merge_patch
+from provisioner.cluster import pdb
+from provisioner.cluster.objects import (
+    CLUSTER_SCOPED,
+    AlreadyExists,
+    Conflict,
+    Key,
+    NotFound,
+    Obj,
+    TooManyRequests,
+    key_of,
+    namespace_of,
+    parse_timestamp,
+    timestamp,
 )
-
-
-class NotFound(LookupError):
-    pass
-
-
-class AlreadyExists(Exception):
-    pass
-
-
-class Conflict(Exception):
-    """An update based on a stale resourceVersion."""
-
+from provisioner.cluster.views import Views
+from provisioner.selectors import LabelSelector
 
 # kube-apiserver's default --event-ttl: Events are kept an hour after they were last seen.
 EVENT_TTL_SECONDS = 3600.0
 
 
-def timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_timestamp(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def key_of(obj: Mapping[str, Any]) -> Key:
-    meta = obj["metadata"]
-    kind = obj["kind"]
-    return (kind, "" if kind in CLUSTER_SCOPED else meta.get("namespace") or "default", meta["name"])
+def field_value(obj: Obj, path: str) -> str:
+    """A field selector's value: `spec.nodeName` of the object, as a string ("" when absent)."""
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return "" if value is None else str(value)
 
 
 class ObjectStore:
+    """The cluster's objects by kind, with the API server's write semantics (see `api.ClusterAPI`)."""
+
     def __init__(self, objects: Iterable[Obj] = (), *, resource_version: int = 0, clock: Callable[[], float]) -> None:
         self._by_kind: dict[str, dict[Key, Obj]] = {}
         self._clock = clock
@@ -61,15 +53,16 @@ class ObjectStore:
         for obj in objects:
             self._by_kind.setdefault(obj["kind"], {})[key_of(obj)] = obj
         self.changed: set[Key] = set()
-        self.removed: set[Key] = set()
+        # The last body of each object removed since the last save, for the watch's DELETED events.
+        self.removed: dict[Key, Obj] = {}
         # Bumped on every write of a kind, so an observer can tell cheaply whether, say, NodeClaims changed.
         self.kind_versions: dict[str, int] = {}
+        self.views = Views()
 
     # Reads ----------------------------------------------------------------------------------------------------
 
     def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
-        namespace = "" if kind in CLUSTER_SCOPED else namespace or "default"
-        return self._by_kind.get(kind, {}).get((kind, namespace, name))
+        return self._by_kind.get(kind, {}).get((kind, namespace_of(kind, namespace), name))
 
     def must_get(self, kind: str, name: str, namespace: str = "") -> Obj:
         obj = self.get(kind, name, namespace)
@@ -78,25 +71,30 @@ class ObjectStore:
         return obj
 
     def list(
-        self, kind: str, namespace: str | None = None, selector: LabelSelector | None = None
+        self,
+        kind: str,
+        namespace: str | None = None,
+        selector: LabelSelector | None = None,
+        fields: Mapping[str, str] | None = None,
     ) -> builtins.list[Obj]:
-        objects = self._by_kind.get(kind, {}).values()
+        objects = self._by_kind.get(kind, {})
+        wanted = None if namespace is None else namespace_of(kind, namespace)
         result = []
-        for obj in objects:
-            meta = obj["metadata"]
-            if (
-                namespace is not None
-                and kind not in CLUSTER_SCOPED
-                and (meta.get("namespace") or "default") != namespace
-            ):
+        for key, obj in objects.items():
+            if wanted is not None and key[1] != wanted:
                 continue
-            if selector is not None and not selector.matches(meta.get("labels") or {}):
+            if selector is not None and not selector.matches(obj["metadata"].get("labels") or {}):
+                continue
+            if fields and any(field_value(obj, path) != value for path, value in fields.items()):
                 continue
             result.append(obj)
         return sorted(result, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
 
     def kinds(self) -> builtins.list[str]:
         return sorted(self._by_kind)
+
+    def all_objects(self) -> builtins.list[Obj]:
+        return [obj for kind in sorted(self._by_kind) for obj in self._by_kind[kind].values()]
 
     # Writes ---------------------------------------------------------------------------------------------------
 
@@ -119,20 +117,34 @@ class ObjectStore:
         meta.setdefault("creationTimestamp", timestamp(self._clock()))
         meta["generation"] = 1
         self._by_kind.setdefault(obj["kind"], {})[key] = obj
-        self.removed.discard(key)
+        self.removed.pop(key, None)
         self._bump(obj)
         return obj
 
     def update(self, obj: Obj, *, spec_changed: bool = False) -> Obj:
-        """Store a modified object (the dict itself, usually fetched from this store)."""
+        """Store a modified object: the dict itself (fetched from this store), or a copy carrying the stored
+        resourceVersion (a stale one raises Conflict, as the API server answers 409)."""
         key = key_of(obj)
-        if key not in self._by_kind.get(obj["kind"], {}):
+        stored = self._by_kind.get(obj["kind"], {}).get(key)
+        if stored is None:
             raise NotFound(f'{obj["kind"]} "{obj["metadata"]["name"]}" not found')
+        given = obj["metadata"].get("resourceVersion")
+        if stored is not obj and given and given != stored["metadata"].get("resourceVersion"):
+            raise Conflict(
+                f'Operation cannot be fulfilled on {obj["kind"].lower()}s "{obj["metadata"]["name"]}": '
+                "the object has been modified; please apply your changes to the latest version and try again"
+            )
         self._by_kind[obj["kind"]][key] = obj
         if spec_changed:
-            obj["metadata"]["generation"] = int(obj["metadata"].get("generation", 1)) + 1
+            obj["metadata"]["generation"] = int(stored["metadata"].get("generation", 1)) + 1
         self._bump(obj)
         return obj
+
+    def patch(self, kind: str, name: str, namespace: str, patch: Mapping[str, Any]) -> Obj:
+        stored = self.must_get(kind, name, namespace)
+        patched = merge_patch(stored, patch)
+        patched["metadata"] = {**patched.get("metadata", {}), "resourceVersion": stored["metadata"]["resourceVersion"]}
+        return self.update(patched, spec_changed=patched.get("spec") != stored.get("spec"))
 
     def apply(self, obj: Obj) -> tuple[Obj, str]:
         """Create or replace spec/metadata from a manifest, keeping identity and status: kubectl apply."""
@@ -168,7 +180,7 @@ class ObjectStore:
         key = key_of(obj)
         del self._by_kind[kind][key]
         self.changed.discard(key)
-        self.removed.add(key)
+        self.removed[key] = obj
         self.resource_version += 1
         self.kind_versions[kind] = self.kind_versions.get(kind, 0) + 1
         return obj
@@ -182,6 +194,13 @@ class ObjectStore:
         else:
             self.update(obj)
 
+    def evict(self, pod: Obj) -> None:
+        """POST pods/eviction: the pod is deleted, unless a PodDisruptionBudget forbids it now (429)."""
+        refusal = pdb.eviction_refusal(self, self.views, pod)
+        if refusal is not None:
+            raise TooManyRequests(refusal)
+        self.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+
     def expire_events(self, ttl: float = EVENT_TTL_SECONDS) -> int:
         """Delete Events last seen more than `ttl` ago, as the API server does (--event-ttl); how many went."""
         cutoff = self._clock() - ttl
@@ -193,6 +212,3 @@ class ObjectStore:
         for name, namespace in stale:
             self.delete("Event", name, namespace)
         return len(stale)
-
-    def all_objects(self) -> builtins.list[Obj]:
-        return [obj for kind in sorted(self._by_kind) for obj in self._by_kind[kind].values()]

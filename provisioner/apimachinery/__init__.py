@@ -1,0 +1,1 @@
+"""Kubernetes API machinery in pure Python: patches (JSON merge, JSON, strategic merge) and kubectl's apply."""
