@@ -18,13 +18,9 @@ from karpui import lab, models
 from karpui.costs import CONSOLIDATION_REASONS
 from karpui.services import Actor, _audit
 from provisioner.cluster.objects import timestamp
-from provisioner.controllers.disruption import (
-    APPROVAL_MODE,
-    APPROVAL_THRESHOLD,
-    APPROVAL_TTL_SECONDS,
-    VALIDATION_SECONDS,
-)
+from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS
 from provisioner.lab import Lab
+from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 
 APPROVAL_MODES = ("auto", "manual", "auto-below", "dry-run")
 

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from karpui import lab, models, store
 from karpui.views import _cluster
 from provisioner.cluster.objects import parse_timestamp
+from provisioner.controllers.snapshot import cluster_view
 from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.disruption.candidates import build_candidates, consolidation_blockers
 from provisioner.disruption.consolidation import compute
@@ -22,7 +23,7 @@ from provisioner.objects import NodePool
 def why_not_consolidated(cluster: models.Cluster, node: str) -> dict[str, Any]:
     """The engine's own answer for this node: blockers, countdowns, budget, and the single-node simulation."""
     running = lab.load(cluster)
-    view, claimed = running.disruption.view(running.ctx)
+    view, claimed = cluster_view(running.ctx)
     mine = next((c for c in claimed if c.name == node), None)
     if mine is None:
         return {"verdict": "not a karpui-managed node (no NodeClaim), or not registered yet", "reasons": []}

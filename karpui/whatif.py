@@ -31,14 +31,14 @@ def nodepool_diff(row: models.NodePool | None, proposed: dict[str, Any]) -> str:
 def preview(cluster: models.Cluster, nodepool: NodePool) -> dict[str, Any]:
     running = lab.load(cluster)
     ctx = running.ctx
-    pending = [pod for obj in ctx.store.list("Pod") if (pod := ctx.views.pod(obj)).is_provisionable()]
+    pending = [pod for obj in ctx.api.list("Pod") if (pod := ctx.views.pod(obj)).is_provisionable()]
     before = solve(scheduling_input(ctx, pending))
     others = [np for np in ctx.nodepools if np.name != nodepool.name]
     ctx.nodepools = [*others, nodepool]
     after = solve(scheduling_input(ctx, pending))
     drifting = []
     types = ctx.instance_types_for(nodepool) or []
-    for claim in ctx.store.list("NodeClaim"):
+    for claim in ctx.api.list("NodeClaim"):
         labels = claim["metadata"].get("labels") or {}
         if labels.get("karpenter.sh/nodepool") != nodepool.name:
             continue
@@ -51,7 +51,7 @@ def preview(cluster: models.Cluster, nodepool: NodePool) -> dict[str, Any]:
             )
     now_cost = sum(
         float((c["metadata"].get("annotations") or {}).get("karpui.dev/price", 0) or 0)
-        for c in ctx.store.list("NodeClaim")
+        for c in ctx.api.list("NodeClaim")
     )
     scheduled_before = {p.uid for nc in before.new_nodeclaims for p in nc.pods} | {
         p.uid for ps in before.placements.values() for p in ps

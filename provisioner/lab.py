@@ -1,8 +1,10 @@
-"""The lab cluster's clock and event loop: every component runs at each due moment of virtual time.
+"""The lab: the simulated cluster side and karpui's controllers on one in-memory API server and one virtual clock.
 
-`advance(seconds)` is a discrete-event simulation: it settles the cluster now (running components until nothing
-changes), then jumps to the next moment something is due (a batch window closing, a node registering, a pod's
-provisioning requeue) until the requested time has passed. Forty simulated seconds take milliseconds.
+`advance(seconds)` is a discrete-event simulation: it settles the cluster now (running the cluster side and the
+manager until nothing changes), then jumps to the next moment something is due (a batch window closing, a node
+registering, a pod's provisioning requeue) until the requested time has passed. Forty simulated seconds take
+milliseconds. The lab is the composition root: `provisioner.sim` and `provisioner.controllers` never import each
+other; they meet here, through the objects in the store.
 """
 
 from __future__ import annotations
@@ -13,17 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provisioner.catalog import InstanceType
-from provisioner.cluster import dra as cluster_dra
-from provisioner.cluster.conditions import set_condition
+from provisioner.cloudprovider.kwok import KwokCloudProvider
+from provisioner.cluster import dra
 from provisioner.cluster.memory import ObjectStore
-from provisioner.cluster.views import is_ready
-from provisioner.controllers import lifecycle
 from provisioner.controllers.context import ClusterContext, TimedRecord
-from provisioner.controllers.disruption import DisruptionController
-from provisioner.controllers.provisioning import ProvisioningController
+from provisioner.controllers.manager import Manager
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import add, format_resources, parse_resources
-from provisioner.sim import dra, kubescheduler, workloads
+from provisioner.sim.cluster import SimulatedCluster
 
 MAX_SETTLE_ROUNDS = 50
 
@@ -50,24 +49,25 @@ class Lab:
         self.store = ObjectStore(
             objects, resource_version=int(state.get("resource_version", 0)), clock=lambda: self.now
         )
+        catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))
+        self.cloud = KwokCloudProvider(self.store, config.nodeclasses, catalogs, self.rng)
         self.ctx = ClusterContext(
-            store=self.store,
+            api=self.store,
+            cloud=self.cloud,
             now=now,
             rng=self.rng,
             nodepools=list(config.nodepools),
             nodepool_uids=config.nodepool_uids,
             nodeclasses=config.nodeclasses,
-            catalogs=config.catalogs,
+            catalogs=catalogs,
             feature_gates=config.feature_gates,
             paused_until=config.paused_until,
             ignore_dra_requests=config.ignore_dra_requests,
             nominations=dict(state.get("nominations") or {}),
             views=self.store.views,
         )
-        self.ctx.catalogs = cluster_dra.declare(config.catalogs, cluster_dra.driver_pools(self.store))
-        self.last_publish: float | None = state.get("last_publish")
-        self.provisioning = ProvisioningController(state.get("provisioning") or {})
-        self.disruption = DisruptionController(state.get("disruption") or {})
+        self.cluster = SimulatedCluster(self.store, self.rng, config.nodepool_uids.values(), state)
+        self.manager = Manager(state)
         # Called with the lab each time it has settled at a moment of virtual time (e.g. to sample costs as they
         # were then, not only when the run ends).
         self.observers: list[Callable[[Lab], None]] = []
@@ -77,21 +77,11 @@ class Lab:
         return self.ctx.logs
 
     def step(self) -> bool:
-        """Run every component once at the current time; True if anything changed."""
+        """Run the cluster side, then karpui's controllers, once at the current time; True if anything changed."""
         self.ctx.now = self.now
-        changed = workloads.reconcile_deployments(self.store)
-        changed |= workloads.reconcile_replicasets(self.store, self.rng, self.now)
-        changed |= workloads.reconcile_daemonsets(self.store, self.rng)
-        changed |= workloads.collect_garbage(self.store)
-        changed |= dra.make_claims(self.store, self.rng)
-        published, self.last_publish = dra.publish(self.store, self.now, self.last_publish)
-        changed |= published
-        changed |= kubescheduler.schedule_pending(self.store, self.ctx.views, self.now)
-        changed |= self._kubelet()
-        changed |= self.provisioning.reconcile(self.ctx)
-        changed |= self.disruption.reconcile(self.ctx)
-        changed |= lifecycle.reconcile(self.ctx)
-        self.store.expire_events()  # nothing reacts to an expired Event, so it is not a change to settle
+        changed = self.cluster.step(self.now)
+        changed |= self.manager.step(self.ctx)
+        self.cluster.after_step()
         return changed
 
     def settle(self) -> None:
@@ -102,17 +92,7 @@ class Lab:
             observe(self)
 
     def next_due(self) -> float | None:
-        publish = (
-            self.last_publish + dra.PUBLISH_SECONDS
-            if self.last_publish is not None and self.store.list("DRAConfig")
-            else None
-        )
-        dues = (
-            self.provisioning.next_due(self.now),
-            lifecycle.next_due(self.ctx),
-            self.disruption.next_due(self.ctx),
-            publish,
-        )
+        dues = (self.manager.next_due(self.ctx), self.cluster.next_due(self.now))
         times = [t for t in dues if t is not None and t > self.now]
         return min(times) if times else None
 
@@ -127,26 +107,6 @@ class Lab:
             self.settle()
         self.now = end
         self.settle()
-
-    def _kubelet(self) -> bool:
-        """Nodes carry their hostname label; pods bound to ready nodes run."""
-        changed = False
-        for node in self.store.list("Node"):
-            labels = node["metadata"].setdefault("labels", {})
-            if "kubernetes.io/hostname" not in labels:
-                labels["kubernetes.io/hostname"] = node["metadata"]["name"]
-                self.store.update(node)
-                changed = True
-        ready = {n["metadata"]["name"] for n in self.store.list("Node") if is_ready(n)}
-        for pod in self.store.list("Pod"):
-            status = pod.setdefault("status", {})
-            if pod["spec"].get("nodeName") in ready and status.get("phase") == "Pending":
-                status["phase"] = "Running"
-                status["startTime"] = pod["metadata"].get("creationTimestamp")
-                set_condition(pod, "Ready", "True", self.now)
-                self.store.update(pod)
-                changed = True
-        return changed
 
     def nodepool_status(self) -> dict[str, dict[str, Any]]:
         """Per NodePool: resources of its launched NodeClaims (with `nodes`) and its readiness."""
@@ -180,9 +140,8 @@ class Lab:
             **self.state,
             "rng": self.rng.getstate(),
             "resource_version": self.store.resource_version,
-            "provisioning": self.provisioning.to_state(),
-            "disruption": self.disruption.to_state(),
-            "last_publish": self.last_publish,
+            **self.manager.to_state(),
+            **self.cluster.to_state(),
             "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
         }
 

@@ -16,6 +16,12 @@ INITIALIZED = "karpenter.sh/initialized"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 NODEPOOL_HASH = "karpenter.sh/nodepool-hash"
 NODEPOOL_HASH_VERSION = "karpenter.sh/nodepool-hash-version"
+# karpui's own: the $/h of the offering a NodeClaim launched on, and a Node that termination has drained.
+PRICE = "karpui.dev/price"
+DRAINED = "karpui.dev/drained"
+# A NodePool's human gate on disruption (karpui/disruption.py): auto, manual, auto-below (with a $/h threshold), dry-run.
+APPROVAL_MODE = "karpui.dev/approval-mode"
+APPROVAL_THRESHOLD = "karpui.dev/approval-threshold"
 
 KWOK_INSTANCE_SIZE = "karpenter.kwok.sh/instance-size"
 KWOK_INSTANCE_FAMILY = "karpenter.kwok.sh/instance-family"

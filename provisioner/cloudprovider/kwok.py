@@ -1,26 +1,137 @@
-"""The kwok cloud provider in the lab: launching picks the cheapest offering; Nodes appear after the class's
-registration delay and become Ready, as Karpenter's kwok provider and kwok's node stages do."""
+"""The kwok cloud provider, as Karpenter's kwok provider: launching picks the cheapest compatible offering, and the
+instance is a Node object (annotated `kwok.x-k8s.io/node: fake`) created after the KWOKNodeClass's registration
+delay, which kwok then keeps Ready. In the lab the Node is created in the lab's own API server; in kwok mode in a
+real cluster's."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
-from provisioner.cluster.objects import Obj
+from provisioner.cloudprovider.types import (
+    REGISTRATION_TIMEOUT,
+    InsufficientCapacityError,
+    Launched,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+from provisioner.cluster.api import ClusterAPI
+from provisioner.cluster.conditions import is_true, transition_time
+from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.manifests.nodeclass import node_registration_delay_seconds
+from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import format_resources
 from provisioner.requirements import Requirements
 from provisioner.scheduling.launch import cheapest_launch
 from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan
 from provisioner.taints import UNREGISTERED
 
+PROVIDER_ID_PREFIX = "kwok://"
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 
-class LaunchError(Exception):
-    """No instance type of the NodeClaim can be launched (insufficient capacity)."""
+
+class KwokCloudProvider:
+    """Instances are Nodes in the cluster the provider writes to; types come from the catalogs by node class kind."""
+
+    name = "kwok"
+
+    def __init__(
+        self,
+        api: ClusterAPI,
+        nodeclasses: Mapping[tuple[str, str], NodeClass],
+        catalogs: Mapping[str, list[InstanceType]],
+        rng: random.Random,
+    ) -> None:
+        self.api = api
+        self.nodeclasses = nodeclasses
+        self.catalogs = catalogs
+        self.rng = rng
+
+    def instance_types(self, nodepool: NodePool) -> list[InstanceType] | None:
+        ref = nodepool.node_class_ref
+        if (ref.kind, ref.name) not in self.nodeclasses:
+            return None
+        return self.catalogs.get(ref.kind, [])
+
+    def create(self, nodeclaim: Obj) -> Launched:
+        ref = nodeclaim["spec"]["nodeClassRef"]
+        if (ref["kind"], ref["name"]) not in self.nodeclasses:
+            raise NodeClassNotReadyError(f"node class {ref['name']} not found")
+        types = {it.name: it for it in self.catalogs.get(ref["kind"], [])}
+        return launch(nodeclaim, types, self.rng)
+
+    def delete(self, nodeclaim: Obj) -> None:
+        node = self.api.get("Node", _node_name(nodeclaim))
+        if node is None:
+            raise NodeClaimNotFoundError(f"instance {nodeclaim['metadata']['name']} is already gone")
+        self.api.delete("Node", node["metadata"]["name"])
+
+    def get(self, provider_id: str) -> Launched | None:
+        node = self.api.get("Node", provider_id.removeprefix(PROVIDER_ID_PREFIX))
+        return _launched_from_node(node) if node is not None and _is_kwok(node) else None
+
+    def list(self) -> list[Launched]:
+        return [_launched_from_node(node) for node in self.api.list("Node") if _is_kwok(node)]
+
+    def registered_by(self, nodeclaim: Obj) -> float | None:
+        """Launch time plus the KWOKNodeClass's `nodeRegistrationDelay`, for a launched, unregistered NodeClaim."""
+        launched = transition_time(nodeclaim, "Launched")
+        if launched is None or is_true(nodeclaim, "Registered") or not is_true(nodeclaim, "Launched"):
+            return None
+        ref = nodeclaim["spec"]["nodeClassRef"]
+        nodeclass = self.nodeclasses.get((ref["kind"], ref["name"]))
+        delay = node_registration_delay_seconds(nodeclass) if nodeclass is not None else 0
+        return parse_timestamp(launched) + delay
+
+    def reconcile(self, now: float) -> bool:
+        """Create the Node of each launched NodeClaim whose registration delay has passed (kwok runs it from then)."""
+        changed = False
+        for claim in self.api.list("NodeClaim"):
+            if claim["metadata"].get("deletionTimestamp"):
+                continue
+            due = self.registered_by(claim)
+            if due is None or now < due or now > due + REGISTRATION_TIMEOUT:
+                continue
+            if self.api.get("Node", _node_name(claim)) is None:
+                self.api.create(node_for(claim))
+                changed = True
+        return changed
+
+    def next_due(self, now: float) -> float | None:
+        times = [due for claim in self.api.list("NodeClaim") if (due := self.registered_by(claim)) is not None]
+        future = [t for t in times if t > now]
+        return min(future) if future else None
 
 
-def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.Random) -> dict[str, Any]:
+def _node_name(nodeclaim: Obj) -> str:
+    """Karpenter's kwok provider names the Node after the NodeClaim."""
+    return str((nodeclaim.get("status") or {}).get("nodeName") or nodeclaim["metadata"]["name"])
+
+
+def _is_kwok(node: Obj) -> bool:
+    return KWOK_ANNOTATION in (node["metadata"].get("annotations") or {})
+
+
+def _launched_from_node(node: Obj) -> Launched:
+    labels = node["metadata"].get("labels") or {}
+    status = node.get("status") or {}
+    return Launched(
+        provider_id=str((node.get("spec") or {}).get("providerID") or PROVIDER_ID_PREFIX + node["metadata"]["name"]),
+        instance_type=labels.get(wk.INSTANCE_TYPE, ""),
+        zone=labels.get(wk.ZONE, ""),
+        capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
+        price=float(labels.get("eks-node-viewer/instance-price", 0) or 0),
+        labels=dict(labels),
+        capacity=dict(status.get("capacity") or {}),
+        allocatable=dict(status.get("allocatable") or {}),
+        image_id="kwok",
+    )
+
+
+def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.Random) -> Launched:
     """Choose the type and offering for a NodeClaim: the cheapest compatible available offering."""
     requirements = Requirements.from_specs(nodeclaim["spec"].get("requirements") or [])
     names = requirements.get(wk.INSTANCE_TYPE)
@@ -32,7 +143,7 @@ def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.
             if price is not None:
                 options.append(InstanceTypeOption(it, price))
     if not options:
-        raise LaunchError("all requested instance types were unavailable during launch")
+        raise InsufficientCapacityError("all requested instance types were unavailable during launch")
     plan = NodeClaimPlan(
         nodepool="",
         pods=(),
@@ -53,15 +164,17 @@ def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.
         wk.CAPACITY_TYPE: offering.capacity_type,
         wk.ZONE: offering.zone,
     }
-    return {
-        "instance_type": it.name,
-        "zone": offering.zone,
-        "capacity_type": offering.capacity_type,
-        "price": offering.price,
-        "labels": labels,
-        "capacity": format_resources(it.capacity),
-        "allocatable": format_resources(it.allocatable),
-    }
+    return Launched(
+        provider_id=PROVIDER_ID_PREFIX + nodeclaim["metadata"]["name"],
+        instance_type=it.name,
+        zone=offering.zone,
+        capacity_type=offering.capacity_type,
+        price=offering.price,
+        labels=labels,
+        capacity=format_resources(it.capacity),
+        allocatable=format_resources(it.allocatable),
+        image_id="kwok",
+    )
 
 
 def node_for(nodeclaim: Obj, now_ready: bool = True) -> Obj:
@@ -71,17 +184,17 @@ def node_for(nodeclaim: Obj, now_ready: bool = True) -> Obj:
     labels = {
         **(nodeclaim["metadata"].get("labels") or {}),
         wk.HOSTNAME: name,
-        "eks-node-viewer/instance-price": f"{float(nodeclaim['metadata']['annotations'].get('karpui.dev/price', 0)):f}",
+        "eks-node-viewer/instance-price": f"{float(nodeclaim['metadata']['annotations'].get(wk.PRICE, 0)):f}",
         "kwok-partition": "a",
-        "kwok.x-k8s.io/node": "fake",
+        KWOK_ANNOTATION: "fake",
     }
-    return {
+    node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "labels": labels,
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "annotations": {KWOK_ANNOTATION: "fake"},
             "finalizers": ["karpenter.sh/termination"],
         },
         "spec": {
@@ -102,3 +215,4 @@ def node_for(nodeclaim: Obj, now_ready: bool = True) -> Obj:
             ],
         },
     }
+    return node

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
-from provisioner.cluster.api import ClusterAPI
+from provisioner.cluster.api import ClusterAPI, ClusterReader
 from provisioner.cluster.objects import Obj
 from provisioner.cluster.views import Views
 from provisioner.disruption.types import DisruptionBudgetPolicy
@@ -20,43 +21,47 @@ def _count(value: Any, expected: int) -> int:
     return int(text)
 
 
-def policies(store: ClusterAPI, views: Views) -> list[DisruptionBudgetPolicy]:
-    """Every PDB with `disruptionsAllowed` computed from the pods it covers right now (and stored as status)."""
+def budget_status(obj: Obj, pods: Iterable[Pod]) -> dict[str, int]:
+    """A PDB's status as kube-controller-manager computes it from the pods it covers right now."""
+    spec = obj.get("spec") or {}
+    selector = LabelSelector.from_spec(spec.get("selector"))
+    namespace = obj["metadata"].get("namespace", "default")
+    covered = [
+        p
+        for p in pods
+        if p.namespace == namespace and selector is not None and selector.matches(p.labels) and not p.is_terminal()
+    ]
+    expected = len(covered)
+    healthy = sum(1 for p in covered if p.phase == "Running" and not p.deleting)
+    if "minAvailable" in spec:
+        desired = _count(spec["minAvailable"], expected)
+    else:
+        desired = expected - _count(spec.get("maxUnavailable", 0), expected)
+    return {
+        "currentHealthy": healthy,
+        "desiredHealthy": desired,
+        "expectedPods": expected,
+        "disruptionsAllowed": max(healthy - desired, 0),
+    }
+
+
+def policies(store: ClusterReader, views: Views) -> list[DisruptionBudgetPolicy]:
+    """Every PDB with the disruptions it allows, computed from the pods it covers right now."""
     pods = [views.pod(p) for p in store.list("Pod")]
     result = []
     for obj in store.list("PodDisruptionBudget"):
         spec = obj.get("spec") or {}
-        selector = LabelSelector.from_spec(spec.get("selector"))
-        namespace = obj["metadata"].get("namespace", "default")
-        covered = [
-            p
-            for p in pods
-            if p.namespace == namespace and selector is not None and selector.matches(p.labels) and not p.is_terminal()
-        ]
-        expected = len(covered)
-        healthy = sum(1 for p in covered if p.phase == "Running" and not p.deleting)
+        status = budget_status(obj, pods)
         if "minAvailable" in spec:
-            desired = _count(spec["minAvailable"], expected)
             fully = str(spec["minAvailable"]) == "100%"
         else:
-            desired = expected - _count(spec.get("maxUnavailable", 0), expected)
             fully = str(spec.get("maxUnavailable")) in ("0", "0%")
-        allowed = max(healthy - desired, 0)
-        status = {
-            "currentHealthy": healthy,
-            "desiredHealthy": desired,
-            "expectedPods": expected,
-            "disruptionsAllowed": allowed,
-        }
-        if obj.get("status") != status:
-            obj["status"] = status
-            store.update(obj)
         result.append(
             DisruptionBudgetPolicy(
-                namespace,
+                obj["metadata"].get("namespace", "default"),
                 obj["metadata"]["name"],
-                selector,
-                allowed,
+                LabelSelector.from_spec(spec.get("selector")),
+                status["disruptionsAllowed"],
                 fully,
                 spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow",
             )
@@ -64,7 +69,20 @@ def policies(store: ClusterAPI, views: Views) -> list[DisruptionBudgetPolicy]:
     return result
 
 
-def eviction_refusal(store: ClusterAPI, views: Views, pod_obj: Obj) -> str | None:
+def update_status(store: ClusterAPI, views: Views) -> bool:
+    """Write each PDB's status where it changed (kube-controller-manager's job); True if any was written."""
+    pods = [views.pod(p) for p in store.list("Pod")]
+    written = False
+    for obj in store.list("PodDisruptionBudget"):
+        status = budget_status(obj, pods)
+        if obj.get("status") != status:
+            obj["status"] = status
+            store.update(obj)
+            written = True
+    return written
+
+
+def eviction_refusal(store: ClusterReader, views: Views, pod_obj: Obj) -> str | None:
     """Why POST pods/eviction answers 429 for this pod now, or None when the eviction may go ahead."""
     pod: Pod = views.pod(pod_obj)
     covering = [p for p in policies(store, views) if p.covers(pod)]

@@ -1,38 +1,33 @@
-"""The NodeClaim lifecycle: launch, register, initialize, liveness and finalization (Karpenter's lifecycle
-controller), with the kwok provider behind launch and node creation."""
+"""The NodeClaim lifecycle (Karpenter's lifecycle controller): launch through the cloud provider, register the Node
+that appears, initialize it, time out registration, and release the NodeClaim once its instance is gone."""
 
 from __future__ import annotations
 
-from provisioner.cloudprovider import kwok
+import contextlib
+
+from provisioner import labels as wk
+from provisioner.cloudprovider.types import (
+    REGISTRATION_TIMEOUT,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
 from provisioner.cluster import dra
-from provisioner.cluster.conditions import is_true, set_condition, transition_time
-from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.cluster.conditions import is_true, set_condition
+from provisioner.cluster.objects import Obj
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
-from provisioner.manifests.nodeclass import node_registration_delay_seconds
 from provisioner.scheduling.logs import LogRecord
 from provisioner.taints import UNREGISTERED
 
 LIFECYCLE = "controller.nodeclaim.lifecycle"
-REGISTRATION_TIMEOUT = 15 * 60.0
 TERMINATION_FINALIZER = "karpenter.sh/termination"
-
-
-def registration_due(ctx: ClusterContext, claim: Obj) -> float | None:
-    """When kwok creates the Node of a launched NodeClaim (launch time + the class's registration delay)."""
-    launched = transition_time(claim, "Launched")
-    if launched is None or is_true(claim, "Registered") or not is_true(claim, "Launched"):
-        return None
-    ref = claim["spec"]["nodeClassRef"]
-    nodeclass = ctx.nodeclasses.get((ref["kind"], ref["name"]))
-    delay = node_registration_delay_seconds(nodeclass) if nodeclass is not None else 0
-    return parse_timestamp(launched) + delay
 
 
 def next_due(ctx: ClusterContext) -> float | None:
     times = []
-    for claim in ctx.store.list("NodeClaim"):
-        due = registration_due(ctx, claim)
+    for claim in ctx.api.list("NodeClaim"):
+        due = ctx.cloud.registered_by(claim)
         if due is not None:
             times.extend([due, due + REGISTRATION_TIMEOUT])
     future = [t for t in times if t > ctx.now]
@@ -41,7 +36,7 @@ def next_due(ctx: ClusterContext) -> float | None:
 
 def reconcile(ctx: ClusterContext) -> bool:
     changed = False
-    for claim in ctx.store.list("NodeClaim"):
+    for claim in ctx.api.list("NodeClaim"):
         if claim["metadata"].get("deletionTimestamp"):
             changed |= _finalize(ctx, claim)
         elif not is_true(claim, "Launched"):
@@ -51,38 +46,18 @@ def reconcile(ctx: ClusterContext) -> bool:
         elif not is_true(claim, "Initialized"):
             changed |= _initialize(ctx, claim)
     changed |= _nodes_without_claims(ctx)
-    changed |= _orphans_of_deleted_nodepools(ctx)
-    return changed
-
-
-def _orphans_of_deleted_nodepools(ctx: ClusterContext) -> bool:
-    """Kubernetes' garbage collector: a NodeClaim whose owning NodePool (by uid) is gone is deleted, so deleting a
-    NodePool drains and removes its nodes, as in Karpenter."""
-    live = set(ctx.nodepool_uids.values())
-    changed = False
-    for claim in ctx.store.list("NodeClaim"):
-        owners = [o.get("uid") for o in claim["metadata"].get("ownerReferences") or [] if o.get("kind") == "NodePool"]
-        if claim["metadata"].get("deletionTimestamp") or not owners or not all(owners):
-            continue
-        if not live.intersection(owners):
-            ctx.store.delete("NodeClaim", claim["metadata"]["name"])
-            changed = True
     return changed
 
 
 def _launch(ctx: ClusterContext, claim: Obj) -> bool:
-    ref = claim["spec"]["nodeClassRef"]
-    types = {it.name: it for it in ctx.catalogs.get(ref["kind"], [])}
     name = claim["metadata"]["name"]
-    if (ref["kind"], ref["name"]) not in ctx.nodeclasses:
-        ctx.event(
-            claim, "Warning", "InsufficientCapacityError", f"NodeClaim {name} event: node class {ref['name']} not found"
-        )
-        ctx.store.delete("NodeClaim", name)
-        return True
     try:
-        launched = kwok.launch(claim, types, ctx.rng)
-    except kwok.LaunchError as error:
+        launched = ctx.cloud.create(claim)
+    except NodeClassNotReadyError as error:
+        ctx.event(claim, "Warning", "InsufficientCapacityError", f"NodeClaim {name} event: {error}")
+        ctx.api.delete("NodeClaim", name)
+        return True
+    except InsufficientCapacityError as error:
         ctx.event(claim, "Warning", "InsufficientCapacityError", f"NodeClaim {name} event: {error}")
         ctx.log(
             LogRecord(
@@ -93,28 +68,31 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
             )
         )
         claim["metadata"]["finalizers"] = []
-        ctx.store.delete("NodeClaim", name)
+        ctx.api.delete("NodeClaim", name)
         return True
-    claim["metadata"]["labels"] = launched["labels"]
-    claim["metadata"].setdefault("annotations", {})["karpui.dev/price"] = repr(launched["price"])
+    claim["metadata"]["labels"] = dict(launched.labels)
+    claim["metadata"].setdefault("annotations", {})[wk.PRICE] = repr(launched.price)
     claim["status"].update(
-        providerID=f"kwok://{name}", capacity=launched["capacity"], allocatable=launched["allocatable"], imageID="kwok"
+        providerID=launched.provider_id,
+        capacity=dict(launched.capacity),
+        allocatable=dict(launched.allocatable),
+        imageID=launched.image_id,
     )
     set_condition(claim, "Launched", "True", ctx.now, "Launched")
     set_condition(claim, "Registered", "Unknown", ctx.now, "AwaitingReconciliation")
     set_condition(claim, "Initialized", "Unknown", ctx.now, "AwaitingReconciliation")
     set_condition(claim, "Ready", "Unknown", ctx.now, "AwaitingReconciliation")
-    ctx.store.update(claim)
+    ctx.api.update(claim)
     ctx.log(
         LogRecord(
             "launched nodeclaim",
             {
                 "NodeClaim": {"name": name},
-                "provider-id": f"kwok://{name}",
-                "instance-type": launched["instance_type"],
-                "zone": launched["zone"],
-                "capacity-type": launched["capacity_type"],
-                "allocatable": launched["allocatable"],
+                "provider-id": launched.provider_id,
+                "instance-type": launched.instance_type,
+                "zone": launched.zone,
+                "capacity-type": launched.capacity_type,
+                "allocatable": dict(launched.allocatable),
             },
             logger=LIFECYCLE,
         )
@@ -125,9 +103,18 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
     return True
 
 
+def _node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:
+    """The Node with the NodeClaim's providerID (kwok names it after the NodeClaim, so look there first)."""
+    provider_id = (claim.get("status") or {}).get("providerID")
+    node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or claim["metadata"]["name"])
+    if node is not None and (node.get("spec") or {}).get("providerID") == provider_id:
+        return node
+    return next((n for n in ctx.api.list("Node") if (n.get("spec") or {}).get("providerID") == provider_id), None)
+
+
 def _register(ctx: ClusterContext, claim: Obj) -> bool:
     name = claim["metadata"]["name"]
-    due = registration_due(ctx, claim)
+    due = ctx.cloud.registered_by(claim)
     if due is None or ctx.now < due:
         return False
     if ctx.now > due + REGISTRATION_TIMEOUT:
@@ -138,11 +125,11 @@ def _register(ctx: ClusterContext, claim: Obj) -> bool:
                 logger=LIFECYCLE,
             )
         )
-        ctx.store.delete("NodeClaim", name)
+        ctx.api.delete("NodeClaim", name)
         return True
-    node = ctx.store.get("Node", name)
+    node = _node_of(ctx, claim)
     if node is None:
-        node = ctx.store.create(kwok.node_for(claim))
+        return False  # the instance has not registered its Node yet
     # Karpenter's registration: sync labels and taints, drop the unregistered taint, mark the node registered.
     spec_taints = list(claim["spec"].get("taints") or []) + list(claim["spec"].get("startupTaints") or [])
     kept = [t for t in node["spec"].get("taints") or [] if t.get("key") != UNREGISTERED]
@@ -152,10 +139,10 @@ def _register(ctx: ClusterContext, claim: Obj) -> bool:
         **claim["metadata"].get("labels", {}),
         "karpenter.sh/registered": "true",
     }
-    ctx.store.update(node)
+    ctx.api.update(node)
     claim["status"]["nodeName"] = node["metadata"]["name"]
     set_condition(claim, "Registered", "True", ctx.now, "Registered")
-    ctx.store.update(claim)
+    ctx.api.update(claim)
     ctx.log(
         LogRecord(
             "registered nodeclaim",
@@ -167,7 +154,7 @@ def _register(ctx: ClusterContext, claim: Obj) -> bool:
 
 
 def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
-    node = ctx.store.get("Node", claim["status"].get("nodeName", ""))
+    node = ctx.api.get("Node", claim["status"].get("nodeName", ""))
     if node is None or not is_ready(node):
         return False
     drivers = [
@@ -175,7 +162,7 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
         for d in (claim["metadata"].get("annotations") or {}).get("karpenter.sh/requested-dra-drivers", "").split(",")
         if d
     ]
-    if drivers and not dra.drivers_published(ctx.store, node["metadata"]["name"], drivers):
+    if drivers and not dra.drivers_published(ctx.api, node["metadata"]["name"], drivers):
         if set_condition(
             claim,
             "Initialized",
@@ -184,7 +171,7 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
             "DRADriverPoolsNotPublished",
             f"waiting for ResourceSlices of {', '.join(drivers)}",
         ):
-            ctx.store.update(claim)
+            ctx.api.update(claim)
             return True
         return False
     startup = claim["spec"].get("startupTaints") or []
@@ -192,10 +179,10 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
         # The lab plays the agent (CNI, device plugin) that removes startup taints once the node is ready.
         node["spec"]["taints"] = [t for t in node["spec"].get("taints") or [] if t not in startup]
     node["metadata"]["labels"]["karpenter.sh/initialized"] = "true"
-    ctx.store.update(node)
+    ctx.api.update(node)
     set_condition(claim, "Initialized", "True", ctx.now, "Initialized")
     set_condition(claim, "Ready", "True", ctx.now, "Ready")
-    ctx.store.update(claim)
+    ctx.api.update(claim)
     ctx.log(
         LogRecord(
             "initialized nodeclaim",
@@ -211,24 +198,27 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
 
 
 def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
-    """Once termination has drained the Node, delete it (with what is left on it), then release the NodeClaim."""
+    """Once termination has drained the Node, delete the instance (its Node goes with it), then release the
+    NodeClaim. Pods left on the Node (DaemonSets, pods tolerating the disruption taint) are removed by the
+    cluster's pod garbage collector once the Node is gone."""
     name = claim["metadata"]["name"]
-    node = ctx.store.get("Node", (claim.get("status") or {}).get("nodeName") or name)
+    node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or name)
+    node_name = node["metadata"]["name"] if node is not None else ""
     if node is not None:
-        drained = (node["metadata"].get("annotations") or {}).get("karpui.dev/drained") == "true"
+        drained = (node["metadata"].get("annotations") or {}).get(wk.DRAINED) == "true"
         if not drained and is_ready(node):
             return False  # the termination controller is still draining
-        for pod in ctx.store.list("Pod"):
-            if pod["spec"].get("nodeName") == node["metadata"]["name"]:
-                ctx.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
-        node["metadata"]["finalizers"] = []
-        ctx.store.delete("Node", node["metadata"]["name"])
+        with contextlib.suppress(NodeClaimNotFoundError):  # already gone: deleting it again is done
+            ctx.cloud.delete(claim)
+        node = ctx.api.get("Node", node["metadata"]["name"])
+        if node is not None:
+            ctx.api.remove_finalizer(node, TERMINATION_FINALIZER)
     if TERMINATION_FINALIZER in (claim["metadata"].get("finalizers") or []):
-        ctx.store.remove_finalizer(claim, TERMINATION_FINALIZER)
+        ctx.api.remove_finalizer(claim, TERMINATION_FINALIZER)
         ctx.log(
             LogRecord(
                 "deleted nodeclaim",
-                {"NodeClaim": {"name": name}, "Node": {"name": node["metadata"]["name"] if node else ""}},
+                {"NodeClaim": {"name": name}, "Node": {"name": node_name}},
                 logger=LIFECYCLE,
             )
         )
@@ -239,11 +229,11 @@ def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
 def _nodes_without_claims(ctx: ClusterContext) -> bool:
     """`karp delete node` on a Karpenter node deletes its NodeClaim too (the termination controller's rule)."""
     changed = False
-    claims = {c["metadata"]["name"]: c for c in ctx.store.list("NodeClaim")}
-    for node in ctx.store.list("Node"):
+    claims = {c["metadata"]["name"]: c for c in ctx.api.list("NodeClaim")}
+    for node in ctx.api.list("Node"):
         if node["metadata"].get("deletionTimestamp") and node["metadata"]["name"] in claims:
             claim = claims[node["metadata"]["name"]]
             if not claim["metadata"].get("deletionTimestamp"):
-                ctx.store.delete("NodeClaim", claim["metadata"]["name"])
+                ctx.api.delete("NodeClaim", claim["metadata"]["name"])
                 changed = True
     return changed

@@ -61,8 +61,8 @@ class ProvisioningController:
 
     def reconcile(self, ctx: ClusterContext) -> bool:
         provisionable = [
-            dra.with_devices(ctx.store, obj, pod)
-            for obj in ctx.store.list("Pod")
+            dra.with_devices(ctx.api, obj, pod)
+            for obj in ctx.api.list("Pod")
             if (pod := ctx.views.pod(obj)).is_provisionable()
         ]
         live = {p.uid for p in provisionable}
@@ -89,7 +89,7 @@ class ProvisioningController:
         message = "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
         kept = []
         for pod in pods:
-            obj = ctx.store.get("Pod", pod.name, pod.namespace)
+            obj = ctx.api.get("Pod", pod.name, pod.namespace)
             if obj is not None and obj["spec"].get("resourceClaims"):
                 verdict = [{"nodepool": "", "kind": "devices", "message": message}]
                 if self.verdicts.get(pod.uid) != verdict:
@@ -108,7 +108,7 @@ class ProvisioningController:
         for plan in result.new_nodeclaims:
             nodeclaim = create_nodeclaim(ctx, plan)
             ctx.log(logs.created_nodeclaim(plan, nodeclaim["metadata"]["name"]))
-        pods_by_uid = {o["metadata"]["uid"]: o for o in ctx.store.list("Pod")}
+        pods_by_uid = {o["metadata"]["uid"]: o for o in ctx.api.list("Pod")}
         for uid, failure in result.failures.items():
             verdict = [{"nodepool": r.nodepool, "kind": r.kind, "message": r.message} for r in failure.reasons]
             if self.verdicts.get(uid) != verdict:
@@ -138,24 +138,22 @@ def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
         pods=pods,
         pools=offers,
         nodes=nodes,
-        device_classes=dra.device_classes(ctx.store),
-        node_devices=dra.node_inventory(ctx.store, nodes, ctx.catalogs),
+        device_classes=dra.device_classes(ctx.api),
+        node_devices=dra.node_inventory(ctx.api, nodes, ctx.catalogs),
         daemonsets=daemonsets(ctx),
-        namespace_labels={
-            n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in ctx.store.list("Namespace")
-        },
+        namespace_labels={n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in ctx.api.list("Namespace")},
     )
 
 
 def cluster_nodes(ctx: ClusterContext) -> list[Node]:
     """Nodes, plus NodeClaims still waiting for their Node, which count as capacity being launched."""
-    by_node = ctx.views.pods_by_node(ctx.store)
-    claims = {c["metadata"]["name"]: c for c in ctx.store.list("NodeClaim")}
+    by_node = ctx.views.pods_by_node(ctx.api)
+    claims = {c["metadata"]["name"]: c for c in ctx.api.list("NodeClaim")}
     claim_by_node = {
         (c.get("status") or {}).get("nodeName"): c for c in claims.values() if (c.get("status") or {}).get("nodeName")
     }
     nodes = []
-    for obj in ctx.store.list("Node"):
+    for obj in ctx.api.list("Node"):
         nodes.append(
             node_view(obj, by_node.get(obj["metadata"]["name"], []), claim_by_node.get(obj["metadata"]["name"]))
         )
@@ -179,7 +177,7 @@ def cluster_nodes(ctx: ClusterContext) -> list[Node]:
 
 def daemonsets(ctx: ClusterContext) -> list[DaemonSet]:
     result = []
-    for obj in ctx.store.list("DaemonSet"):
+    for obj in ctx.api.list("DaemonSet"):
         template = (obj.get("spec") or {}).get("template") or {}
         meta = template.get("metadata") or {}
         pod = pod_from_spec(
@@ -206,7 +204,7 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     nodepool = next(np for np in ctx.nodepools if np.name == plan.nodepool)
     while True:
         name = f"{nodepool.name}-{random_suffix(ctx.rng)}"
-        if ctx.store.get("NodeClaim", name) is None:
+        if ctx.api.get("NodeClaim", name) is None:
             break
     ref = nodepool.node_class_ref
     spec: dict[str, Any] = {
@@ -221,7 +219,7 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
         spec["startupTaints"] = [t.to_spec() for t in plan.startup_taints]
     if nodepool.termination_grace_period:
         spec["terminationGracePeriod"] = nodepool.termination_grace_period
-    nodeclaim = ctx.store.create(
+    nodeclaim = ctx.api.create(
         {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodeClaim",
@@ -250,7 +248,7 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
             "status": {},
         }
     )
-    pods = {o["metadata"]["uid"]: o for o in ctx.store.list("Pod")}
+    pods = {o["metadata"]["uid"]: o for o in ctx.api.list("Pod")}
     for pod in plan.pods:
         if pod.uid in pods:
             ctx.event(pods[pod.uid], "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")

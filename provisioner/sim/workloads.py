@@ -7,6 +7,7 @@ import hashlib
 import json
 import random
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 from provisioner.cluster.memory import ObjectStore
@@ -216,8 +217,10 @@ def reconcile_daemonsets(store: ObjectStore, rng: random.Random) -> bool:
     return changed
 
 
-def collect_garbage(store: ObjectStore) -> bool:
-    """Delete dependents whose controller is gone, and pods bound to nodes that no longer exist."""
+def collect_garbage(store: ObjectStore, nodepool_uids: Collection[str]) -> bool:
+    """kube-controller-manager's garbage collectors: delete dependents whose controller is gone, NodeClaims whose
+    owning NodePool is gone (deleting a NodePool drains and removes its nodes, as in Karpenter), and pods bound to
+    nodes that no longer exist (pod GC)."""
     changed = False
     uids = {o["metadata"]["uid"] for o in store.all_objects()}
     for kind in ("ReplicaSet", "Pod", "ResourceClaim", "ResourceSlice"):
@@ -226,6 +229,13 @@ def collect_garbage(store: ObjectStore) -> bool:
             if owner is not None and owner.get("uid") not in uids:
                 store.delete(kind, obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
                 changed = True
+    for claim in store.list("NodeClaim"):
+        owners = [o.get("uid") for o in claim["metadata"].get("ownerReferences") or [] if o.get("kind") == "NodePool"]
+        if claim["metadata"].get("deletionTimestamp") or not owners or not all(owners):
+            continue
+        if not set(nodepool_uids).intersection(owners):
+            store.delete("NodeClaim", claim["metadata"]["name"])
+            changed = True
     nodes = {n["metadata"]["name"] for n in store.list("Node")}
     for pod in store.list("Pod"):
         node = pod["spec"].get("nodeName")

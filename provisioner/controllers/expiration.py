@@ -1,0 +1,51 @@
+"""Karpenter's expiration controller: a NodeClaim older than its `expireAfter` is deleted (then drained by
+termination). Expiration is forced: no budgets, no human gate, no do-not-disrupt."""
+
+from __future__ import annotations
+
+from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.controllers.context import ClusterContext
+from provisioner.durations import parse_duration
+from provisioner.scheduling.logs import LogRecord
+
+
+def expire_seconds(claim: Obj) -> int | None:
+    value = (claim.get("spec") or {}).get("expireAfter", "720h")
+    return parse_duration(value, allow_never=True)
+
+
+def expiry(claim: Obj) -> float | None:
+    """When the NodeClaim expires, or None (Never, or already being deleted)."""
+    if claim["metadata"].get("deletionTimestamp"):
+        return None
+    seconds = expire_seconds(claim)
+    if seconds is None:
+        return None
+    return parse_timestamp(claim["metadata"]["creationTimestamp"]) + seconds
+
+
+def next_due(ctx: ClusterContext) -> list[float]:
+    return [t for claim in ctx.api.list("NodeClaim") if (t := expiry(claim)) is not None]
+
+
+def reconcile(ctx: ClusterContext) -> bool:
+    changed = False
+    for claim in ctx.api.list("NodeClaim"):
+        expires = expiry(claim)
+        if expires is not None and ctx.now >= expires:
+            ctx.api.delete("NodeClaim", claim["metadata"]["name"])
+            ctx.log(
+                LogRecord(
+                    "disrupting node(s)",
+                    {
+                        "command": f"Expired: delete: [{claim['metadata']['name']}]",
+                        "decision": "delete",
+                        "disrupted-node-count": 1,
+                        "replacement-node-count": 0,
+                        "reason": "expired",
+                    },
+                    logger="controller.nodeclaim.expiration",
+                )
+            )
+            changed = True
+    return changed

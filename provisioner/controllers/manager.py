@@ -1,0 +1,64 @@
+"""The manager: runs karpui's controllers against one cluster, in order, through the cluster and cloud provider
+ports — the same for the lab, a kwok cluster and an observed one — and says when it next has work to do.
+
+Order within a step: provisioning (batch and launch plans), the NodeClaim facts (pod events, drift, expiration),
+termination (drain deleting NodeClaims), the disruption command queue and proposer, the cloud provider's own work,
+and the NodeClaim lifecycle (launch, register, initialize, finalize). Each controller owns its state, which the
+manager gathers into one JSON-able dict so a restarted engine continues where it stopped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from provisioner.controllers import commands, drift, expiration, lifecycle
+from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.disruption import DisruptionController
+from provisioner.controllers.podevents import PodEventsController
+from provisioner.controllers.provisioning import ProvisioningController
+from provisioner.controllers.termination import TerminationController
+
+
+class Manager:
+    def __init__(self, state: dict[str, Any]) -> None:
+        disruption = state.get("disruption") or {}
+        self.provisioning = ProvisioningController(state.get("provisioning") or {})
+        # Before the controllers were split, pod sets and drain progress were kept under "disruption".
+        self.podevents = PodEventsController(state.get("podevents") or disruption)
+        self.termination = TerminationController(state.get("termination") or disruption)
+        self.disruption = DisruptionController(disruption)
+
+    def step(self, ctx: ClusterContext) -> bool:
+        """Run every controller once at `ctx.now`; True if any of them changed the cluster."""
+        changed = self.provisioning.reconcile(ctx)
+        changed |= self.podevents.reconcile(ctx)
+        changed |= drift.reconcile(ctx)
+        changed |= expiration.reconcile(ctx)
+        changed |= self.termination.reconcile(ctx)
+        changed |= commands.reconcile(ctx)
+        changed |= self.disruption.reconcile(ctx)
+        changed |= ctx.cloud.reconcile(ctx.now)
+        changed |= lifecycle.reconcile(ctx)
+        return changed
+
+    def next_due(self, ctx: ClusterContext) -> float | None:
+        """The earliest future moment any controller (or the cloud provider) has something to do."""
+        times = [
+            *self.disruption.next_due(),
+            *commands.next_due(ctx),
+            *self.termination.next_due(ctx),
+            *expiration.next_due(ctx),
+        ]
+        for due in (self.provisioning.next_due(ctx.now), lifecycle.next_due(ctx), ctx.cloud.next_due(ctx.now)):
+            if due is not None:
+                times.append(due)
+        future = [t for t in times if t > ctx.now]  # a past time is not a wake-up; it must not hide a later one
+        return min(future) if future else None
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "provisioning": self.provisioning.to_state(),
+            "podevents": self.podevents.to_state(),
+            "termination": self.termination.to_state(),
+            "disruption": self.disruption.to_state(),
+        }

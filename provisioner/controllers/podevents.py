@@ -1,0 +1,47 @@
+"""Karpenter's pod-events controller: a NodeClaim's `lastPodEventTime` moves when the set of its node's
+non-DaemonSet pods changes (a bind, a pod finishing or being deleted); consolidateAfter counts from it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from provisioner.cluster.objects import timestamp
+from provisioner.controllers.context import ClusterContext
+
+
+class PodEventsController:
+    """Remembers a digest of each node's pod set to notice changes between reconciles."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.pod_sets: dict[str, str] = dict(state.get("pod_sets") or {})
+
+    def to_state(self) -> dict[str, Any]:
+        return {"pod_sets": self.pod_sets}
+
+    def reconcile(self, ctx: ClusterContext) -> bool:
+        changed = False
+        by_node: dict[str, list[str]] = {}
+        for pod in ctx.api.list("Pod"):
+            node = pod["spec"].get("nodeName")
+            owners = pod["metadata"].get("ownerReferences") or []
+            if (
+                node
+                and not any(o.get("kind") == "DaemonSet" for o in owners)
+                and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                and not pod["metadata"].get("deletionTimestamp")
+            ):
+                by_node.setdefault(node, []).append(pod["metadata"]["uid"])
+        for claim in ctx.api.list("NodeClaim"):
+            node = (claim.get("status") or {}).get("nodeName")
+            if not node:
+                continue
+            digest = hashlib.sha256(json.dumps(sorted(by_node.get(node, []))).encode()).hexdigest()[:16]
+            if self.pod_sets.get(node) != digest:
+                if node in self.pod_sets or by_node.get(node):
+                    claim["status"]["lastPodEventTime"] = timestamp(ctx.now)
+                    ctx.api.update(claim)
+                    changed = True
+                self.pod_sets[node] = digest
+        return changed

@@ -1,0 +1,114 @@
+"""The disruption controllers' snapshot of a cluster: managed nodes with their NodeClaim facts, pending pods,
+NodePool offers, PDBs, DaemonSets and devices, as `provisioner.disruption` computes commands over them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from provisioner import labels as wk
+from provisioner.cluster import dra, pdb
+from provisioner.cluster.conditions import is_true, transition_time
+from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.provisioning import cluster_nodes, daemonsets
+from provisioner.disruption.consolidation import ClusterView
+from provisioner.disruption.types import ClaimedNode
+from provisioner.dra.claims import requests_from_claim_spec
+from provisioner.nodes import Node
+from provisioner.objects import NodePool
+from provisioner.scheduling.scheduler import PoolOffer
+
+
+def cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
+    """What a disruption pass and a command's validation see now, and the managed nodes among it."""
+    offers = [PoolOffer(np, types) for np in ctx.nodepools if (types := ctx.instance_types_for(np)) is not None]
+    nodes = [_with_claimed_devices(ctx, n) for n in cluster_nodes(ctx)]
+    by_name = {n.name: n for n in nodes}
+    claimed = []
+    for claim in ctx.api.list("NodeClaim"):
+        node_name = (claim.get("status") or {}).get("nodeName")
+        node_obj = ctx.api.get("Node", node_name) if node_name else None
+        if node_obj is None or node_name not in by_name:
+            continue
+        claimed.append(_claimed(ctx, claim, node_obj, by_name[node_name]))
+    pending = [p for p in (ctx.views.pod(o) for o in ctx.api.list("Pod")) if p.is_provisionable()]
+    view = ClusterView(
+        claimed=claimed,
+        nodes=nodes,
+        pending=pending,
+        pools=offers,
+        now=ctx.now,
+        pdbs=pdb.policies(ctx.api, ctx.views),
+        daemonsets=daemonsets(ctx),
+        spot_to_spot=bool(ctx.feature_gates.get("SpotToSpotConsolidation")),
+        device_classes=dra.device_classes(ctx.api),
+        node_devices=dra.node_inventory(ctx.api, nodes, ctx.catalogs),
+    )
+    return view, claimed
+
+
+def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node) -> ClaimedNode:
+    labels = claim["metadata"].get("labels") or {}
+    pool = ctx.nodepool(labels.get(wk.NODEPOOL, ""))
+    after = pool.consolidate_after_seconds if pool is not None else None
+    last_event = (claim.get("status") or {}).get("lastPodEventTime") or transition_time(claim, "Initialized")
+    consolidatable = after is not None and last_event is not None and ctx.now - parse_timestamp(last_event) >= after
+    drift = next(
+        (
+            c
+            for c in (claim.get("status") or {}).get("conditions") or []
+            if c.get("type") == "Drifted" and c.get("status") == "True"
+        ),
+        None,
+    )
+    return ClaimedNode(
+        node=node,
+        nodeclaim=claim["metadata"]["name"],
+        nodepool=labels.get(wk.NODEPOOL, ""),
+        instance_type=labels.get(wk.INSTANCE_TYPE, ""),
+        capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
+        zone=labels.get(wk.ZONE, ""),
+        price=_price(ctx, pool, labels, claim),
+        created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
+        initialized=is_true(claim, "Initialized"),
+        deleting=bool(claim["metadata"].get("deletionTimestamp") or node_obj["metadata"].get("deletionTimestamp")),
+        consolidatable=consolidatable,
+        drifted=drift.get("reason") if drift else None,
+        grace_period=bool((claim.get("spec") or {}).get("terminationGracePeriod")),
+        drifted_at=parse_timestamp(drift["lastTransitionTime"]) if drift else 0.0,
+        nominated_until=float(ctx.nominations.get(node_obj["metadata"]["name"], 0.0)),
+        annotations=dict(node_obj["metadata"].get("annotations") or {}),
+    )
+
+
+def _price(ctx: ClusterContext, pool: NodePool | None, labels: dict[str, str], claim: Obj) -> float:
+    """Karpenter's candidate price: the catalog offering matching the node's type, zone and capacity type."""
+    for it in (ctx.instance_types_for(pool) or []) if pool is not None else []:
+        if it.name == labels.get(wk.INSTANCE_TYPE):
+            for offering in it.offerings:
+                if offering.zone == labels.get(wk.ZONE) and offering.capacity_type == labels.get(wk.CAPACITY_TYPE):
+                    return offering.price
+    return float((claim["metadata"].get("annotations") or {}).get(wk.PRICE, 0))
+
+
+def _with_claimed_devices(ctx: ClusterContext, node: Node) -> Node:
+    """A pod that moves must get its devices again wherever it lands, so in simulation it asks for all of them."""
+    pods = []
+    changed = False
+    for pod in node.pods:
+        obj = ctx.api.get("Pod", pod.name, pod.namespace)
+        claims = dra.pod_claims(ctx.api, obj) if obj is not None and obj["spec"].get("resourceClaims") else None
+        if claims:
+            requests = tuple(
+                r for c in claims for r in requests_from_claim_spec(c.get("spec") or {}, c["metadata"]["name"], "spec")
+            )
+            pods.append(replace(pod, device_requests=requests))
+            changed = True
+        else:
+            pods.append(pod)
+    return replace(node, pods=tuple(pods)) if changed else node
+
+
+def without(view: ClusterView, busy: set[str]) -> ClusterView:
+    """Nodes already in a live command are spoken for: not candidates again, and they use up budget."""
+    return replace(view, claimed=[replace(c, deleting=True) if c.name in busy else c for c in view.claimed])

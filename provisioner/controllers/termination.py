@@ -1,0 +1,159 @@
+"""The termination controller: a NodeClaim being deleted has its Node tainted and drained through the eviction API
+(PDBs answer 429 and the drain retries), in Karpenter's order — ordinary pods, then DaemonSet pods, then critical
+ones — before the lifecycle controller deletes the instance. A terminationGracePeriod forces the end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from provisioner import labels as wk
+from provisioner.cluster.objects import Obj, TooManyRequests, parse_timestamp
+from provisioner.controllers.context import ClusterContext
+from provisioner.disruption.candidates import pod_blocks
+from provisioner.durations import parse_duration
+from provisioner.scheduling.logs import LogRecord
+from provisioner.taints import DISRUPTED
+
+DRAIN_RETRY_SECONDS = 1.0
+MIN_DRAIN_SECONDS = 5.0
+CRITICAL = ("system-cluster-critical", "system-node-critical")
+LOGGER = "controller.node.termination"
+
+
+def taint_disrupted(ctx: ClusterContext, node: Obj, logger: str, *, leaving_load_balancers: bool = False) -> bool:
+    """Add `karpenter.sh/disrupted:NoSchedule` (once) so nothing new lands on a node that is going; True if added.
+    A node being terminated also leaves external load balancers, as Karpenter's termination marks it."""
+    if any(t.get("key") == DISRUPTED for t in node["spec"].get("taints") or []):
+        return False
+    node["spec"].setdefault("taints", []).append({"key": DISRUPTED, "effect": "NoSchedule"})
+    if leaving_load_balancers:
+        node["metadata"].setdefault("labels", {})["node.kubernetes.io/exclude-from-external-load-balancers"] = (
+            "karpenter"
+        )
+    ctx.api.update(node)
+    ctx.log(
+        LogRecord(
+            "tainted node",
+            {"Node": {"name": node["metadata"]["name"]}, "taint.Key": DISRUPTED, "taint.Effect": "NoSchedule"},
+            logger=logger,
+        )
+    )
+    return True
+
+
+def grace_deadline(claim: Obj) -> float | None:
+    """deletionTimestamp + spec.terminationGracePeriod, when the NodeClaim has one."""
+    grace = (claim.get("spec") or {}).get("terminationGracePeriod")
+    deleted = claim["metadata"].get("deletionTimestamp")
+    if not grace or not deleted:
+        return None
+    return parse_timestamp(deleted) + (parse_duration(grace) or 0)
+
+
+class TerminationController:
+    """Drains the Nodes of deleting NodeClaims, one eviction pass per node per second, at least five seconds."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.draining: dict[str, float] = dict(state.get("draining") or {})
+        self.drained_at: dict[str, float] = dict(state.get("drained_at") or {})
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "draining": self.draining,
+            "drained_at": {n: t for n, t in self.drained_at.items() if n in self.draining},
+        }
+
+    def next_due(self, ctx: ClusterContext) -> list[float]:
+        times = []
+        for claim in ctx.api.list("NodeClaim"):
+            deadline = grace_deadline(claim)
+            node_name = (claim.get("status") or {}).get("nodeName")
+            if deadline is not None and node_name:
+                for pod in ctx.api.list("Pod", fields={"spec.nodeName": node_name}):
+                    grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
+                    times.append(deadline - grace + 0.001)  # the moment it may be force-deleted
+        for node, started in self.draining.items():
+            times.append(self.drained_at.get(node, ctx.now) + DRAIN_RETRY_SECONDS)
+            times.append(started + MIN_DRAIN_SECONDS)
+        return times
+
+    def reconcile(self, ctx: ClusterContext) -> bool:
+        changed = False
+        for claim in ctx.api.list("NodeClaim"):
+            if not claim["metadata"].get("deletionTimestamp"):
+                continue
+            node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or "")
+            if node is None or node["metadata"].get("annotations", {}).get(wk.DRAINED) == "true":
+                continue
+            name = node["metadata"]["name"]
+            changed |= taint_disrupted(ctx, node, LOGGER, leaving_load_balancers=True)
+            started = self.draining.setdefault(name, ctx.now)
+            if self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS > ctx.now:
+                continue  # one drain attempt per node per second, as Karpenter requeues
+            self.drained_at[name] = ctx.now
+            waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim))
+            changed |= evicted
+            if waiting:
+                continue
+            if ctx.now - started < MIN_DRAIN_SECONDS:
+                continue
+            node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
+            ctx.api.update(node)
+            self.draining.pop(name, None)
+            changed = True
+        return changed
+
+    def _drain_step(self, ctx: ClusterContext, node: str, deadline: float | None = None) -> tuple[bool, bool]:
+        """Evict the first non-empty tier of pods: (some pod still has to go, some pod was evicted now).
+
+        With a terminationGracePeriod, a pod is deleted regardless of PDBs and do-not-disrupt once
+        `now > deadline - its terminationGracePeriodSeconds`, and such pods are not held behind earlier tiers.
+        """
+        pods = [
+            p
+            for p in ctx.api.list("Pod", fields={"spec.nodeName": node})
+            if not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            and not _tolerates_disrupted(p)
+        ]
+        if not pods:
+            return False, False
+        evicted = False
+        if deadline is not None:
+            for pod in list(pods):
+                grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
+                if ctx.now > deadline - grace:
+                    ctx.api.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+                    ctx.event(
+                        pod, "Warning", "Disrupted", "Deleting pod: the NodeClaim's terminationGracePeriod is ending"
+                    )
+                    pods.remove(pod)
+                    evicted = True
+            if not pods:
+                return False, evicted
+        first = min(_tier(p) for p in pods)
+        for pod in [p for p in pods if _tier(p) == first]:
+            if pod_blocks(ctx.views.pod(pod), ctx.now):
+                continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
+            try:
+                ctx.api.evict(pod)
+            except TooManyRequests as refusal:
+                ctx.event(pod, "Warning", "FailedDraining", f"Failed to drain node, {refusal}")
+            else:
+                evicted = True
+                ctx.event(pod, "Normal", "Evicted", "Evicted pod: Disrupted")
+        return True, evicted
+
+
+def _tier(pod: Obj) -> int:
+    """Karpenter's drain order: ordinary pods, then DaemonSet pods, then critical ones, then critical DaemonSets."""
+    daemon = any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
+    critical = pod["spec"].get("priorityClassName") in CRITICAL
+    return (2 if critical else 0) + (1 if daemon else 0)
+
+
+def _tolerates_disrupted(pod: Obj) -> bool:
+    return any(
+        t.get("key") == DISRUPTED or (t.get("operator") == "Exists" and not t.get("key"))
+        for t in pod["spec"].get("tolerations") or []
+    )

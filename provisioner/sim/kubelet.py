@@ -1,0 +1,27 @@
+"""The lab's kubelets: each Node carries its hostname label, and pods bound to a Ready node start Running."""
+
+from __future__ import annotations
+
+from provisioner.cluster.conditions import set_condition
+from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.views import is_ready
+
+
+def reconcile(store: ObjectStore, now: float) -> bool:
+    changed = False
+    for node in store.list("Node"):
+        labels = node["metadata"].setdefault("labels", {})
+        if "kubernetes.io/hostname" not in labels:
+            labels["kubernetes.io/hostname"] = node["metadata"]["name"]
+            store.update(node)
+            changed = True
+    ready = {n["metadata"]["name"] for n in store.list("Node") if is_ready(n)}
+    for pod in store.list("Pod"):
+        status = pod.setdefault("status", {})
+        if pod["spec"].get("nodeName") in ready and status.get("phase") == "Pending":
+            status["phase"] = "Running"
+            status["startTime"] = pod["metadata"].get("creationTimestamp")
+            set_condition(pod, "Ready", "True", now)
+            store.update(pod)
+            changed = True
+    return changed
