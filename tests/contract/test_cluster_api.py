@@ -1,0 +1,132 @@
+"""The cluster port's contract (provisioner/cluster/api.py), run against every implementation."""
+
+from __future__ import annotations
+
+import pytest
+
+from provisioner.cluster.objects import AlreadyExists, Conflict, NotFound, TooManyRequests
+from provisioner.selectors import LabelSelector
+
+
+def pod(name, namespace="default", labels=None, node="", phase="Running"):
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]},
+        "status": {"phase": phase},
+    }
+
+
+def node(name, finalizers=()):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "finalizers": list(finalizers)}}
+
+
+def names(objects):
+    return [(o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
+
+
+def test_create_fills_identity_and_every_write_raises_the_resource_version(api):
+    first = api.create(pod("a"))
+    second = api.create(pod("b"))
+    assert first["metadata"]["generation"] == 1
+    assert first["metadata"]["uid"] and first["metadata"]["uid"] != second["metadata"]["uid"]
+    assert first["metadata"]["creationTimestamp"] == "2027-01-15T08:00:00Z"
+    assert int(second["metadata"]["resourceVersion"]) == int(first["metadata"]["resourceVersion"]) + 1
+
+
+def test_a_taken_name_is_already_exists_but_namespaces_separate_names(api):
+    api.create(pod("a"))
+    api.create(pod("a", namespace="other"))
+    with pytest.raises(AlreadyExists):
+        api.create(pod("a"))
+
+
+def test_list_filters_by_namespace_labels_and_fields_and_sorts_by_namespace_then_name(api):
+    for name, namespace, labels, node_name in (
+        ("b", "default", {"app": "web"}, "n1"),
+        ("a", "default", {"app": "db"}, "n2"),
+        ("c", "team", {"app": "web"}, "n1"),
+    ):
+        api.create(pod(name, namespace, labels, node_name))
+    assert names(api.list("Pod")) == [("default", "a"), ("default", "b"), ("team", "c")]
+    assert names(api.list("Pod", "team")) == [("team", "c")]
+    assert names(api.list("Pod", selector=LabelSelector.parse("app=web"))) == [("default", "b"), ("team", "c")]
+    assert names(api.list("Pod", fields={"spec.nodeName": "n1"})) == [("default", "b"), ("team", "c")]
+    assert names(api.list("Pod", "default", fields={"metadata.name": "b"})) == [("default", "b")]
+
+
+def test_cluster_scoped_kinds_ignore_the_namespace(api):
+    api.create(node("n1"))
+    assert api.get("Node", "n1", "whatever")["metadata"]["name"] == "n1"
+    assert "namespace" not in api.get("Node", "n1")["metadata"]
+
+
+def test_update_with_a_stale_resource_version_is_a_conflict(api):
+    created = api.create(pod("a"))
+    stale = {**created, "metadata": {**created["metadata"], "labels": {"x": "1"}}}
+    current = api.get("Pod", "a")
+    current["metadata"]["labels"] = {"y": "2"}
+    api.update(current)
+    with pytest.raises(Conflict):
+        api.update(stale)
+    assert api.get("Pod", "a")["metadata"]["labels"] == {"y": "2"}
+
+
+def test_a_spec_change_bumps_the_generation(api):
+    api.create(pod("a"))
+    current = api.get("Pod", "a")
+    current["spec"]["nodeName"] = "n1"
+    assert api.update(current, spec_changed=True)["metadata"]["generation"] == 2
+    current = api.get("Pod", "a")
+    current["status"]["phase"] = "Succeeded"
+    assert api.update(current)["metadata"]["generation"] == 2
+
+
+def test_merge_patch_changes_only_what_it_names(api):
+    api.create(pod("a", labels={"app": "web", "tier": "front"}))
+    patched = api.patch("Pod", "a", "default", {"metadata": {"labels": {"tier": None, "team": "x"}}})
+    assert patched["metadata"]["labels"] == {"app": "web", "team": "x"}
+    assert patched["spec"]["containers"] == [{"name": "c", "image": "pause"}]
+
+
+def test_update_and_delete_of_a_missing_object_are_not_found(api):
+    with pytest.raises(NotFound):
+        api.update(pod("ghost"))
+    with pytest.raises(NotFound):
+        api.delete("Pod", "ghost")
+
+
+def test_finalizers_hold_an_object_until_the_last_one_is_removed(api):
+    api.create(node("n1", finalizers=["karpenter.sh/termination"]))
+    held = api.delete("Node", "n1")
+    assert held["metadata"]["deletionTimestamp"] == "2027-01-15T08:00:00Z"
+    assert api.get("Node", "n1") is not None
+    api.remove_finalizer(api.get("Node", "n1"), "karpenter.sh/termination")
+    assert api.get("Node", "n1") is None
+
+
+def pdb(min_available):
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "guard", "namespace": "default"},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "web"}}},
+    }
+
+
+def test_eviction_answers_too_many_requests_when_a_pdb_allows_no_disruption(api):
+    api.create(pod("a", labels={"app": "web"}, node="n1"))
+    api.create(pod("b", labels={"app": "web"}, node="n1"))
+    api.create(pdb(2))
+    with pytest.raises(TooManyRequests, match="would violate the pod's disruption budget default/guard"):
+        api.evict(api.get("Pod", "a"))
+    assert api.get("Pod", "a") is not None
+
+
+def test_eviction_deletes_the_pod_when_the_pdb_allows_it(api):
+    api.create(pod("a", labels={"app": "web"}, node="n1"))
+    api.create(pod("b", labels={"app": "web"}, node="n1"))
+    api.create(pdb(1))
+    api.evict(api.get("Pod", "a"))
+    assert api.get("Pod", "a") is None
