@@ -22,9 +22,12 @@ from provisioner.controllers.context import ClusterContext, TimedRecord
 from provisioner.controllers.manager import Manager
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import add, format_resources, parse_resources
+from provisioner.scheduling.logs import LogRecord
 from provisioner.sim.cluster import SimulatedCluster
 
-MAX_SETTLE_ROUNDS = 50
+# A settle normally needs a handful of rounds (a Deployment's pods are made, bound and started in one); more means a
+# component keeps reporting changes that change nothing, which is a bug to log, not a loop to run on.
+MAX_SETTLE_ROUNDS = 12
 
 
 @dataclass
@@ -71,6 +74,7 @@ class Lab:
         # Called with the lab each time it has settled at a moment of virtual time (e.g. to sample costs as they
         # were then, not only when the run ends).
         self.observers: list[Callable[[Lab], None]] = []
+        self.settle_rounds = 0  # how many steps the last settle took
 
     @property
     def logs(self) -> list[TimedRecord]:
@@ -78,16 +82,33 @@ class Lab:
 
     def step(self) -> bool:
         """Run the cluster side, then karpui's controllers, once at the current time; True if anything changed."""
+        return bool(self._step())
+
+    def _step(self) -> list[str]:
+        """One step; the names of the parts that reported a change."""
         self.ctx.now = self.now
         changed = self.cluster.step(self.now)
-        changed |= self.manager.step(self.ctx)
+        changed += self.manager.step(self.ctx)
         self.cluster.after_step()
         return changed
 
     def settle(self) -> None:
+        """Step until nothing changes at this moment (at most MAX_SETTLE_ROUNDS), then tell the observers."""
+        self.settle_rounds = 0
         for _ in range(MAX_SETTLE_ROUNDS):
-            if not self.step():
+            self.settle_rounds += 1
+            changed = self._step()
+            if not changed:
                 break
+        else:
+            self.ctx.log(
+                LogRecord(
+                    "settle did not converge",
+                    {"rounds": MAX_SETTLE_ROUNDS, "still-changing": sorted(set(changed))},
+                    level="ERROR",
+                    logger="lab",
+                )
+            )
         for observe in self.observers:
             observe(self)
 

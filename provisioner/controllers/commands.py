@@ -167,7 +167,7 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
         )
     if not all(is_true(r, "Initialized") for r in replacements if r is not None):
         return False  # old nodes stay until every replacement is initialized
-    pending = False
+    pending = deleted = False
     for candidate in command["spec"]["candidates"]:
         claim = ctx.api.get("NodeClaim", candidate["nodeclaim"])
         if claim is None:
@@ -176,8 +176,12 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
         if not claim["metadata"].get("deletionTimestamp"):
             ctx.api.delete("NodeClaim", candidate["nodeclaim"])
             ctx.event(claim, "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: {command['spec']['reason']}")
+            deleted = True
     if pending:
-        return True
+        # Waiting for termination to drain the candidates changes nothing here: only a deletion is progress (the
+        # command's wake-up every DRAIN_RETRY_SECONDS looks again). Reporting a change every step made each
+        # settle spin to its round limit while a node drained.
+        return deleted
     status["completedAt"] = timestamp(ctx.now)
     return _finish(ctx, command, "Succeeded", "command succeeded")
 

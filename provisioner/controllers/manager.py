@@ -9,6 +9,7 @@ manager gathers into one JSON-able dict so a restarted engine continues where it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from provisioner.controllers import commands, drift, expiration, lifecycle
@@ -28,18 +29,20 @@ class Manager:
         self.termination = TerminationController(state.get("termination") or disruption)
         self.disruption = DisruptionController(disruption)
 
-    def step(self, ctx: ClusterContext) -> bool:
-        """Run every controller once at `ctx.now`; True if any of them changed the cluster."""
-        changed = self.provisioning.reconcile(ctx)
-        changed |= self.podevents.reconcile(ctx)
-        changed |= drift.reconcile(ctx)
-        changed |= expiration.reconcile(ctx)
-        changed |= self.termination.reconcile(ctx)
-        changed |= commands.reconcile(ctx)
-        changed |= self.disruption.reconcile(ctx)
-        changed |= ctx.cloud.reconcile(ctx.now)
-        changed |= lifecycle.reconcile(ctx)
-        return changed
+    def step(self, ctx: ClusterContext) -> list[str]:
+        """Run every controller once at `ctx.now`; the names of those that changed the cluster."""
+        controllers: tuple[tuple[str, Callable[[ClusterContext], bool]], ...] = (
+            ("provisioning", self.provisioning.reconcile),
+            ("podevents", self.podevents.reconcile),
+            ("drift", drift.reconcile),
+            ("expiration", expiration.reconcile),
+            ("termination", self.termination.reconcile),
+            ("commands", commands.reconcile),
+            ("disruption", self.disruption.reconcile),
+            ("cloudprovider", lambda c: c.cloud.reconcile(c.now)),
+            ("lifecycle", lifecycle.reconcile),
+        )
+        return [name for name, reconcile in controllers if reconcile(ctx)]
 
     def next_due(self, ctx: ClusterContext) -> float | None:
         """The earliest future moment any controller (or the cloud provider) has something to do."""

@@ -5,7 +5,7 @@ them: the two meet only through the objects in the store."""
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from provisioner.cluster import pdb
@@ -25,20 +25,27 @@ class SimulatedCluster:
         self.nodepool_uids = frozenset(nodepool_uids)
         self.last_publish: float | None = state.get("last_publish")
 
-    def step(self, now: float) -> bool:
+    def step(self, now: float) -> list[str]:
+        """Run each component once at `now`; the names of those that changed something."""
         store, rng = self.store, self.rng
-        changed = workloads.reconcile_deployments(store)
-        changed |= workloads.reconcile_replicasets(store, rng, now)
-        changed |= workloads.reconcile_daemonsets(store, rng)
-        changed |= workloads.collect_garbage(store, self.nodepool_uids)
-        changed |= dra.make_claims(store, rng)
-        published, self.last_publish = dra.publish(store, now, self.last_publish)
-        changed |= published
-        changed |= kubescheduler.schedule_pending(store, store.views, now)
-        changed |= kubelet.reconcile(store, now)
+        components: tuple[tuple[str, Callable[[], bool]], ...] = (
+            ("deployments", lambda: workloads.reconcile_deployments(store)),
+            ("replicasets", lambda: workloads.reconcile_replicasets(store, rng, now)),
+            ("daemonsets", lambda: workloads.reconcile_daemonsets(store, rng)),
+            ("garbage-collector", lambda: workloads.collect_garbage(store, self.nodepool_uids)),
+            ("resourceclaims", lambda: dra.make_claims(store, rng)),
+            ("dra-driver", lambda: self._publish(now)),
+            ("kube-scheduler", lambda: kubescheduler.schedule_pending(store, store.views, now)),
+            ("kubelet", lambda: kubelet.reconcile(store, now)),
+        )
+        changed = [name for name, run in components if run()]
         # kube-controller-manager's disruption controller keeps each PDB's status; nothing here reacts to it.
         pdb.update_status(store, store.views)
         return changed
+
+    def _publish(self, now: float) -> bool:
+        published, self.last_publish = dra.publish(self.store, now, self.last_publish)
+        return published
 
     def after_step(self) -> None:
         self.store.expire_events()  # nothing reacts to an expired Event, so it is not a change to settle
