@@ -39,6 +39,11 @@ class ClusterReader(Protocol):
         fields: Mapping[str, str] | None = None,
     ) -> list[Obj]: ...
 
+    def kind_version(self, kind: str) -> int:
+        """A number that changes whenever an object of `kind` is written (a cache bumps it on each watch event):
+        a controller that read only unchanged kinds since its last run may skip the run."""
+        ...
+
 
 class ClusterAPI(ClusterReader, Protocol):
     """Reads and writes, as a controller makes them."""

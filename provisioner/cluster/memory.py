@@ -23,6 +23,7 @@ from provisioner.cluster.objects import (
     NotFound,
     Obj,
     TooManyRequests,
+    controller_of,
     key_of,
     namespace_of,
     parse_timestamp,
@@ -43,21 +44,95 @@ def field_value(obj: Obj, path: str) -> str:
     return "" if value is None else str(value)
 
 
+def _controller_uid(obj: Obj) -> str:
+    owner = controller_of(obj)
+    return str(owner.get("uid") or "") if owner is not None else ""
+
+
+# Fields kept indexed per kind (value -> keys), as an informer cache's indexers: field selectors on them and the
+# lab's owner lookups cost the size of the answer, not of the cluster. "owner" is the controller's uid.
+INDEXERS: dict[str, dict[str, Callable[[Obj], str]]] = {
+    "Pod": {
+        "spec.nodeName": lambda o: str((o.get("spec") or {}).get("nodeName") or ""),
+        "status.phase": lambda o: str((o.get("status") or {}).get("phase") or ""),
+        "owner": _controller_uid,
+    },
+    "ReplicaSet": {"owner": _controller_uid},
+    "ResourceClaim": {"owner": _controller_uid},
+    "ResourceSlice": {
+        "owner": _controller_uid,
+        "spec.nodeName": lambda o: str((o.get("spec") or {}).get("nodeName") or ""),
+    },
+    "DisruptionCommand": {"status.phase": lambda o: str((o.get("status") or {}).get("phase") or "")},
+    "NodeClaim": {"status.nodeName": lambda o: str((o.get("status") or {}).get("nodeName") or "")},
+}
+
+
 class ObjectStore:
     """The cluster's objects by kind, with the API server's write semantics (see `api.ClusterAPI`)."""
 
     def __init__(self, objects: Iterable[Obj] = (), *, resource_version: int = 0, clock: Callable[[], float]) -> None:
         self._by_kind: dict[str, dict[Key, Obj]] = {}
+        self._sorted: dict[
+            str, builtins.list[Key]
+        ] = {}  # each kind's keys in list order, rebuilt after a create/delete
+        self._index: dict[tuple[str, str], dict[str, set[Key]]] = {}
+        self._indexed: dict[tuple[str, str], dict[Key, str]] = {}
+        self._uids: set[str] = set()
         self._clock = clock
         self.resource_version = resource_version
         for obj in objects:
-            self._by_kind.setdefault(obj["kind"], {})[key_of(obj)] = obj
+            self._add(obj)
         self.changed: set[Key] = set()
         # The last body of each object removed since the last save, for the watch's DELETED events.
         self.removed: dict[Key, Obj] = {}
         # Bumped on every write of a kind, so an observer can tell cheaply whether, say, NodeClaims changed.
         self.kind_versions: dict[str, int] = {}
         self.views = Views()
+
+    # Bookkeeping ----------------------------------------------------------------------------------------------
+
+    def _add(self, obj: Obj) -> Key:
+        key = key_of(obj)
+        kind = obj["kind"]
+        objects = self._by_kind.setdefault(kind, {})
+        if key not in objects:
+            self._sorted.pop(kind, None)
+        objects[key] = obj
+        uid = obj["metadata"].get("uid")
+        if uid:
+            self._uids.add(uid)
+        self._reindex(key, obj)
+        return key
+
+    def _drop(self, key: Key) -> Obj:
+        obj = self._by_kind[key[0]].pop(key)
+        self._sorted.pop(key[0], None)
+        self._uids.discard(obj["metadata"].get("uid", ""))
+        for path in INDEXERS.get(key[0], {}):
+            old = self._indexed[key[0], path].pop(key, None)
+            if old is not None:
+                self._index[key[0], path][old].discard(key)
+        return obj
+
+    def _reindex(self, key: Key, obj: Obj) -> None:
+        for path, indexer in INDEXERS.get(key[0], {}).items():
+            value = indexer(obj)
+            values = self._indexed.setdefault((key[0], path), {})
+            old = values.get(key)
+            if old == value:
+                continue
+            buckets = self._index.setdefault((key[0], path), {})
+            if old is not None:
+                buckets[old].discard(key)
+            buckets.setdefault(value, set()).add(key)
+            values[key] = value
+
+    def _keys(self, kind: str) -> builtins.list[Key]:
+        keys = self._sorted.get(kind)
+        if keys is None:
+            keys = self._sorted[kind] = sorted(self._by_kind.get(kind, {}))
+        return keys
 
     # Reads ----------------------------------------------------------------------------------------------------
 
@@ -78,17 +153,43 @@ class ObjectStore:
         fields: Mapping[str, str] | None = None,
     ) -> builtins.list[Obj]:
         objects = self._by_kind.get(kind, {})
+        fields = dict(fields or {})
+        indexed = next((path for path in fields if path in INDEXERS.get(kind, {})), None)
+        if indexed is not None:
+            keys: Iterable[Key] = sorted(self._index.get((kind, indexed), {}).get(fields.pop(indexed), ()))
+        else:
+            keys = self._keys(kind)
         wanted = None if namespace is None else namespace_of(kind, namespace)
         result = []
-        for key, obj in objects.items():
+        for key in keys:
             if wanted is not None and key[1] != wanted:
                 continue
+            obj = objects[key]
             if selector is not None and not selector.matches(obj["metadata"].get("labels") or {}):
                 continue
             if fields and any(field_value(obj, path) != value for path, value in fields.items()):
                 continue
             result.append(obj)
-        return sorted(result, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return result
+
+    def owned_by(self, kind: str, uid: str) -> builtins.list[Obj]:
+        """Objects of `kind` whose controller is the object with `uid`, in list order."""
+        return self.list(kind, fields={"owner": uid})
+
+    def owner_uids(self, kind: str) -> builtins.list[str]:
+        """The uids of every controller that owns an object of `kind` (not checked to exist)."""
+        return [uid for uid, keys in self._index.get((kind, "owner"), {}).items() if uid and keys]
+
+    def index_values(self, kind: str, path: str) -> builtins.list[str]:
+        """The values an indexed field has among objects of `kind` now (e.g. every node a pod is bound to)."""
+        return [value for value, keys in self._index.get((kind, path), {}).items() if keys]
+
+    def has_uid(self, uid: str) -> bool:
+        return uid in self._uids
+
+    def kind_version(self, kind: str) -> int:
+        """A number that changes whenever an object of `kind` is written: cheap change detection."""
+        return self.kind_versions.get(kind, 0)
 
     def kinds(self) -> builtins.list[str]:
         return sorted(self._by_kind)
@@ -102,7 +203,9 @@ class ObjectStore:
         self.resource_version += 1
         self.kind_versions[obj["kind"]] = self.kind_versions.get(obj["kind"], 0) + 1
         obj["metadata"]["resourceVersion"] = str(self.resource_version)
-        self.changed.add(key_of(obj))
+        key = key_of(obj)
+        self.changed.add(key)
+        self._reindex(key, obj)
 
     def create(self, obj: Obj) -> Obj:
         obj = copy.deepcopy(obj)
@@ -116,7 +219,7 @@ class ObjectStore:
         meta.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{'/'.join(key)}#{self.resource_version + 1}")))
         meta.setdefault("creationTimestamp", timestamp(self._clock()))
         meta["generation"] = 1
-        self._by_kind.setdefault(obj["kind"], {})[key] = obj
+        self._add(obj)
         self.removed.pop(key, None)
         self._bump(obj)
         return obj
@@ -178,7 +281,7 @@ class ObjectStore:
                 self._bump(obj)
             return obj
         key = key_of(obj)
-        del self._by_kind[kind][key]
+        self._drop(key)
         self.changed.discard(key)
         self.removed[key] = obj
         self.resource_version += 1

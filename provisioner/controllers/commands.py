@@ -34,9 +34,15 @@ LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
 LOGGER = "controller.disruption"
 
 
+def live_commands(ctx: ClusterContext) -> list[Obj]:
+    """Commands still on their way (finished ones are history the queue never looks at again), oldest name first."""
+    live = [c for phase in LIVE_PHASES for c in ctx.api.list("DisruptionCommand", fields={"status.phase": phase})]
+    return sorted(live, key=lambda c: c["metadata"]["name"])
+
+
 def next_due(ctx: ClusterContext) -> list[float]:
     times = []
-    for command in ctx.api.list("DisruptionCommand"):
+    for command in live_commands(ctx):
         status = command.get("status") or {}
         if status.get("phase") == "Proposed":
             times.append(parse_timestamp(status["validateAt"]))
@@ -49,7 +55,7 @@ def next_due(ctx: ClusterContext) -> list[float]:
 
 def reconcile(ctx: ClusterContext) -> bool:
     changed = False
-    for command in ctx.api.list("DisruptionCommand"):
+    for command in live_commands(ctx):
         changed |= advance(ctx, command)
     return changed
 

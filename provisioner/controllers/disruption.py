@@ -9,7 +9,7 @@ import hashlib
 from typing import Any
 
 from provisioner.cluster.objects import timestamp
-from provisioner.controllers.commands import LIVE_PHASES, VALIDATION_SECONDS
+from provisioner.controllers.commands import VALIDATION_SECONDS, live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.snapshot import cluster_view, without
 from provisioner.disruption import logs as disruption_logs
@@ -48,12 +48,7 @@ class DisruptionController:
         view, claimed = cluster_view(ctx)
         if not claimed:
             return False
-        busy = {
-            c["node"]
-            for cmd in ctx.api.list("DisruptionCommand")
-            if (cmd.get("status") or {}).get("phase") in LIVE_PHASES
-            for c in cmd["spec"]["candidates"]
-        }
+        busy = {c["node"] for cmd in live_commands(ctx) for c in cmd["spec"]["candidates"]}
         view = without(view, busy)
         nodepools = {np.name: np for np in ctx.nodepools}
         result = disruption_pass(view, nodepools)
@@ -117,9 +112,9 @@ def _fingerprint(command: Command) -> str:
 def _denied_fingerprints(ctx: ClusterContext) -> set[str]:
     return {
         c["spec"]["fingerprint"]
-        for c in ctx.api.list("DisruptionCommand")
         # A denial, or a dry-run record, stands for its candidate set until the inputs change.
-        if (c.get("status") or {}).get("phase") in ("Denied", "DryRun")
+        for phase in ("Denied", "DryRun")
+        for c in ctx.api.list("DisruptionCommand", fields={"status.phase": phase})
     }
 
 

@@ -24,11 +24,31 @@ def expiry(claim: Obj) -> float | None:
     return parse_timestamp(claim["metadata"]["creationTimestamp"]) + seconds
 
 
-def next_due(ctx: ClusterContext) -> list[float]:
-    return [t for claim in ctx.api.list("NodeClaim") if (t := expiry(claim)) is not None]
+class ExpirationController:
+    """Remembers the earliest expiry among NodeClaims, so runs between NodeClaim changes cost nothing until then."""
+
+    def __init__(self) -> None:
+        self._seen: int | None = None  # the NodeClaim version the expiries below were computed at
+        self._expiries: list[float] = []
+
+    def expiries(self, ctx: ClusterContext) -> list[float]:
+        version = ctx.api.kind_version("NodeClaim")
+        if version != self._seen:
+            self._expiries = sorted(t for claim in ctx.api.list("NodeClaim") if (t := expiry(claim)) is not None)
+            self._seen = version
+        return self._expiries
+
+    def next_due(self, ctx: ClusterContext) -> list[float]:
+        return self.expiries(ctx)[:1]
+
+    def reconcile(self, ctx: ClusterContext) -> bool:
+        expiries = self.expiries(ctx)
+        if not expiries or ctx.now < expiries[0]:
+            return False
+        return _expire(ctx)
 
 
-def reconcile(ctx: ClusterContext) -> bool:
+def _expire(ctx: ClusterContext) -> bool:
     changed = False
     for claim in ctx.api.list("NodeClaim"):
         expires = expiry(claim)

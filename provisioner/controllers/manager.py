@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from provisioner.controllers import commands, drift, expiration, lifecycle
+from provisioner.controllers import commands, lifecycle
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import DisruptionController
+from provisioner.controllers.drift import DriftController
+from provisioner.controllers.expiration import ExpirationController
 from provisioner.controllers.podevents import PodEventsController
 from provisioner.controllers.provisioning import ProvisioningController
 from provisioner.controllers.termination import TerminationController
@@ -28,14 +30,16 @@ class Manager:
         self.podevents = PodEventsController(state.get("podevents") or disruption)
         self.termination = TerminationController(state.get("termination") or disruption)
         self.disruption = DisruptionController(disruption)
+        self.drift = DriftController()
+        self.expiration = ExpirationController()
 
     def step(self, ctx: ClusterContext) -> list[str]:
         """Run every controller once at `ctx.now`; the names of those that changed the cluster."""
         controllers: tuple[tuple[str, Callable[[ClusterContext], bool]], ...] = (
             ("provisioning", self.provisioning.reconcile),
             ("podevents", self.podevents.reconcile),
-            ("drift", drift.reconcile),
-            ("expiration", expiration.reconcile),
+            ("drift", self.drift.reconcile),
+            ("expiration", self.expiration.reconcile),
             ("termination", self.termination.reconcile),
             ("commands", commands.reconcile),
             ("disruption", self.disruption.reconcile),
@@ -50,7 +54,7 @@ class Manager:
             *self.disruption.next_due(),
             *commands.next_due(ctx),
             *self.termination.next_due(ctx),
-            *expiration.next_due(ctx),
+            *self.expiration.next_due(ctx),
         ]
         for due in (self.provisioning.next_due(ctx.now), lifecycle.next_due(ctx), ctx.cloud.next_due(ctx.now)):
             if due is not None:

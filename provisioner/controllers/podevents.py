@@ -16,11 +16,15 @@ class PodEventsController:
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.pod_sets: dict[str, str] = dict(state.get("pod_sets") or {})
+        self._seen: tuple[int, int] | None = None  # Pod and NodeClaim versions at the last run
 
     def to_state(self) -> dict[str, Any]:
         return {"pod_sets": self.pod_sets}
 
     def reconcile(self, ctx: ClusterContext) -> bool:
+        versions = (ctx.api.kind_version("Pod"), ctx.api.kind_version("NodeClaim"))
+        if versions == self._seen:
+            return False  # no pod or NodeClaim was written: no pod set can have changed
         changed = False
         by_node: dict[str, list[str]] = {}
         for pod in ctx.api.list("Pod"):
@@ -44,4 +48,5 @@ class PodEventsController:
                     ctx.api.update(claim)
                     changed = True
                 self.pod_sets[node] = digest
+        self._seen = (ctx.api.kind_version("Pod"), ctx.api.kind_version("NodeClaim"))
         return changed

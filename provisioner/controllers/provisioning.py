@@ -62,7 +62,7 @@ class ProvisioningController:
     def reconcile(self, ctx: ClusterContext) -> bool:
         provisionable = [
             dra.with_devices(ctx.api, obj, pod)
-            for obj in ctx.api.list("Pod")
+            for obj in ctx.api.list("Pod", fields={"spec.nodeName": ""})  # only unbound pods can be provisionable
             if (pod := ctx.views.pod(obj)).is_provisionable()
         ]
         live = {p.uid for p in provisionable}
@@ -108,16 +108,14 @@ class ProvisioningController:
         for plan in result.new_nodeclaims:
             nodeclaim = create_nodeclaim(ctx, plan)
             ctx.log(logs.created_nodeclaim(plan, nodeclaim["metadata"]["name"]))
-        pods_by_uid = {o["metadata"]["uid"]: o for o in ctx.api.list("Pod")}
         for uid, failure in result.failures.items():
             verdict = [{"nodepool": r.nodepool, "kind": r.kind, "message": r.message} for r in failure.reasons]
             if self.verdicts.get(uid) != verdict:
                 self.verdicts[uid] = verdict
                 ctx.log(logs.could_not_schedule(failure.pod, failure.message))
-                if uid in pods_by_uid:
-                    ctx.event(
-                        pods_by_uid[uid], "Warning", "FailedScheduling", f"Failed to schedule pod, {failure.message}"
-                    )
+                obj = pod_object(ctx, failure.pod)
+                if obj is not None:
+                    ctx.event(obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {failure.message}")
         for plan in result.new_nodeclaims:
             for pod in plan.pods:
                 self.verdicts.pop(pod.uid, None)
@@ -248,8 +246,14 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
             "status": {},
         }
     )
-    pods = {o["metadata"]["uid"]: o for o in ctx.api.list("Pod")}
     for pod in plan.pods:
-        if pod.uid in pods:
-            ctx.event(pods[pod.uid], "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
+        obj = pod_object(ctx, pod)
+        if obj is not None:
+            ctx.event(obj, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
     return nodeclaim
+
+
+def pod_object(ctx: ClusterContext, pod: Pod) -> Obj | None:
+    """The stored Pod a scheduling result speaks of, if it still exists as the same pod (uid)."""
+    obj = ctx.api.get("Pod", pod.name, pod.namespace)
+    return obj if obj is not None and obj["metadata"].get("uid") == pod.uid else None

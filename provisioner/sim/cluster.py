@@ -24,6 +24,9 @@ class SimulatedCluster:
         # The NodePools that exist, by uid: the garbage collector deletes NodeClaims whose owning NodePool is gone.
         self.nodepool_uids = frozenset(nodepool_uids)
         self.last_publish: float | None = state.get("last_publish")
+        self.scheduler = kubescheduler.KubeScheduler()
+        self._pdb_versions: tuple[int, int] | None = None
+        self._claims_versions: tuple[int, int] | None = None
 
     def step(self, now: float) -> list[str]:
         """Run each component once at `now`; the names of those that changed something."""
@@ -33,15 +36,31 @@ class SimulatedCluster:
             ("replicasets", lambda: workloads.reconcile_replicasets(store, rng, now)),
             ("daemonsets", lambda: workloads.reconcile_daemonsets(store, rng)),
             ("garbage-collector", lambda: workloads.collect_garbage(store, self.nodepool_uids)),
-            ("resourceclaims", lambda: dra.make_claims(store, rng)),
+            ("resourceclaims", self._make_claims),
             ("dra-driver", lambda: self._publish(now)),
-            ("kube-scheduler", lambda: kubescheduler.schedule_pending(store, store.views, now)),
+            ("kube-scheduler", lambda: self.scheduler.schedule(store, store.views, now)),
             ("kubelet", lambda: kubelet.reconcile(store, now)),
         )
         changed = [name for name, run in components if run()]
-        # kube-controller-manager's disruption controller keeps each PDB's status; nothing here reacts to it.
-        pdb.update_status(store, store.views)
+        self._update_pdb_status()
         return changed
+
+    def _make_claims(self) -> bool:
+        """kube-controller-manager's resource claim controller, run when pods or claim templates were written."""
+        versions = (self.store.kind_version("Pod"), self.store.kind_version("ResourceClaimTemplate"))
+        if versions == self._claims_versions:
+            return False
+        changed = dra.make_claims(self.store, self.rng)
+        self._claims_versions = (self.store.kind_version("Pod"), self.store.kind_version("ResourceClaimTemplate"))
+        return changed
+
+    def _update_pdb_status(self) -> None:
+        """kube-controller-manager's disruption controller keeps each PDB's status when pods or PDBs change;
+        nothing in the lab reacts to the status, so it is no change to settle on."""
+        versions = (self.store.kind_version("Pod"), self.store.kind_version("PodDisruptionBudget"))
+        if versions != self._pdb_versions and self.store.list("PodDisruptionBudget"):
+            pdb.update_status(self.store, self.store.views)
+        self._pdb_versions = (self.store.kind_version("Pod"), self.store.kind_version("PodDisruptionBudget"))
 
     def _publish(self, now: float) -> bool:
         published, self.last_publish = dra.publish(self.store, now, self.last_publish)

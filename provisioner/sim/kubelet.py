@@ -16,9 +16,9 @@ def reconcile(store: ObjectStore, now: float) -> bool:
             store.update(node)
             changed = True
     ready = {n["metadata"]["name"] for n in store.list("Node") if is_ready(n)}
-    for pod in store.list("Pod"):
+    for pod in store.list("Pod", fields={"status.phase": "Pending"}):
         status = pod.setdefault("status", {})
-        if pod["spec"].get("nodeName") in ready and status.get("phase") == "Pending":
+        if pod["spec"].get("nodeName") in ready:
             status["phase"] = "Running"
             status["startTime"] = pod["metadata"].get("creationTimestamp")
             set_condition(pod, "Ready", "True", now)

@@ -49,12 +49,29 @@ class _NodeState:
             self.scored[resource] = self.scored.get(resource, 0) + amount
 
 
+class KubeScheduler:
+    """The scheduling queue: a pass over the pending pods runs only when something it depends on (nodes, pods,
+    devices) was written since the last pass; otherwise unschedulable pods stay where they are, as in
+    kube-scheduler's unschedulable queue, which a cluster event moves back to the active queue."""
+
+    def __init__(self) -> None:
+        self.seen: tuple[int, ...] | None = None
+
+    def schedule(self, store: ObjectStore, views: Views, now: float) -> bool:
+        versions = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
+        if versions == self.seen:
+            return False
+        changed = schedule_pending(store, views, now)
+        self.seen = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
+        return changed
+
+
 def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
+    pending = [p for p in store.list("Pod", fields={"spec.nodeName": ""}) if not p["metadata"].get("deletionTimestamp")]
+    if not pending:
+        return False
     nodes = _node_states(store, views)
     changed = False
-    pending = [
-        p for p in store.list("Pod") if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
-    ]
     pending.sort(
         key=lambda p: (
             -int(p["spec"].get("priority") or 0),

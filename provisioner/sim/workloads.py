@@ -12,7 +12,7 @@ from typing import Any
 
 from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.names import NAME_CHARS, owner_reference, random_suffix
-from provisioner.cluster.objects import Obj, controller_of
+from provisioner.cluster.objects import Obj
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.requirements import Requirements
 from provisioner.scheduling.poddata import PodState
@@ -26,9 +26,8 @@ def template_hash(template: Any) -> str:
 
 
 def owned_by(store: ObjectStore, kind: str, owner: Obj) -> list[Obj]:
-    uid = owner["metadata"]["uid"]
-    namespace = owner["metadata"].get("namespace")
-    return [o for o in store.list(kind, namespace) if (controller_of(o) or {}).get("uid") == uid]
+    """The objects `owner` controls (uids are unique, so the store's owner index answers exactly)."""
+    return store.owned_by(kind, owner["metadata"]["uid"])
 
 
 def reconcile_deployments(store: ObjectStore) -> bool:
@@ -220,15 +219,16 @@ def reconcile_daemonsets(store: ObjectStore, rng: random.Random) -> bool:
 def collect_garbage(store: ObjectStore, nodepool_uids: Collection[str]) -> bool:
     """kube-controller-manager's garbage collectors: delete dependents whose controller is gone, NodeClaims whose
     owning NodePool is gone (deleting a NodePool drains and removes its nodes, as in Karpenter), and pods bound to
-    nodes that no longer exist (pod GC)."""
+    nodes that no longer exist (pod GC). Each looks at owners and nodes, not at every dependent."""
     changed = False
-    uids = {o["metadata"]["uid"] for o in store.all_objects()}
     for kind in ("ReplicaSet", "Pod", "ResourceClaim", "ResourceSlice"):
-        for obj in store.list(kind):
-            owner = controller_of(obj)
-            if owner is not None and owner.get("uid") not in uids:
-                store.delete(kind, obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
-                changed = True
+        for uid in store.owner_uids(kind):
+            if store.has_uid(uid):
+                continue
+            for obj in store.owned_by(kind, uid):
+                if not obj["metadata"].get("deletionTimestamp"):  # finalizers hold it; deleting again is no change
+                    store.delete(kind, obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
+                    changed = True
     for claim in store.list("NodeClaim"):
         owners = [o.get("uid") for o in claim["metadata"].get("ownerReferences") or [] if o.get("kind") == "NodePool"]
         if claim["metadata"].get("deletionTimestamp") or not owners or not all(owners):
@@ -236,12 +236,13 @@ def collect_garbage(store: ObjectStore, nodepool_uids: Collection[str]) -> bool:
         if not set(nodepool_uids).intersection(owners):
             store.delete("NodeClaim", claim["metadata"]["name"])
             changed = True
-    nodes = {n["metadata"]["name"] for n in store.list("Node")}
-    for pod in store.list("Pod"):
-        node = pod["spec"].get("nodeName")
-        if node and node not in nodes and store.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"]):
-            store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
-            changed = True
+    for node in store.index_values("Pod", "spec.nodeName"):
+        if node and store.get("Node", node) is None:
+            for pod in store.list("Pod", fields={"spec.nodeName": node}):
+                if pod["metadata"].get("deletionTimestamp"):
+                    continue
+                store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+                changed = True
     return changed
 
 

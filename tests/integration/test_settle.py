@@ -29,9 +29,9 @@ def test_a_draining_node_does_not_make_every_settle_spin(lab, monkeypatch):
 
 
 def test_a_component_that_never_settles_is_logged_and_cut_off(lab, monkeypatch):
-    from provisioner.controllers import drift
+    from provisioner.controllers.drift import DriftController
 
-    monkeypatch.setattr(drift, "reconcile", lambda ctx: True)  # reports a change every time, changing nothing
+    monkeypatch.setattr(DriftController, "reconcile", lambda self, ctx: True)  # a change every time, changing nothing
     running = lab_runs.advance("lab", 1)
     assert running.settle_rounds == engine.MAX_SETTLE_ROUNDS
     errors = [e.record for e in running.logs if e.record.message == "settle did not converge"]
