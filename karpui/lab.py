@@ -7,6 +7,7 @@ part of that state, so a retried run makes the same decisions and never a duplic
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -133,18 +134,24 @@ def advance(cluster_name: str, seconds: float) -> Lab:
     return run(cluster_name, step)
 
 
-def tick(cluster: models.Cluster, *, now: datetime, max_seconds: float = 60.0) -> bool:
-    """Advance a lab cluster by the wall time since its last tick, if no other worker holds it."""
+# Wall seconds of engine work one tick may do: well inside the 30 s lease. A lab that is behind its target time
+# stops after that much work and the next tick continues, so it catches up in bounded steps.
+TICK_BUDGET_SECONDS = 5.0
+
+
+def tick(cluster: models.Cluster, *, now: datetime, budget: float = TICK_BUDGET_SECONDS) -> bool:
+    """Move a lab cluster's clock toward the wall time `now` (never back: after a manual `karp advance` it waits),
+    reacting to every write on the way, if no other worker holds the cluster; False if one does."""
     with leases.held(cluster.id) as lease:
         if lease is None:
             return False
-        last = cluster.ticked_at or now
-        seconds = min(max((now - last).total_seconds(), 0.0), max_seconds)
+        stop_at = time.monotonic() + budget
 
         def step(lab: Lab) -> None:
-            lab.advance(seconds)
+            lab.advance(max(now.timestamp() - lab.now, 0.0), out_of_time=lambda: time.monotonic() > stop_at)
 
-        run(cluster.name, step, lease=lease)
+        with leases.renewing(lease):
+            run(cluster.name, step, lease=lease)
         models.Cluster.objects.filter(id=cluster.id).update(ticked_at=now)
         return True
 

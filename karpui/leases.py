@@ -7,6 +7,7 @@ killed, partitioned) cannot commit over its successor.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,8 +56,9 @@ def _key(cluster_id: int) -> str:
     return f"karpui:lease:cluster:{cluster_id}"
 
 
-def try_acquire(cluster_id: int, holder: str | None = None, seconds: int = LEASE_SECONDS) -> Lease | None:
+def try_acquire(cluster_id: int, holder: str | None = None, seconds: int | None = None) -> Lease | None:
     holder = holder or uuid.uuid4().hex
+    seconds = seconds or LEASE_SECONDS
     if settings.REDIS_URL:
         client = _redis()
         epoch = int(client.incr(_key(cluster_id) + ":epoch"))
@@ -76,6 +78,44 @@ def try_acquire(cluster_id: int, holder: str | None = None, seconds: int = LEASE
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
 """
+
+
+_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end
+"""
+
+
+def renew(lease: Lease, seconds: int | None = None) -> bool:
+    """Extend a held Redis lease by `seconds` from now; False if it was lost meanwhile. (A DB lease needs no
+    renewal: the tick holds the cluster's row lock, so no other worker can take the lease while it runs.)"""
+    if lease.backend != "redis":
+        return True
+    token = f"{lease.holder}:{lease.epoch}"
+    return bool(_redis().eval(_RENEW, 1, _key(lease.cluster_id), token, int((seconds or LEASE_SECONDS) * 1000)))
+
+
+@contextmanager
+def renewing(lease: Lease, seconds: int | None = None) -> Iterator[None]:
+    """Keep a Redis lease alive for the block by renewing it every third of its length from a thread, so a tick
+    that runs longer than the lease is not abandoned (the work itself is bounded by the tick's budget)."""
+    if lease.backend != "redis":
+        yield
+        return
+    stop = threading.Event()
+    length = seconds or LEASE_SECONDS
+
+    def keep() -> None:
+        while not stop.wait(length / 3):
+            if not renew(lease, length):
+                return  # lost: the save's still_held() check refuses the commit
+
+    keeper = threading.Thread(target=keep, name=f"lease-{lease.cluster_id}", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        keeper.join()
 
 
 def release(lease: Lease) -> None:

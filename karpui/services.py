@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,7 @@ from provisioner.objects import NodeClass, NodePool
 from provisioner.scheduling.satisfiable import unsatisfiable
 
 DEFAULT_CLUSTER = "lab"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -318,10 +320,22 @@ def _catalog_rows_create(row: models.Catalog, catalog: Catalog) -> None:
 
 
 def clusters_tick(*, now: datetime | None = None) -> None:
-    """Run each lab cluster's controllers over the wall time since its last tick, under its lease."""
+    """Move each lab cluster toward wall time under its lease. A cluster whose tick fails is logged (and shown on
+    the dashboard from its log) and the others still tick: one bad cluster never stops the rest."""
     now = now or timezone.now()
     for cluster in models.Cluster.objects.filter(mode=models.Cluster.Mode.LAB):
-        lab.tick(cluster, now=now)
+        try:
+            lab.tick(cluster, now=now)
+        except Exception as error:
+            logger.exception("tick failed", extra={"cluster": cluster.name})
+            models.LogEntry.objects.create(
+                cluster=cluster,
+                time=cluster.clock,
+                level="ERROR",
+                logger="karpui.tick",
+                message="Reconciler error",
+                fields={"controller": "tick", "error": f"{type(error).__name__}: {error}"},
+            )
 
 
 # The dashboard's roles as Django groups. Viewers only need a login; a group that exists is left as an admin

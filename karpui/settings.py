@@ -92,6 +92,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "karpui.context_processors.pause_banner",
+                "karpui.context_processors.reconcile_errors",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },

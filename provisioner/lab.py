@@ -88,6 +88,9 @@ class Lab:
         """One step; the names of the parts that reported a change."""
         self.ctx.now = self.now
         changed = self.cluster.step(self.now)
+        for error in self.cluster.errors:
+            self.ctx.log(LogRecord("cluster component error", {"error": error}, level="ERROR", logger="lab"))
+        self.cluster.errors.clear()
         changed += self.manager.step(self.ctx)
         self.cluster.after_step()
         return changed
@@ -117,17 +120,28 @@ class Lab:
         times = [t for t in dues if t is not None and t > self.now]
         return min(times) if times else None
 
-    def advance(self, seconds: float) -> None:
-        end = self.now + seconds
+    def advance(self, seconds: float, *, out_of_time: Callable[[], bool] | None = None) -> float:
+        """Move the clock `seconds` ahead, settling at every due moment on the way; the seconds actually advanced.
+
+        `out_of_time` bounds the work: when it says so after a settle, the clock stops at the moment just settled
+        (a later run continues from there, so a slow lab catches up in bounded steps instead of overrunning its
+        lease).
+        """
+        start, end = self.now, self.now + seconds
         self.settle()
+        moved = False  # each run gets past at least one due moment, so a slow lab still makes progress
         while True:
             due = self.next_due()
             if due is None or due > end:
                 break
+            if moved and out_of_time is not None and out_of_time():
+                return self.now - start
             self.now = due
             self.settle()
+            moved = True
         self.now = end
         self.settle()
+        return seconds
 
     def nodepool_status(self) -> dict[str, dict[str, Any]]:
         """Per NodePool: resources of its launched NodeClaims (with `nodes`) and its readiness."""

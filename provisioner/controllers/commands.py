@@ -56,7 +56,8 @@ def next_due(ctx: ClusterContext) -> list[float]:
 def reconcile(ctx: ClusterContext) -> bool:
     changed = False
     for command in live_commands(ctx):
-        changed |= advance(ctx, command)
+        with ctx.guard("disruption.queue", command):
+            changed |= advance(ctx, command)
     return changed
 
 

@@ -4,7 +4,8 @@ catalogs, and where logs go."""
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from provisioner.catalog import InstanceType
@@ -15,6 +16,9 @@ from provisioner.cluster.objects import Obj, timestamp
 from provisioner.cluster.views import Views
 from provisioner.objects import NodeClass, NodePool
 from provisioner.scheduling.logs import LogRecord
+
+# A failing object's Warning Event is repeated at most every five minutes, however often the reconcile retries.
+ERROR_DEDUPE = 300.0
 
 
 @dataclass(frozen=True)
@@ -55,3 +59,23 @@ class ClusterContext:
 
     def event(self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float = 0.0) -> None:
         events.record(self.api, involved, kind, reason, message, self.now, dedupe_seconds=dedupe_seconds)
+
+    @contextmanager
+    def guard(self, controller: str, obj: Obj | None = None) -> Iterator[None]:
+        """Run one controller's (or one object's) reconcile so that an error in it is logged as Karpenter's
+        "Reconciler error", recorded as a Warning Event on the object, and skipped: one bad object never stops
+        the loop for the other objects, the other controllers or the other clusters."""
+        try:
+            yield
+        except Exception as error:
+            fields: dict[str, object] = {"controller": controller, "error": f"{type(error).__name__}: {error}"}
+            if obj is not None:
+                fields[obj["kind"]] = {
+                    "name": obj["metadata"]["name"],
+                    "namespace": obj["metadata"].get("namespace", ""),
+                }
+            self.log(LogRecord("Reconciler error", fields, level="ERROR", logger=f"controller.{controller}"))
+            if obj is not None:
+                # The error is logged above; an Event that cannot be written (the same bad object) adds nothing.
+                with suppress(Exception):
+                    self.event(obj, "Warning", "ReconcileError", f"{controller}: {error}", dedupe_seconds=ERROR_DEDUPE)

@@ -37,16 +37,22 @@ def next_due(ctx: ClusterContext) -> float | None:
 def reconcile(ctx: ClusterContext) -> bool:
     changed = False
     for claim in ctx.api.list("NodeClaim"):
-        if claim["metadata"].get("deletionTimestamp"):
-            changed |= _finalize(ctx, claim)
-        elif not is_true(claim, "Launched"):
-            changed |= _launch(ctx, claim)
-        elif not is_true(claim, "Registered"):
-            changed |= _register(ctx, claim)
-        elif not is_true(claim, "Initialized"):
-            changed |= _initialize(ctx, claim)
+        with ctx.guard("nodeclaim.lifecycle", claim):
+            changed |= _reconcile_claim(ctx, claim)
     changed |= _nodes_without_claims(ctx)
     return changed
+
+
+def _reconcile_claim(ctx: ClusterContext, claim: Obj) -> bool:
+    if claim["metadata"].get("deletionTimestamp"):
+        return _finalize(ctx, claim)
+    if not is_true(claim, "Launched"):
+        return _launch(ctx, claim)
+    if not is_true(claim, "Registered"):
+        return _register(ctx, claim)
+    if not is_true(claim, "Initialized"):
+        return _initialize(ctx, claim)
+    return False
 
 
 def _launch(ctx: ClusterContext, claim: Obj) -> bool:

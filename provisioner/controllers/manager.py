@@ -46,19 +46,28 @@ class Manager:
             ("cloudprovider", lambda c: c.cloud.reconcile(c.now)),
             ("lifecycle", lifecycle.reconcile),
         )
-        return [name for name, reconcile in controllers if reconcile(ctx)]
+        changed = []
+        for name, reconcile in controllers:
+            with ctx.guard(name):
+                if reconcile(ctx):
+                    changed.append(name)
+        return changed
 
     def next_due(self, ctx: ClusterContext) -> float | None:
         """The earliest future moment any controller (or the cloud provider) has something to do."""
-        times = [
-            *self.disruption.next_due(),
-            *commands.next_due(ctx),
-            *self.termination.next_due(ctx),
-            *self.expiration.next_due(ctx),
-        ]
-        for due in (self.provisioning.next_due(ctx.now), lifecycle.next_due(ctx), ctx.cloud.next_due(ctx.now)):
-            if due is not None:
-                times.append(due)
+        sources: tuple[tuple[str, Callable[[], list[float]]], ...] = (
+            ("provisioning", lambda: _maybe(self.provisioning.next_due(ctx.now))),
+            ("disruption", self.disruption.next_due),
+            ("disruption.queue", lambda: commands.next_due(ctx)),
+            ("node.termination", lambda: self.termination.next_due(ctx)),
+            ("nodeclaim.expiration", lambda: self.expiration.next_due(ctx)),
+            ("nodeclaim.lifecycle", lambda: _maybe(lifecycle.next_due(ctx))),
+            ("cloudprovider", lambda: _maybe(ctx.cloud.next_due(ctx.now))),
+        )
+        times: list[float] = []
+        for name, due in sources:
+            with ctx.guard(name):
+                times.extend(due())
         future = [t for t in times if t > ctx.now]  # a past time is not a wake-up; it must not hide a later one
         return min(future) if future else None
 
@@ -69,3 +78,7 @@ class Manager:
             "termination": self.termination.to_state(),
             "disruption": self.disruption.to_state(),
         }
+
+
+def _maybe(time: float | None) -> list[float]:
+    return [] if time is None else [time]

@@ -82,26 +82,28 @@ class TerminationController:
         for claim in ctx.api.list("NodeClaim"):
             if not claim["metadata"].get("deletionTimestamp"):
                 continue
-            node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or "")
-            if node is None or node["metadata"].get("annotations", {}).get(wk.DRAINED) == "true":
-                continue
-            name = node["metadata"]["name"]
-            changed |= taint_disrupted(ctx, node, LOGGER, leaving_load_balancers=True)
-            started = self.draining.setdefault(name, ctx.now)
-            if self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS > ctx.now:
-                continue  # one drain attempt per node per second, as Karpenter requeues
-            self.drained_at[name] = ctx.now
-            waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim))
-            changed |= evicted
-            if waiting:
-                continue
-            if ctx.now - started < MIN_DRAIN_SECONDS:
-                continue
-            node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
-            ctx.api.update(node)
-            self.draining.pop(name, None)
-            changed = True
+            with ctx.guard("node.termination", claim):
+                changed |= self._terminate(ctx, claim)
         return changed
+
+    def _terminate(self, ctx: ClusterContext, claim: Obj) -> bool:
+        """One drain pass over the Node of a deleting NodeClaim; True if anything changed."""
+        node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or "")
+        if node is None or node["metadata"].get("annotations", {}).get(wk.DRAINED) == "true":
+            return False
+        name = node["metadata"]["name"]
+        changed = taint_disrupted(ctx, node, LOGGER, leaving_load_balancers=True)
+        started = self.draining.setdefault(name, ctx.now)
+        if self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS > ctx.now:
+            return changed  # one drain attempt per node per second, as Karpenter requeues
+        self.drained_at[name] = ctx.now
+        waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim))
+        if waiting or ctx.now - started < MIN_DRAIN_SECONDS:
+            return changed or evicted
+        node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
+        ctx.api.update(node)
+        self.draining.pop(name, None)
+        return True
 
     def _drain_step(self, ctx: ClusterContext, node: str, deadline: float | None = None) -> tuple[bool, bool]:
         """Evict the first non-empty tier of pods: (some pod still has to go, some pod was evicted now).

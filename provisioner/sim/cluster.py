@@ -25,6 +25,7 @@ class SimulatedCluster:
         self.nodepool_uids = frozenset(nodepool_uids)
         self.last_publish: float | None = state.get("last_publish")
         self.scheduler = kubescheduler.KubeScheduler()
+        self.errors: list[str] = []  # components that raised, for the lab to log
         self._pdb_versions: tuple[int, int] | None = None
         self._claims_versions: tuple[int, int] | None = None
 
@@ -41,7 +42,14 @@ class SimulatedCluster:
             ("kube-scheduler", lambda: self.scheduler.schedule(store, store.views, now)),
             ("kubelet", lambda: kubelet.reconcile(store, now)),
         )
-        changed = [name for name, run in components if run()]
+        changed = []
+        for name, run in components:
+            try:
+                if run():
+                    changed.append(name)
+            except Exception as error:
+                # A real cluster's components fail alone too: log it, and let the others run.
+                self.errors.append(f"{name}: {type(error).__name__}: {error}")
         self._update_pdb_status()
         return changed
 

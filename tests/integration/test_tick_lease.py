@@ -1,6 +1,7 @@
 """The periodic tick: one worker per cluster at a time (Redis or DB lease), and crashes leave no half-state."""
 
 import os
+import time
 from datetime import timedelta
 
 import pytest
@@ -89,3 +90,48 @@ def test_a_crash_mid_run_leaves_the_last_state_and_the_retry_makes_the_same_node
     monkeypatch.setattr(Lab, "advance", original)
     lab_runner.advance("lab", 5)
     assert list(models.KubeObject.objects.filter(kind="NodeClaim").values_list("name", flat=True)) == names
+
+
+def test_a_tick_that_outlasts_its_lease_still_commits_and_keeps_other_workers_out(lab, backend, monkeypatch):
+    """Issue 11: a tick longer than the lease was abandoned (LeaseLost) every time, forever. The lease is renewed
+    while the tick works."""
+    provisioning_lab()
+    monkeypatch.setattr(leases, "LEASE_SECONDS", 1)
+    original = Lab.advance
+    rival = []
+
+    def slow(self, seconds, **options):
+        time.sleep(2.5)  # a stall: a 45 s row lock, a paused worker
+        rival.append(leases.try_acquire(lab.id, "worker-b") if backend == "redis" else None)
+        return original(self, seconds, **options)
+
+    monkeypatch.setattr(Lab, "advance", slow)
+    now = timezone.now()
+    models.Cluster.objects.filter(id=lab.id).update(ticked_at=now)
+    assert lab_tick(now + timedelta(seconds=5)) is True
+    assert rival == [None]
+    assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 1
+
+
+def test_a_lab_far_behind_wall_time_catches_up_in_bounded_steps(lab):
+    """Each tick does at most its budget of work (here: one due moment), then the next tick continues."""
+    provisioning_lab()
+    start = models.Cluster.objects.get(id=lab.id).clock
+    target = start + timedelta(minutes=5)
+    clocks = []
+    for _ in range(200):
+        lab_runner.tick(models.Cluster.objects.get(id=lab.id), now=target, budget=0.0)
+        clocks.append(models.Cluster.objects.get(id=lab.id).clock)
+        if clocks[-1] == target:
+            break
+    assert clocks[-1] == target
+    assert len(clocks) > 10  # many bounded steps, not one long run
+    assert clocks == sorted(clocks)
+    assert models.KubeObject.objects.filter(kind="Pod", phase="Running").count() == 5
+
+
+def test_a_tick_never_moves_the_clock_back_after_a_manual_advance(lab):
+    ok("advance", "10m")
+    ahead = models.Cluster.objects.get(id=lab.id).clock
+    lab_runner.tick(models.Cluster.objects.get(id=lab.id), now=timezone.now())
+    assert models.Cluster.objects.get(id=lab.id).clock == ahead

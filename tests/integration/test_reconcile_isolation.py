@@ -1,0 +1,76 @@
+"""One bad object or one bad cluster never stops reconciliation of the others (issue 11, the reconcile loop)."""
+
+import json
+from datetime import timedelta
+
+from django.utils import timezone
+
+from karpui import models, services
+from tests.karp import EXAMPLES, ok
+
+
+def provisioned(replicas="3"):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", replicas)
+
+
+def poison_nodeclaim(cluster):
+    """A NodeClaim whose requirements are not a list: written straight to storage, as an older version or a bug
+    elsewhere might leave it (apply would refuse it)."""
+    body = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": "poison",
+            "uid": "uid-poison",
+            "resourceVersion": "1",
+            "creationTimestamp": cluster.clock.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "finalizers": [],
+        },
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+            "requirements": "not-a-list",
+        },
+        "status": {},
+    }
+    models.KubeObject.objects.create(
+        cluster=cluster, kind="NodeClaim", namespace="", name="poison", uid="uid-poison", body=body
+    )
+
+
+def test_a_bad_nodeclaim_is_logged_and_skipped_and_the_other_pods_still_get_nodes(lab):
+    poison_nodeclaim(lab)
+    provisioned()
+    ok("advance", "10s")
+    assert [p.split()[2] for p in ok("get", "pods").splitlines()[1:]] == ["Running"] * 3
+    errors = [json.loads(line) for line in ok("logs").splitlines() if '"Reconciler error"' in line]
+    assert errors[0]["controller"] == "nodeclaim.lifecycle"
+    assert errors[0]["NodeClaim"] == {"name": "poison", "namespace": ""}
+    assert errors[0]["error"].startswith("AttributeError")
+    events = json.loads(ok("get", "events", "-o", "json"))["items"]
+    warning = next(e for e in events if e["reason"] == "ReconcileError")
+    assert (warning["involvedObject"]["name"], warning["type"]) == ("poison", "Warning")
+
+
+def test_a_cluster_whose_tick_fails_does_not_stop_the_others(lab):
+    broken = models.Cluster.objects.create(name="broken", lab_state={"rng": "not a random state"})
+    provisioned()
+    start = timezone.now()
+    models.Cluster.objects.filter(name="lab").update(clock=start, ticked_at=start)
+    models.Cluster.objects.filter(name="broken").update(clock=start, ticked_at=start)
+    services.clusters_tick(now=start + timedelta(seconds=10))
+    healthy = models.Cluster.objects.get(name="lab")
+    assert healthy.clock == start + timedelta(seconds=10)
+    assert models.KubeObject.objects.filter(cluster=healthy, kind="NodeClaim").count() == 1
+    failure = models.LogEntry.objects.get(cluster=broken, level="ERROR")
+    assert (failure.message, failure.fields["controller"]) == ("Reconciler error", "tick")
+    assert models.Cluster.objects.get(name="broken").clock == start
+
+
+def test_the_dashboard_says_which_cluster_has_reconcile_errors(lab, admin_client):
+    poison_nodeclaim(lab)
+    provisioned()
+    ok("advance", "2s")
+    page = admin_client.get("/").content.decode()
+    assert "reconcile error" in page and "<b>lab</b>" in page
+    assert "nodeclaim.lifecycle" in page and "AttributeError" in page
