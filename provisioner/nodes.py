@@ -26,6 +26,9 @@ class Node:
     nodepool: str = ""
     marked_for_deletion: bool = False
     unschedulable: bool = False
+    # In a consolidation simulation only: the node is still inside its NodePool's consolidateAfter window, so pods
+    # moving off a candidate may not land on it (Karpenter >= 1.14, kubernetes-sigs/karpenter#3006).
+    under_consolidate_after: bool = False
 
     @property
     def hostname(self) -> str:

@@ -145,6 +145,12 @@ def _register(ctx: ClusterContext, claim: Obj) -> bool:
         **claim["metadata"].get("labels", {}),
         "karpenter.sh/registered": "true",
     }
+    # As Karpenter's syncNode does: a NodePool template annotation such as karpenter.sh/do-not-disrupt protects
+    # the node it launches.
+    node["metadata"]["annotations"] = {
+        **(node["metadata"].get("annotations") or {}),
+        **(claim["metadata"].get("annotations") or {}),
+    }
     ctx.api.update(node)
     claim["status"]["nodeName"] = node["metadata"]["name"]
     set_condition(claim, "Registered", "True", ctx.now, "Registered")

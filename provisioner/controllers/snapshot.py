@@ -31,7 +31,10 @@ def cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         if node_obj is None or node_name not in by_name:
             continue
         claimed.append(_claimed(ctx, claim, node_obj, by_name[node_name]))
-    pending = [p for p in (ctx.views.pod(o) for o in ctx.api.list("Pod")) if p.is_provisionable()]
+    pending = [p for p in (ctx.views.pod(o) for o in ctx.api.list("Pod", fields={"spec.nodeName": ""}))]
+    pending = [p for p in pending if p.is_provisionable()]
+    fresh = {c.name for c in claimed if _under_consolidate_after(ctx, c)}
+    nodes = [replace(n, under_consolidate_after=True) if n.name in fresh else n for n in nodes]
     view = ClusterView(
         claimed=claimed,
         nodes=nodes,
@@ -45,6 +48,14 @@ def cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         node_devices=dra.node_inventory(ctx.api, nodes, ctx.catalogs),
     )
     return view, claimed
+
+
+def _under_consolidate_after(ctx: ClusterContext, claimed: ClaimedNode) -> bool:
+    """Karpenter's IsUnderConsolidateAfter: an initialized node whose pods changed less than its NodePool's
+    consolidateAfter ago (never when consolidateAfter is Never or 0)."""
+    pool = ctx.nodepool(claimed.nodepool)
+    after = pool.consolidate_after_seconds if pool is not None else None
+    return bool(after) and claimed.initialized and not claimed.consolidatable
 
 
 def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node) -> ClaimedNode:

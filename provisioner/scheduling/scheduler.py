@@ -135,13 +135,15 @@ class Scheduler:
             ExistingNode(i, n, request.daemonsets, request.node_devices.get(n.name, ())) for i, n in enumerate(ordered)
         ]
         self.existing_by_hostname = {e.hostname: e for e in self.existing}
-        self.topology = Topology(_universe(self.templates, request.pods), request.nodes, request.namespace_labels)
+        self.deleting = {n.name for n in request.nodes if n.marked_for_deletion}
+        # Existing pods' anti-affinity keeps matching pods out of domains too, so their keys need every domain.
+        guards = [p for n in request.nodes for p in n.pods if p.anti_affinity]
+        universe = _universe(self.templates, [*request.pods, *guards])
+        self.topology = Topology(universe, request.nodes, request.namespace_labels)
         self.planned = _PlannedOrder()
         self.planned_by_hostname: dict[str, PlannedNodeClaim] = {}
         # topology key -> pinned value (None: not pinned to one value) -> planned NodeClaims in global order
-        self.pinned: dict[str, dict[str | None, _PlannedOrder]] = {
-            key: {} for key in _universe(self.templates, request.pods)
-        }
+        self.pinned: dict[str, dict[str | None, _PlannedOrder]] = {key: {} for key in universe}
         self.pins: dict[int, dict[str, str | None]] = {}
         self.stamps = itertools.count()
         self.seq = itertools.count(1)
@@ -238,6 +240,8 @@ class Scheduler:
         for node in self._existing_candidates(hostnames):
             if ("e", node.seq) in dead:
                 continue
+            if node.node.under_consolidate_after and pod.node_name and pod.node_name not in self.deleting:
+                continue  # a pod moving off a candidate may not land on a node inside its consolidateAfter window
             try:
                 requirements = node.fit(state, data, self.topology, groups, self.request.device_classes)
             except Unfit as unfit:

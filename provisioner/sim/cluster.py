@@ -24,7 +24,7 @@ class SimulatedCluster:
         # The NodePools that exist, by uid: the garbage collector deletes NodeClaims whose owning NodePool is gone.
         self.nodepool_uids = frozenset(nodepool_uids)
         self.last_publish: float | None = state.get("last_publish")
-        self.scheduler = kubescheduler.KubeScheduler()
+        self.scheduler = kubescheduler.KubeScheduler(state.get("scheduler"))
         self.errors: list[str] = []  # components that raised, for the lab to log
         self._pdb_versions: tuple[int, int] | None = None
         self._claims_versions: tuple[int, int] | None = None
@@ -84,4 +84,4 @@ class SimulatedCluster:
         return due if due > now else None
 
     def to_state(self) -> dict[str, Any]:
-        return {"last_publish": self.last_publish}
+        return {"last_publish": self.last_publish, "scheduler": self.scheduler.to_state()}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from provisioner.cluster import dra as cluster_dra
 from provisioner.cluster.conditions import set_condition
@@ -50,35 +51,48 @@ class _NodeState:
 
 
 class KubeScheduler:
-    """The scheduling queue: a pass over the pending pods runs only when something it depends on (nodes, pods,
-    devices) was written since the last pass; otherwise unschedulable pods stay where they are, as in
-    kube-scheduler's unschedulable queue, which a cluster event moves back to the active queue."""
+    """kube-scheduler's queue. Pending pods are taken by priority, then arrival: the order the scheduler first saw
+    them, which is their creation order (a pod not yet seen has only its creation write, so its resourceVersion
+    is when it was created). A pass runs only when something it depends on (nodes, pods, devices) was written
+    since the last one; otherwise unschedulable pods wait, as in the unschedulable queue that a cluster event
+    moves back to the active queue."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
         self.seen: tuple[int, ...] | None = None
+        self.arrivals: dict[str, int] = dict((state or {}).get("arrivals") or {})  # pending pod uid -> arrival
+
+    def to_state(self) -> dict[str, Any]:
+        return {"arrivals": self.arrivals}
 
     def schedule(self, store: ObjectStore, views: Views, now: float) -> bool:
         versions = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
         if versions == self.seen:
             return False
-        changed = schedule_pending(store, views, now)
+        pending = [
+            p for p in store.list("Pod", fields={"spec.nodeName": ""}) if not p["metadata"].get("deletionTimestamp")
+        ]
+        for pod in sorted(pending, key=lambda p: int(p["metadata"].get("resourceVersion") or 0)):
+            self.arrivals.setdefault(pod["metadata"]["uid"], int(pod["metadata"].get("resourceVersion") or 0))
+        waiting = {p["metadata"]["uid"] for p in pending}
+        self.arrivals = {uid: seq for uid, seq in self.arrivals.items() if uid in waiting}
+        pending.sort(
+            key=lambda p: (
+                -int(p["spec"].get("priority") or 0),
+                self.arrivals[p["metadata"]["uid"]],
+                p["metadata"]["name"],
+            )
+        )
+        changed = schedule_pending(store, views, now, pending)
         self.seen = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
         return changed
 
 
-def schedule_pending(store: ObjectStore, views: Views, now: float) -> bool:
-    pending = [p for p in store.list("Pod", fields={"spec.nodeName": ""}) if not p["metadata"].get("deletionTimestamp")]
+def schedule_pending(store: ObjectStore, views: Views, now: float, pending: list[Obj]) -> bool:
+    """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable."""
     if not pending:
         return False
     nodes = _node_states(store, views)
     changed = False
-    pending.sort(
-        key=lambda p: (
-            -int(p["spec"].get("priority") or 0),
-            p["metadata"].get("creationTimestamp", ""),
-            p["metadata"]["name"],
-        )
-    )
     classes = cluster_dra.device_classes(store) if any(p["spec"].get("resourceClaims") for p in pending) else {}
     taken = cluster_dra.allocated(store) if classes else set()
     devices = cluster_dra.published(store) if classes else {}

@@ -304,3 +304,29 @@ def test_the_disrupting_log_line_has_karpenters_fields():
     assert command_text(replaced, "ab").startswith(
         "Underutilized/ab: replace: nodepools=[default]: [n1] -> [1 replacement] (savings: $"
     )
+
+
+# consolidateAfter on destinations (Karpenter >= 1.14, kubernetes-sigs/karpenter#3006) ------------------------------
+
+
+def test_pods_moving_off_a_candidate_do_not_land_on_a_node_inside_its_consolidate_after_window():
+    types = [instance_type("big", "8", "16Gi", pods=110)]
+    old = claimed("old", "big", types=types, pods=[rs_pod(cpu="1")])
+    fresh = claimed("fresh", "big", types=types, pods=[rs_pod(cpu="1")])
+    fresh = replace(fresh, consolidatable=False, node=replace(fresh.node, under_consolidate_after=True))
+    result = run([old, fresh], types=types)
+    assert [(c.decision, names(c)) for c in result.commands] == []
+    # Once the window has passed, one node's pod moves onto the other and that node goes (both are alike).
+    ripe = replace(fresh, consolidatable=True, node=replace(fresh.node, under_consolidate_after=False))
+    [command] = run([old, ripe], types=types).commands
+    assert (command.decision, len(command.candidates)) == ("delete", 1)
+
+
+def test_pending_pods_may_still_land_on_a_node_inside_its_consolidate_after_window():
+    from provisioner.scheduling.scheduler import SchedulingInput, solve
+
+    types = [instance_type("big", "8", "16Gi", pods=110)]
+    fresh = claimed("fresh", "big", types=types)
+    node = replace(fresh.node, under_consolidate_after=True)
+    result = solve(SchedulingInput(pods=[pod(cpu="1")], pools=[], nodes=[node]))
+    assert list(result.placements) == ["fresh"]

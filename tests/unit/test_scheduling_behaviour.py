@@ -652,3 +652,18 @@ def test_pods_selecting_restricted_labels_are_refused_with_a_reason():
     assert scheduled(result) == 0
     kinds = {f.reasons[0].kind for f in result.failures.values()}
     assert kinds == {reasons.VALIDATION}
+
+
+def test_an_existing_pods_zonal_anti_affinity_blocks_only_its_own_zone():
+    """The topology's domains for a key came only from pending pods' constraints, so a running pod's anti-affinity
+    on zones (no pending pod mentions zones) knew just its own zone and blocked matching pods everywhere."""
+    from provisioner.catalog.kwok import kwok_catalog
+
+    types = list(kwok_catalog().instance_types)
+    guard = pod("1", name="guard", anti_affinity=[term(ZONE, app="pinned")], node_name="nd")
+    running = node("nd", "8", "16Gi", labels={ZONE: "test-zone-d"}, scheduled=[guard], managed=True)
+    pinned = pod("1", name="z-a", labels={"app": "pinned"}, node_selector={ZONE: "test-zone-a"})
+    blocked = pod("1", name="z-d", labels={"app": "pinned"}, node_selector={ZONE: "test-zone-d"})
+    result = schedule([pinned, blocked], types=types, nodes=[running])
+    assert [sorted(nc.requirements.get(ZONE).values) for nc in result.new_nodeclaims] == [["test-zone-a"]]
+    assert [f.pod.name for f in result.failures.values()] == ["z-d"]

@@ -1,0 +1,68 @@
+"""Where the lab used to differ from Karpenter and Kubernetes (issue 13): each test fails on the old behaviour."""
+
+import json
+
+import yaml
+
+from tests.karp import EXAMPLES, ok, rows
+
+
+def test_a_nodepool_template_do_not_disrupt_annotation_protects_its_empty_node(lab):
+    """Karpenter copies NodeClaim annotations to the Node at registration, so the template's do-not-disrupt
+    reaches the node (the lab used to delete the empty node)."""
+    docs = list(yaml.safe_load_all((EXAMPLES / "provisioning" / "nodepool.yaml").read_text()))
+    docs[1]["spec"]["template"]["metadata"] = {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}
+    ok("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))
+    ok("scale", "deploy/inflate", "--replicas", "2")
+    ok("advance", "5s")
+    [node] = [n[0] for n in rows("get", "nodes")]
+    annotations = json.loads(ok("get", "node", node, "-o", "json"))["metadata"]["annotations"]
+    assert annotations["karpenter.sh/do-not-disrupt"] == "true"
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "2m")
+    assert [n[0] for n in rows("get", "nodes")] == [node]
+    assert rows("get", "disruptioncommands") == []
+
+
+ZONE_PODS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: z-%(zone)s, labels: {app: pinned}}
+spec:
+  nodeSelector: {topology.kubernetes.io/zone: test-zone-%(zone)s}
+  containers: [{name: c, image: pause, resources: {requests: {cpu: "1"}}}]
+"""
+
+ANTI_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: a-anti}
+spec:
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - labelSelector: {matchLabels: {app: pinned}}
+          topologyKey: topology.kubernetes.io/zone
+  containers: [{name: c, image: pause, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_pods_applied_together_bind_in_arrival_order_not_name_order(lab):
+    """kube-scheduler's queue orders by priority, then arrival. The anti-affinity pod is applied last but its
+    name sorts first: binding it first into zone c left the zone-c pod Pending forever."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning" / "nodepool.yaml"))
+    manifest = "---".join([*(ZONE_PODS % {"zone": z} for z in "abc"), ANTI_POD])
+    ok("apply", "-f", "-", stdin=manifest)
+    ok("advance", "30s")
+    pods = {p[0]: p[2] for p in rows("get", "pods")}
+    assert pods == {"a-anti": "Running", "z-a": "Running", "z-b": "Running", "z-c": "Running"}
+    zones = {
+        n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        for n in json.loads(ok("get", "nodes", "-o", "json"))["items"]
+    }
+    placed = {
+        p["metadata"]["name"]: zones[p["spec"]["nodeName"]]
+        for p in json.loads(ok("get", "pods", "-o", "json"))["items"]
+    }
+    assert placed == {"z-a": "test-zone-a", "z-b": "test-zone-b", "z-c": "test-zone-c", "a-anti": "test-zone-d"}
