@@ -5,6 +5,7 @@ real cluster's."""
 
 from __future__ import annotations
 
+import builtins
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -49,6 +50,10 @@ class KwokCloudProvider:
         self.nodeclasses = nodeclasses
         self.catalogs = catalogs
         self.rng = rng
+        self._seen: int | None = None  # the NodeClaim version at the last reconcile
+        self._ran_at = float("-inf")
+        self._dues_version: int | None = None
+        self._due_times: builtins.list[float] = []
 
     def instance_types(self, nodepool: NodePool) -> list[InstanceType] | None:
         ref = nodepool.node_class_ref
@@ -87,23 +92,36 @@ class KwokCloudProvider:
         return parse_timestamp(launched) + delay
 
     def reconcile(self, now: float) -> bool:
-        """Create the Node of each launched NodeClaim whose registration delay has passed (kwok runs it from then)."""
+        """Create the Node of each launched NodeClaim whose registration delay has passed (kwok runs it from then).
+        Runs only when NodeClaims changed or a registration fell due since the last run."""
+        dues = self._dues()
+        if self._seen == self.api.kind_version("NodeClaim") and not any(self._ran_at < t <= now for t in dues):
+            return False
         changed = False
         for claim in self.api.list("NodeClaim"):
             if claim["metadata"].get("deletionTimestamp"):
                 continue
             due = self.registered_by(claim)
-            if due is None or now < due or now > due + REGISTRATION_TIMEOUT:
+            if due is None or now < due or now >= due + REGISTRATION_TIMEOUT:
                 continue
             if self.api.get("Node", _node_name(claim)) is None:
                 self.api.create(node_for(claim))
                 changed = True
+        self._seen, self._ran_at = self.api.kind_version("NodeClaim"), now
         return changed
 
     def next_due(self, now: float) -> float | None:
-        times = [due for claim in self.api.list("NodeClaim") if (due := self.registered_by(claim)) is not None]
-        future = [t for t in times if t > now]
+        future = [t for t in self._dues() if t > now]
         return min(future) if future else None
+
+    def _dues(self) -> builtins.list[float]:
+        """When each launched, unregistered NodeClaim's Node is due, recomputed only after NodeClaims change."""
+        version = self.api.kind_version("NodeClaim")
+        if version != self._dues_version:
+            claims = self.api.list("NodeClaim")
+            self._due_times = [t for claim in claims if (t := self.registered_by(claim)) is not None]
+            self._dues_version = version
+        return self._due_times
 
 
 def _node_name(nodeclaim: Obj) -> str:

@@ -40,3 +40,13 @@ def set_condition(obj: dict[str, Any], kind: str, status: str, now: float, reaso
 def transition_time(obj: dict[str, Any], kind: str) -> str | None:
     found = condition(obj, kind)
     return found.get("lastTransitionTime") if found else None
+
+
+def clear_condition(obj: dict[str, Any], kind: str) -> bool:
+    """Remove a condition (Karpenter's Clear); True if it was there."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    kept = [item for item in conditions if item.get("type") != kind]
+    if len(kept) == len(conditions):
+        return False
+    obj["status"]["conditions"] = kept
+    return True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from provisioner.cluster.api import ClusterReader
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import Obj, parse_timestamp
@@ -13,20 +15,40 @@ from provisioner.taints import Taint
 
 
 class Views:
-    """Caches parsed pods by uid and resourceVersion: most objects do not change between steps."""
+    """Caches parsed pods by uid and resourceVersion: most objects do not change between steps. When only a pod's
+    status or node changes (the common case: bound, started, marked unschedulable), the parse of its spec is
+    kept and only the status is read again."""
 
     def __init__(self) -> None:
         self._pods: dict[str, tuple[str | None, Pod]] = {}
+        # uid -> (the spec without nodeName, the namespace and labels it was parsed with, the spec's view)
+        self._specs: dict[str, tuple[tuple[str, dict[str, Any], dict[str, str]], Pod]] = {}
 
     def pod(self, obj: Obj) -> Pod:
         meta = obj["metadata"]
-        cached = self._pods.get(meta["uid"])
+        uid = meta["uid"]
+        cached = self._pods.get(uid)
         if cached is not None and cached[0] == meta.get("resourceVersion"):
             return cached[1]
         created = parse_timestamp(meta["creationTimestamp"]) if meta.get("creationTimestamp") else 0.0
-        pod = pod_from_manifest(obj, created=created)
-        self._pods[meta["uid"]] = (meta.get("resourceVersion"), pod)
+        spec = obj.get("spec") or {}
+        shape = (
+            meta.get("namespace") or "default",
+            {key: value for key, value in spec.items() if key != "nodeName"},
+            dict(meta.get("labels") or {}),
+        )
+        known = self._specs.get(uid)
+        spec_view = known[1] if known is not None and known[0] == shape else None
+        pod = pod_from_manifest(obj, created=created, spec_view=spec_view)
+        if spec_view is None:
+            self._specs[uid] = (shape, pod)
+        self._pods[uid] = (meta.get("resourceVersion"), pod)
         return pod
+
+    def forget(self, uid: str) -> None:
+        """Drop a deleted pod's cached views (a long-running engine would otherwise keep every pod it ever saw)."""
+        self._pods.pop(uid, None)
+        self._specs.pop(uid, None)
 
     def pods_by_node(self, store: ClusterReader) -> dict[str, list[Pod]]:
         result: dict[str, list[Pod]] = {}

@@ -24,13 +24,47 @@ LIFECYCLE = "controller.nodeclaim.lifecycle"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 
 
-def next_due(ctx: ClusterContext) -> float | None:
+def _registration_dues(ctx: ClusterContext) -> list[float]:
     times = []
     for claim in ctx.api.list("NodeClaim"):
         due = ctx.cloud.registered_by(claim)
         if due is not None:
             times.extend([due, due + REGISTRATION_TIMEOUT])
-    future = [t for t in times if t > ctx.now]
+    return sorted(times)
+
+
+class LifecycleController:
+    """Runs when NodeClaims, Nodes or ResourceSlices were written since its last run, or a registration is due;
+    otherwise every NodeClaim is where it was and nothing can move it."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[int, int, int] | None = None
+        self._seen_at = float("-inf")
+        self._dues: list[float] = []
+
+    def _versions(self, ctx: ClusterContext) -> tuple[int, int, int]:
+        return (ctx.api.kind_version("NodeClaim"), ctx.api.kind_version("Node"), ctx.api.kind_version("ResourceSlice"))
+
+    def next_due(self, ctx: ClusterContext) -> float | None:
+        if self._versions(ctx) != self._seen:
+            self._dues = _registration_dues(ctx)
+        future = [t for t in self._dues if t > ctx.now]
+        return future[0] if future else None
+
+    def reconcile(self, ctx: ClusterContext) -> bool:
+        if self._versions(ctx) == self._seen and not any(self._seen_at < t <= ctx.now for t in self._dues):
+            return False
+        changed = reconcile(ctx)
+        # A NodeClaim moves one phase per run (launch, register, initialize), so a run that changed something
+        # runs again; only a run that found nothing to do may be skipped until its inputs change.
+        self._seen = None if changed else self._versions(ctx)
+        self._seen_at = ctx.now
+        self._dues = _registration_dues(ctx)
+        return changed
+
+
+def next_due(ctx: ClusterContext) -> float | None:
+    future = [t for t in _registration_dues(ctx) if t > ctx.now]
     return min(future) if future else None
 
 
@@ -123,7 +157,7 @@ def _register(ctx: ClusterContext, claim: Obj) -> bool:
     due = ctx.cloud.registered_by(claim)
     if due is None or ctx.now < due:
         return False
-    if ctx.now > due + REGISTRATION_TIMEOUT:
+    if ctx.now >= due + REGISTRATION_TIMEOUT:
         ctx.log(
             LogRecord(
                 "deleting nodeclaim, registration timeout exceeded",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from provisioner.controllers import commands, lifecycle
+from provisioner.controllers.consolidatable import ConsolidatableController
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import DisruptionController
 from provisioner.controllers.drift import DriftController
@@ -32,19 +33,22 @@ class Manager:
         self.disruption = DisruptionController(disruption)
         self.drift = DriftController()
         self.expiration = ExpirationController()
+        self.lifecycle = lifecycle.LifecycleController()
+        self.consolidatable = ConsolidatableController()
 
     def step(self, ctx: ClusterContext) -> list[str]:
         """Run every controller once at `ctx.now`; the names of those that changed the cluster."""
         controllers: tuple[tuple[str, Callable[[ClusterContext], bool]], ...] = (
             ("provisioning", self.provisioning.reconcile),
             ("podevents", self.podevents.reconcile),
+            ("consolidatable", self.consolidatable.reconcile),
             ("drift", self.drift.reconcile),
             ("expiration", self.expiration.reconcile),
             ("termination", self.termination.reconcile),
             ("commands", commands.reconcile),
             ("disruption", self.disruption.reconcile),
             ("cloudprovider", lambda c: c.cloud.reconcile(c.now)),
-            ("lifecycle", lifecycle.reconcile),
+            ("lifecycle", self.lifecycle.reconcile),
         )
         changed = []
         for name, reconcile in controllers:
@@ -58,10 +62,11 @@ class Manager:
         sources: tuple[tuple[str, Callable[[], list[float]]], ...] = (
             ("provisioning", lambda: _maybe(self.provisioning.next_due(ctx.now))),
             ("disruption", self.disruption.next_due),
+            ("consolidatable", lambda: self.consolidatable.next_due(ctx)),
             ("disruption.queue", lambda: commands.next_due(ctx)),
             ("node.termination", lambda: self.termination.next_due(ctx)),
             ("nodeclaim.expiration", lambda: self.expiration.next_due(ctx)),
-            ("nodeclaim.lifecycle", lambda: _maybe(lifecycle.next_due(ctx))),
+            ("nodeclaim.lifecycle", lambda: _maybe(self.lifecycle.next_due(ctx))),
             ("cloudprovider", lambda: _maybe(ctx.cloud.next_due(ctx.now))),
         )
         times: list[float] = []

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from provisioner import labels as wk
 from provisioner.cluster import dra, pdb
-from provisioner.cluster.conditions import is_true, transition_time
+from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.controllers.consolidatable import CONSOLIDATABLE
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.provisioning import cluster_nodes, daemonsets
 from provisioner.disruption.consolidation import ClusterView
@@ -61,9 +62,6 @@ def _under_consolidate_after(ctx: ClusterContext, claimed: ClaimedNode) -> bool:
 def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node) -> ClaimedNode:
     labels = claim["metadata"].get("labels") or {}
     pool = ctx.nodepool(labels.get(wk.NODEPOOL, ""))
-    after = pool.consolidate_after_seconds if pool is not None else None
-    last_event = (claim.get("status") or {}).get("lastPodEventTime") or transition_time(claim, "Initialized")
-    consolidatable = after is not None and last_event is not None and ctx.now - parse_timestamp(last_event) >= after
     drift = next(
         (
             c
@@ -83,7 +81,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node) -> Clai
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
         initialized=is_true(claim, "Initialized"),
         deleting=bool(claim["metadata"].get("deletionTimestamp") or node_obj["metadata"].get("deletionTimestamp")),
-        consolidatable=consolidatable,
+        consolidatable=is_true(claim, CONSOLIDATABLE),
         drifted=drift.get("reason") if drift else None,
         grace_period=bool((claim.get("spec") or {}).get("terminationGracePeriod")),
         drifted_at=parse_timestamp(drift["lastTransitionTime"]) if drift else 0.0,

@@ -31,12 +31,15 @@ from provisioner.taints import EFFECTS, Toleration
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
-def pod_from_manifest(doc: Mapping[str, Any], *, created: float = 0.0) -> Pod:
-    """A stored Pod object as the scheduler sees it."""
+def pod_from_manifest(doc: Mapping[str, Any], *, created: float = 0.0, spec_view: Pod | None = None) -> Pod:
+    """A stored Pod object as the scheduler sees it. `spec_view` is an earlier parse of the same spec, namespace
+    and labels (a cache's), whose scheduling fields are reused."""
     meta = doc.get("metadata") or {}
     spec = doc.get("spec") or {}
     status = doc.get("status") or {}
-    pod = pod_from_spec(spec, "spec", namespace=meta.get("namespace") or "default", labels=meta.get("labels") or {})
+    pod = spec_view or pod_from_spec(
+        spec, "spec", namespace=meta.get("namespace") or "default", labels=meta.get("labels") or {}
+    )
     owners = meta.get("ownerReferences") or []
     controller = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     conditions = status.get("conditions") or []

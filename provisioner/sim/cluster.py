@@ -27,14 +27,16 @@ class SimulatedCluster:
         self.scheduler = kubescheduler.KubeScheduler(state.get("scheduler"))
         self.errors: list[str] = []  # components that raised, for the lab to log
         self._pdb_versions: tuple[int, int] | None = None
+        self._deployments: workloads.Memo = {}
+        self._replicasets: workloads.Memo = {}
         self._claims_versions: tuple[int, int] | None = None
 
     def step(self, now: float) -> list[str]:
         """Run each component once at `now`; the names of those that changed something."""
         store, rng = self.store, self.rng
         components: tuple[tuple[str, Callable[[], bool]], ...] = (
-            ("deployments", lambda: workloads.reconcile_deployments(store)),
-            ("replicasets", lambda: workloads.reconcile_replicasets(store, rng, now)),
+            ("deployments", lambda: workloads.reconcile_deployments(store, self._deployments)),
+            ("replicasets", lambda: workloads.reconcile_replicasets(store, rng, self._replicasets)),
             ("daemonsets", lambda: workloads.reconcile_daemonsets(store, rng)),
             ("garbage-collector", lambda: workloads.collect_garbage(store, self.nodepool_uids)),
             ("resourceclaims", self._make_claims),

@@ -8,6 +8,7 @@ request defaults), ties broken by node name. Pods that fit nowhere get PodSchedu
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,8 +43,10 @@ class _NodeState:
     # CPU and memory as LeastAllocated counts them (a request of 0 counts as the default), kept as pods bind.
     scored: dict[str, int] = field(default_factory=dict)
     requirements: Requirements = field(default_factory=lambda: Requirements([]))  # the labels, parsed once
+    version: int = 0  # bumped on every bind, so per-class queues know their entry for this node is stale
 
     def bind(self, pod: Pod) -> None:
+        self.version += 1
         self.pods.append(pod)
         self.requested = add(self.requested, _requests(pod))
         for resource, amount in _scored(pod).items():
@@ -98,21 +101,34 @@ def schedule_pending(store: ObjectStore, views: Views, now: float, pending: list
     devices = cluster_dra.published(store) if classes else {}
     # Bound pods' anti-affinity terms, gathered once per pass and extended as pods bind (most pods have none).
     anti_terms = [(n.labels, p, term) for n in nodes for p in n.pods for term in p.anti_affinity]
+    queues: dict[tuple[object, ...], _ClassQueue] = {}
     for obj in pending:
         pod = views.pod(obj)
-        feasible, reasons = _feasible(pod, nodes, anti_terms)
-        if obj["spec"].get("resourceClaims"):
-            # kube-scheduler's DynamicResources plugin: the node must have free devices for every claim.
-            with_devices = []
-            for node in feasible:
-                problem = dra.can_allocate(store, obj, node.name, classes, taken, devices)
-                if problem is None:
-                    with_devices.append(node)
-                else:
-                    reasons["cannot allocate all claims"] += 1
-            feasible = with_devices
-        if feasible:
-            best = max(feasible, key=lambda n: (_score(pod, n), [-ord(c) for c in n.name]))
+        best: _NodeState | None = None
+        reasons: Counter[str] = Counter()
+        if _simple(pod) and not obj["spec"].get("resourceClaims"):
+            key = _class_key(pod)
+            queue = queues.get(key)
+            if queue is None:
+                queue = queues[key] = _ClassQueue(pod, nodes, anti_terms)
+            best = queue.best(pod)
+            if best is None:
+                reasons = queue.reasons(pod)
+        else:
+            feasible, reasons = _feasible(pod, nodes, anti_terms)
+            if obj["spec"].get("resourceClaims"):
+                # kube-scheduler's DynamicResources plugin: the node must have free devices for every claim.
+                with_devices = []
+                for node in feasible:
+                    problem = dra.can_allocate(store, obj, node.name, classes, taken, devices)
+                    if problem is None:
+                        with_devices.append(node)
+                    else:
+                        reasons["cannot allocate all claims"] += 1
+                feasible = with_devices
+            if feasible:
+                best = max(feasible, key=lambda n: (_score(pod, n), [-ord(c) for c in n.name]))
+        if best is not None:
             if obj["spec"].get("resourceClaims"):
                 dra.allocate_on(store, obj, best.name, classes)
                 taken = cluster_dra.allocated(store)
@@ -130,6 +146,67 @@ def schedule_pending(store: ObjectStore, views: Views, now: float, pending: list
                 store.update(obj)
                 changed = True
     return changed
+
+
+def _simple(pod: Pod) -> bool:
+    """A pod whose own constraints do not depend on other pods: feasibility only ever shrinks during a pass."""
+    return not (pod.affinity or pod.anti_affinity or pod.spread)
+
+
+def _class_key(pod: Pod) -> tuple[object, ...]:
+    """Pods that every filter and the score treat alike (a Deployment's pods, typically)."""
+    return (
+        pod.namespace,
+        tuple(sorted(pod.labels.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_terms,
+        pod.tolerations,
+        tuple(sorted(pod.requests.items())),
+        pod.host_ports,
+    )
+
+
+class _ClassQueue:
+    """The feasible nodes of one pod class, best score first, for one pass.
+
+    Binding a pod only ever lowers a node's LeastAllocated score and only ever makes a node less able to take a
+    pod of a simple class (resources, ports and other pods' anti-affinity only grow). So an entry recorded for a
+    node that changed since is re-checked when it reaches the top (re-pushed with its lower score, or dropped for
+    good), and the first current entry on top is exactly the node a full scan would pick: the highest score, ties
+    to the smallest name.
+    """
+
+    def __init__(self, pod: Pod, nodes: Sequence[_NodeState], anti_terms: Sequence[AntiTerm]) -> None:
+        self.nodes = nodes
+        self.anti_terms = anti_terms
+        state = PodState.of(pod)
+        selector = Requirements.from_labels(pod.node_selector)
+        self.terms = [selector.merged(t) for t in state.required_terms] or [selector]
+        self.heap: list[tuple[float, str, int, int]] = []
+        for index, node in enumerate(nodes):
+            if _filter(pod, node, self.terms, nodes, anti_terms) is None:
+                self.heap.append((-_score(pod, node), node.name, index, node.version))
+        heapq.heapify(self.heap)
+
+    def best(self, pod: Pod) -> _NodeState | None:
+        while self.heap:
+            _, name, index, version = self.heap[0]
+            node = self.nodes[index]
+            if version == node.version:
+                return node
+            heapq.heappop(self.heap)
+            if _filter(pod, node, self.terms, self.nodes, self.anti_terms) is None:
+                heapq.heappush(self.heap, (-_score(pod, node), name, index, node.version))
+        return None
+
+    def reasons(self, pod: Pod) -> Counter[str]:
+        """Why no node can take the pod (computed only when none can)."""
+        reasons: Counter[str] = Counter()
+        for node in self.nodes:
+            reason = _filter(pod, node, self.terms, self.nodes, self.anti_terms)
+            if reason is not None:
+                reasons[reason] += 1
+        return reasons
 
 
 def _node_states(store: ObjectStore, views: Views) -> list[_NodeState]:

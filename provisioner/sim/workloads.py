@@ -30,86 +30,120 @@ def owned_by(store: ObjectStore, kind: str, owner: Obj) -> list[Obj]:
     return store.owned_by(kind, owner["metadata"]["uid"])
 
 
-def reconcile_deployments(store: ObjectStore) -> bool:
-    """Each Deployment keeps one ReplicaSet per pod template; the current one gets the replicas."""
+Memo = dict[str, tuple[object, ...]]  # object uid -> the versions of what its last reconcile read
+
+
+def _inputs(store: ObjectStore, owner: Obj, kind: str, *extra: object) -> tuple[object, ...]:
+    """What reconciling `owner` depends on: itself and the objects of `kind` it controls (and `extra`)."""
+    uid = owner["metadata"]["uid"]
+    return (owner["metadata"].get("resourceVersion"), store.bucket_version(kind, "owner", uid), *extra)
+
+
+def reconcile_deployments(store: ObjectStore, memo: Memo | None = None) -> bool:
+    """Each Deployment keeps one ReplicaSet per pod template; the current one gets the replicas. A Deployment
+    whose spec and ReplicaSets were not written since its last reconcile is skipped (`memo`)."""
     changed = False
     for deployment in store.list("Deployment"):
         if deployment["metadata"].get("deletionTimestamp"):
             continue
-        spec = deployment.get("spec") or {}
-        replicas = int(spec.get("replicas", 1))
-        template = spec.get("template") or {}
-        pod_hash = template_hash(template)
-        name = f"{deployment['metadata']['name']}-{pod_hash}"
-        namespace = deployment["metadata"].get("namespace", "default")
-        for replicaset in owned_by(store, "ReplicaSet", deployment):
-            if replicaset["metadata"]["name"] != name and int(replicaset["spec"].get("replicas", 0)) != 0:
-                replicaset["spec"]["replicas"] = 0  # a rollout: the old template's pods go
-                store.update(replicaset, spec_changed=True)
-                changed = True
-        current = store.get("ReplicaSet", name, namespace)
-        labels = {**(template.get("metadata") or {}).get("labels", {}), "pod-template-hash": pod_hash}
-        if current is None:
-            rs_template = copy.deepcopy(template)
-            rs_template.setdefault("metadata", {})["labels"] = labels
-            store.create(
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "metadata": {
-                        "name": name,
-                        "namespace": namespace,
-                        "labels": labels,
-                        "ownerReferences": [owner_reference(deployment)],
-                    },
-                    "spec": {
-                        "replicas": replicas,
-                        "selector": {"matchLabels": labels},
-                        "template": rs_template,
-                    },
-                }
-            )
-            changed = True
-        elif int(current["spec"].get("replicas", 0)) != replicas:
-            current["spec"]["replicas"] = replicas
-            store.update(current, spec_changed=True)
-            changed = True
-        ready = sum(
-            int((rs.get("status") or {}).get("readyReplicas", 0)) for rs in owned_by(store, "ReplicaSet", deployment)
-        )
-        status = {
-            "replicas": replicas,
-            "readyReplicas": ready,
-            "updatedReplicas": replicas,
-            "observedGeneration": deployment["metadata"].get("generation", 1),
-        }
-        if deployment.get("status") != status:
-            deployment["status"] = status
-            store.update(deployment)
+        uid = deployment["metadata"]["uid"]
+        if memo is not None and memo.get(uid) == _inputs(store, deployment, "ReplicaSet"):
+            continue
+        changed |= _reconcile_deployment(store, deployment)
+        if memo is not None:
+            memo[uid] = _inputs(store, deployment, "ReplicaSet")
     return changed
 
 
-def reconcile_replicasets(store: ObjectStore, rng: random.Random, now: float) -> bool:
+def _reconcile_deployment(store: ObjectStore, deployment: Obj) -> bool:
+    changed = False
+    spec = deployment.get("spec") or {}
+    replicas = int(spec.get("replicas", 1))
+    template = spec.get("template") or {}
+    pod_hash = template_hash(template)
+    name = f"{deployment['metadata']['name']}-{pod_hash}"
+    namespace = deployment["metadata"].get("namespace", "default")
+    for replicaset in owned_by(store, "ReplicaSet", deployment):
+        if replicaset["metadata"]["name"] != name and int(replicaset["spec"].get("replicas", 0)) != 0:
+            replicaset["spec"]["replicas"] = 0  # a rollout: the old template's pods go
+            store.update(replicaset, spec_changed=True)
+            changed = True
+    current = store.get("ReplicaSet", name, namespace)
+    labels = {**(template.get("metadata") or {}).get("labels", {}), "pod-template-hash": pod_hash}
+    if current is None:
+        rs_template = copy.deepcopy(template)
+        rs_template.setdefault("metadata", {})["labels"] = labels
+        store.create(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": labels,
+                    "ownerReferences": [owner_reference(deployment)],
+                },
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": labels},
+                    "template": rs_template,
+                },
+            }
+        )
+        changed = True
+    elif int(current["spec"].get("replicas", 0)) != replicas:
+        current["spec"]["replicas"] = replicas
+        store.update(current, spec_changed=True)
+        changed = True
+    ready = sum(
+        int((rs.get("status") or {}).get("readyReplicas", 0)) for rs in owned_by(store, "ReplicaSet", deployment)
+    )
+    status = {
+        "replicas": replicas,
+        "readyReplicas": ready,
+        "updatedReplicas": replicas,
+        "observedGeneration": deployment["metadata"].get("generation", 1),
+    }
+    if deployment.get("status") != status:
+        deployment["status"] = status
+        store.update(deployment)
+    return changed
+
+
+def reconcile_replicasets(store: ObjectStore, rng: random.Random, memo: Memo | None = None) -> bool:
+    """Each ReplicaSet keeps `replicas` active pods; one whose spec and pods were not written since its last
+    reconcile is skipped (`memo`)."""
     changed = False
     for replicaset in store.list("ReplicaSet"):
         if replicaset["metadata"].get("deletionTimestamp"):
             continue
-        wanted = int(replicaset["spec"].get("replicas", 0))
-        pods = [p for p in owned_by(store, "Pod", replicaset) if not p["metadata"].get("deletionTimestamp")]
-        active = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        if len(active) < wanted:
-            for _ in range(wanted - len(active)):
-                _create_pod(store, replicaset, rng)
-            changed = True
-        elif len(active) > wanted:
-            for victim in _scale_down_order(store, active)[: len(active) - wanted]:
-                store.delete("Pod", victim["metadata"]["name"], victim["metadata"]["namespace"])
-            changed = True
-        ready = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
-        status = {"replicas": min(len(active), wanted) if len(active) > wanted else len(active), "readyReplicas": ready}
-        if replicaset.get("status") != status:
-            replicaset["status"] = status
-            store.update(replicaset)
+        uid = replicaset["metadata"]["uid"]
+        if memo is not None and memo.get(uid) == _inputs(store, replicaset, "Pod"):
+            continue
+        changed |= _reconcile_replicaset(store, replicaset, rng)
+        if memo is not None:
+            memo[uid] = _inputs(store, replicaset, "Pod")
+    return changed
+
+
+def _reconcile_replicaset(store: ObjectStore, replicaset: Obj, rng: random.Random) -> bool:
+    changed = False
+    wanted = int(replicaset["spec"].get("replicas", 0))
+    pods = [p for p in owned_by(store, "Pod", replicaset) if not p["metadata"].get("deletionTimestamp")]
+    active = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    if len(active) < wanted:
+        for _ in range(wanted - len(active)):
+            _create_pod(store, replicaset, rng)
+        changed = True
+    elif len(active) > wanted:
+        for victim in _scale_down_order(store, active)[: len(active) - wanted]:
+            store.delete("Pod", victim["metadata"]["name"], victim["metadata"]["namespace"])
+        changed = True
+    ready = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
+    status = {"replicas": min(len(active), wanted) if len(active) > wanted else len(active), "readyReplicas": ready}
+    if replicaset.get("status") != status:
+        replicaset["status"] = status
+        store.update(replicaset)
     return changed
 
 
