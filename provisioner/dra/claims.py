@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from provisioner.dra.cel import CELError, Device, matches, validate
+from provisioner.dra.cel import CELError, Device, evaluate, validate
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
 from provisioner.requirements import Requirement, RequirementError, Requirements
@@ -200,6 +200,17 @@ def dra_config_pools(doc: Mapping[str, Any]) -> list[DriverPool]:
     return pools
 
 
+def _selected(selectors: Sequence[str], device: Device, errors: list[str]) -> bool:
+    """Every selector picks the device; a selector that cannot decide (a CEL runtime error) adds why to `errors`."""
+    for selector in selectors:
+        verdict = evaluate(selector, device)
+        if verdict.error:
+            errors.append(f'device "{device.name}": {verdict.error}')
+        if not verdict.matched:
+            return False
+    return True
+
+
 def allocate(
     requests: Sequence[DeviceRequest],
     devices: Iterable[Device],
@@ -215,10 +226,12 @@ def allocate(
         if device_class is None:
             return f'DeviceClass "{request.device_class}" not found ({request.describe()})'
         selectors = (*device_class.selectors, *request.selectors)
-        fitting = [d for d in available if key(d) not in used and all(matches(s, d) for s in selectors)]
+        errors: list[str] = []
+        fitting = [d for d in available if key(d) not in used and _selected(selectors, d, errors)]
         wanted = len(fitting) if request.all else request.count
         if not fitting or len(fitting) < wanted:
-            return f"cannot allocate {request.describe()}: {len(fitting)} matching device(s) free, {wanted} needed"
+            why = f"; {errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "") if errors else ""
+            return f"cannot allocate {request.describe()}: {len(fitting)} matching device(s) free, {wanted} needed{why}"
         for device in fitting[:wanted]:
             used.add(key(device))
             chosen.append((request, device))
