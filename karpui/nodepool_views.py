@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -16,6 +17,7 @@ from karpui import models, services, store, whatif
 from karpui.views import _cluster
 from provisioner.controllers.disruption import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.manifests import ManifestError
+from provisioner.manifests.documents import load_document
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 
 # form field -> the manifest path an error names when it is that field's fault
@@ -59,12 +61,15 @@ class NodePoolForm(forms.Form):
     def proposed(self) -> dict[str, Any] | None:
         """The YAML with the form's fields written into it; errors are added to the form."""
         try:
-            doc = yaml.safe_load(self.cleaned_data["manifest"])
-        except yaml.YAMLError as error:
-            self.add_error("manifest", f"malformed YAML: {error}")
+            doc = load_document(self.cleaned_data["manifest"])  # the bounds `karp apply` has
+        except ManifestError as error:
+            self.attach(error)
             return None
         if not isinstance(doc, dict):
             self.add_error("manifest", "expected one NodePool object")
+            return None
+        if doc.get("kind") != "NodePool":
+            self.add_error("manifest", f'kind: expected "NodePool", got {json.dumps(doc.get("kind"))[:100]}')
             return None
         spec = doc.setdefault("spec", {})
         disruption = spec.setdefault("disruption", {})

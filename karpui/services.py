@@ -20,7 +20,7 @@ from provisioner.catalog.kwok import kwok_catalog
 from provisioner.dra.declarations import API_VERSION as DECLARATION_API
 from provisioner.dra.declarations import DeviceDeclaration, parse_declaration
 from provisioner.manifests import Document, ManifestError, load_documents
-from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
+from provisioner.manifests.cluster import VALIDATORS, check_pods_per_apply, validate_cluster_object
 from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, parse_nodeclass
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 from provisioner.objects import NodeClass, NodePool
@@ -201,6 +201,7 @@ def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list
     controllers then react at the current time (a Deployment gets its pods at once, as on a real cluster).
     """
     documents = load_documents(text)
+    check_pods_per_apply([document.body for document in documents])
     values = [(document, parse_document(document)) for document in documents]
     with transaction.atomic():
         results = []
@@ -299,6 +300,20 @@ def catalog_import(*, catalog: Catalog, actor: Actor) -> models.Catalog:
             {"instanceTypes": len(catalog.instance_types)},
         )
     return row
+
+
+def catalog_delete(*, name: str, actor: Actor) -> None:
+    """Remove a catalog with its instance types and offerings, audited like an import; LookupError if there is
+    none. NodePools whose node class it served then have no instance types until another catalog lists the kind."""
+    if actor.user is not None and not actor.user.has_perm("karpui.delete_catalog"):  # type: ignore[attr-defined]
+        raise PermissionDenied(f"{actor.name} may not delete instance catalogs")
+    with transaction.atomic():
+        row = models.Catalog.objects.select_for_update().filter(name=name).first()
+        if row is None:
+            raise LookupError(f'catalog "{name}" not found')
+        before = {"instanceTypes": row.instance_types.count(), "nodeClassKinds": list(row.node_class_kinds)}
+        row.delete()
+        _audit(actor, "delete", "InstanceCatalog", name, before, None)
 
 
 def _catalog_rows_create(row: models.Catalog, catalog: Catalog) -> None:

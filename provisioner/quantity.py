@@ -28,6 +28,9 @@ _DECIMAL: dict[str, Fraction] = {
 _BYTE_RESOURCES = ("memory", "ephemeral-storage", "storage")
 
 MILLI = 1000
+# Every amount is held in milli-units, and Kubernetes reads quantities as int64 milli-values (MilliValue(), as the
+# scheduler does for CPU), so a larger amount has no meaning there; nor would it fit the database's bigint columns.
+MAX_MILLI = 2**63 - 1
 
 Resources = dict[str, int]
 """A resource list: resource name -> exact amount in milli-units (cpu "1" is 1000, memory "1Ki" is 1_024_000)."""
@@ -42,10 +45,20 @@ def parse_quantity(text: str | int) -> int:
     if isinstance(text, bool):
         raise QuantityError(f"quantities must be strings or integers, not {text!r}")
     if isinstance(text, int):
-        return text * MILLI
+        return _bounded(text * MILLI, str(text))
     if not isinstance(text, str):
         raise QuantityError(f"quantities must be strings or integers, not {type(text).__name__}")
     return _parse_text(text)
+
+
+def _bounded(milli: int, text: str) -> int:
+    if abs(milli) > MAX_MILLI:
+        raise QuantityError(f"quantity {_echo(text)} is too large: at most {MAX_MILLI}m (an int64 of milli-units)")
+    return milli
+
+
+def _echo(text: str) -> str:
+    return repr(text if len(text) <= 64 else f"{text[:64]}…")
 
 
 # A cluster repeats a handful of quantities ("500m", "512Mi") across thousands of pods; exact Fraction arithmetic
@@ -54,7 +67,9 @@ def parse_quantity(text: str | int) -> int:
 def _parse_text(text: str) -> int:
     match = _QUANTITY.match(text)
     if match is None:
-        raise QuantityError(f"quantities must match the regular expression of Kubernetes quantities: {text!r}")
+        raise QuantityError(f"quantities must match the regular expression of Kubernetes quantities: {_echo(text)}")
+    if len(match["number"]) > 64:  # 2^63 has 19 digits: more only cost time in Fraction arithmetic
+        raise QuantityError(f"quantity {_echo(text)} has more than 64 digits")
     value = Fraction(match["number"])
     if match["binary"]:
         value *= _BINARY[match["binary"]]
@@ -69,7 +84,7 @@ def _parse_text(text: str) -> int:
         value = -value
     milli = value * MILLI
     # Kubernetes rounds precision below a milli-unit up (away from zero for positive values).
-    return -((-milli.numerator) // milli.denominator)
+    return _bounded(-((-milli.numerator) // milli.denominator), text)
 
 
 def is_byte_resource(resource: str) -> bool:

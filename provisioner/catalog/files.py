@@ -5,17 +5,27 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from provisioner import labels as wk
 from provisioner.catalog.instance_type import Catalog, InstanceType, Offering, Overhead
+from provisioner.dra.cel import Device
 from provisioner.manifests import fields as f
 from provisioner.manifests.documents import load_documents
 from provisioner.manifests.errors import ManifestError
-from provisioner.quantity import QuantityError, Resources, format_resources, parse_resources
+from provisioner.quantity import format_resources
 
 API_VERSION = "karpui.dev/v1alpha1"
 KIND = "InstanceCatalog"
 _TYPE_FIELDS = ("name", "labels", "capacity", "overhead", "offerings", "devices")
 _OVERHEAD_FIELDS = ("kubeReserved", "systemReserved", "evictionThreshold")
 _OFFERING_FIELDS = ("zone", "capacityType", "price", "available")
+_DEVICE_GROUP_FIELDS = ("driver", "pool", "devices")
+# Kubernetes' bounds on a ResourceSlice: devices in one, and attributes plus capacities of one device. CEL cost
+# estimates (provisioner/dra/cel.py) count on devices staying within them.
+MAX_DEVICES = 128
+MAX_DEVICE_ATTRIBUTES = 32
+# Columns the catalog page filters on (karpui.models.InstanceType, Offering): arch, os and capacity type hold 32.
+_SHORT_LABEL = 32
+_MAX_PODS = 2**31 - 1
 
 
 def load_catalog(text: str) -> Catalog:
@@ -35,6 +45,8 @@ def catalog_from_manifest(doc: dict[str, Any]) -> Catalog:
         raise ManifestError(f"expected apiVersion {API_VERSION} and kind {KIND}", field="kind")
     f.mapping(doc, "", allowed=("apiVersion", "kind", "metadata", "spec"))
     meta = f.metadata(doc)
+    # A catalog's name is part of its URLs (/catalog/<name>/export), so it is a DNS label, not a subdomain.
+    f.dns_label(meta.get("name"), "metadata.name", what="catalog name")
     spec = f.mapping(doc.get("spec"), "spec", allowed=("description", "nodeClassKinds", "instanceTypes"), required=True)
     kinds = tuple(
         f.string(kind, f"spec.nodeClassKinds[{i}]", required=True) or ""
@@ -96,25 +108,40 @@ def instance_type_from_spec(item: Any, path: str) -> InstanceType:
 
 def _instance_type(item: Any, path: str) -> InstanceType:
     spec = f.mapping(item, path, allowed=_TYPE_FIELDS, required=True)
-    name = f.object_name(spec.get("name"), f"{path}.name")
-    labels = f.string_map(spec.get("labels"), f"{path}.labels")
-    capacity = _resources(spec.get("capacity"), f"{path}.capacity")
+    # The name becomes the node.kubernetes.io/instance-type label's value: a label value's 63 characters at most.
+    name = f.object_name(spec.get("name"), f"{path}.name", max_length=63)
+    labels = f.label_map(spec.get("labels"), f"{path}.labels")
+    for key in (wk.ARCH, wk.OS):
+        if len(labels.get(key, "")) > _SHORT_LABEL:
+            raise ManifestError(f"must be no more than {_SHORT_LABEL} characters", field=f"{path}.labels.{key}")
+    capacity = f.resources(spec.get("capacity"), f"{path}.capacity")
     for required in ("cpu", "memory", "pods"):
         if required not in capacity:
             raise ManifestError("Required value", field=f"{path}.capacity.{required}")
+    if capacity["pods"] > _MAX_PODS * 1000:
+        raise ManifestError(f"must be no more than {_MAX_PODS}", field=f"{path}.capacity.pods")
     overhead_spec = f.mapping(spec.get("overhead"), f"{path}.overhead", allowed=_OVERHEAD_FIELDS)
     overhead = Overhead(
-        kube_reserved=_resources(overhead_spec.get("kubeReserved"), f"{path}.overhead.kubeReserved"),
-        system_reserved=_resources(overhead_spec.get("systemReserved"), f"{path}.overhead.systemReserved"),
-        eviction_threshold=_resources(overhead_spec.get("evictionThreshold"), f"{path}.overhead.evictionThreshold"),
+        kube_reserved=f.resources(overhead_spec.get("kubeReserved"), f"{path}.overhead.kubeReserved"),
+        system_reserved=f.resources(overhead_spec.get("systemReserved"), f"{path}.overhead.systemReserved"),
+        eviction_threshold=f.resources(overhead_spec.get("evictionThreshold"), f"{path}.overhead.evictionThreshold"),
     )
     offerings = []
+    places: set[tuple[str, str]] = set()
     for index, raw in enumerate(f.sequence(spec.get("offerings"), f"{path}.offerings")):
-        offerings.append(_offering(raw, f"{path}.offerings[{index}]"))
+        offering = _offering(raw, f"{path}.offerings[{index}]")
+        if (offering.zone, offering.capacity_type) in places:
+            raise ManifestError(
+                f"duplicate offering for zone {offering.zone!r} and capacity type {offering.capacity_type!r}",
+                field=f"{path}.offerings[{index}]",
+            )
+        places.add((offering.zone, offering.capacity_type))
+        offerings.append(offering)
     if not offerings:
         raise ManifestError("an instance type needs at least one offering", field=f"{path}.offerings")
     devices = tuple(
-        f.mapping(d, f"{path}.devices[{i}]") for i, d in enumerate(f.sequence(spec.get("devices"), f"{path}.devices"))
+        _device_group(group, f"{path}.devices[{i}]", name)
+        for i, group in enumerate(f.sequence(spec.get("devices"), f"{path}.devices"))
     )
     return InstanceType(
         name=name, capacity=capacity, offerings=tuple(offerings), labels=labels, overhead=overhead, devices=devices
@@ -123,25 +150,56 @@ def _instance_type(item: Any, path: str) -> InstanceType:
 
 def _offering(raw: Any, path: str) -> Offering:
     spec = f.mapping(raw, path, allowed=_OFFERING_FIELDS, required=True)
+    # Both become node labels (topology.kubernetes.io/zone, karpenter.sh/capacity-type).
     zone = f.string(spec.get("zone"), f"{path}.zone", required=True)
     capacity_type = f.string(spec.get("capacityType"), f"{path}.capacityType", required=True)
+    assert zone is not None and capacity_type is not None
+    f.label_value(zone, f"{path}.zone")
+    f.label_value(capacity_type, f"{path}.capacityType")
+    if len(capacity_type) > _SHORT_LABEL:
+        raise ManifestError(f"must be no more than {_SHORT_LABEL} characters", field=f"{path}.capacityType")
     price = spec.get("price")
     if isinstance(price, bool) or not isinstance(price, int | float) or not math.isfinite(price) or price < 0:
         raise ManifestError(f"price must be a non-negative number, got {price!r}", field=f"{path}.price")
     available = spec.get("available", True)
     if not isinstance(available, bool):
         raise ManifestError(f"expected a boolean, got {f.type_name(available)}", field=f"{path}.available")
-    assert zone is not None and capacity_type is not None
     return Offering(zone=zone, capacity_type=capacity_type, price=float(price), available=available)
 
 
-def _resources(value: Any, path: str) -> Resources:
-    try:
-        resources = parse_resources(f.mapping(value, path), field=path)
-    except QuantityError as error:
-        field, _, message = str(error).partition(": ")
-        raise ManifestError(message, field=field) from None
-    for name, amount in resources.items():
-        if amount < 0:
-            raise ManifestError("must not be negative", field=f"{path}.{name}")
-    return resources
+def _device_group(raw: Any, path: str, type_name: str) -> dict[str, Any]:
+    """A DRA declaration on a type: the driver, its pool (default `<type>-pool`) and the devices it publishes."""
+    spec = f.mapping(raw, path, allowed=_DEVICE_GROUP_FIELDS, required=True)
+    driver = f.object_name(spec.get("driver"), f"{path}.driver", max_length=63)
+    pool = f.string(spec.get("pool"), f"{path}.pool") or f"{type_name}-pool"
+    devices = device_specs(spec.get("devices"), f"{path}.devices", driver)
+    return {"driver": driver, "pool": pool, "devices": [dict(d) for d in devices]}
+
+
+def device_specs(value: Any, path: str, driver: str) -> tuple[dict[str, Any], ...]:
+    """resource.k8s.io Devices as a driver publishes them: named uniquely, readable as CEL sees them, within
+    Kubernetes' bounds (MAX_DEVICES, MAX_DEVICE_ATTRIBUTES)."""
+    devices = tuple(
+        f.mapping(d, f"{path}[{i}]", required=True)
+        for i, d in enumerate(f.sequence(value, path, max_items=MAX_DEVICES))
+    )
+    if not devices:
+        raise ManifestError("at least one device is required", field=path)
+    names: set[str] = set()
+    for index, device in enumerate(devices):
+        name = f.object_name(device.get("name"), f"{path}[{index}].name", max_length=63)
+        if name in names:
+            raise ManifestError(f"duplicate device name {name!r}", field=f"{path}[{index}].name")
+        names.add(name)
+        attributes = f.mapping(device.get("attributes"), f"{path}[{index}].attributes")
+        capacity = f.mapping(device.get("capacity"), f"{path}[{index}].capacity")
+        if len(attributes) + len(capacity) > MAX_DEVICE_ATTRIBUTES:
+            raise ManifestError(
+                f"must have at most {MAX_DEVICE_ATTRIBUTES} attributes and capacities together",
+                field=f"{path}[{index}]",
+            )
+        try:
+            Device.from_spec(device, driver)
+        except ValueError as error:
+            raise ManifestError(str(error), field=f"{path}[{index}]") from None
+    return devices

@@ -9,13 +9,20 @@ from typing import Any
 from provisioner.dra.claims import device_class_from_manifest, dra_config_pools, validate_claim, validate_claim_template
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
+from provisioner.manifests.kubernetes import check_fields
 from provisioner.manifests.pod import pod_from_spec
-from provisioner.quantity import QuantityError, parse_resources
 from provisioner.selectors import LabelSelector, SelectorError
 from provisioner.taints import EFFECTS
 
 _INT_OR_PERCENT = re.compile(r"^([0-9]+%?)$")
 TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
+# What one workload and one apply may ask for: the lab holds every pod in memory and a tick at 5,000 pods takes
+# ~1 s (bench/lab.py); 1,000,000 replicas once ran the worker out of memory while it held the cluster's lock.
+MAX_REPLICAS = 5000
+MAX_PODS_PER_APPLY = 5000
+# The lab names a Deployment's ReplicaSet `<deployment>-<10 characters>` and a pod `<owner>-<5 characters>`;
+# these keep every generated name within Kubernetes' 253.
+_MAX_WORKLOAD_NAME = {"Deployment": 253 - 17, "ReplicaSet": 253 - 6, "DaemonSet": 253 - 6}
 
 
 def _pod(doc: dict[str, Any]) -> None:
@@ -31,13 +38,14 @@ def _pod(doc: dict[str, Any]) -> None:
 
 def _workload(doc: dict[str, Any]) -> None:
     f.mapping(doc, "", allowed=TOP_LEVEL)
-    f.metadata(doc)
+    f.metadata(doc, max_name=_MAX_WORKLOAD_NAME[doc["kind"]])
     spec = f.mapping(doc.get("spec"), "spec", required=True)
     if doc["kind"] != "DaemonSet":
-        f.integer(spec.get("replicas", 1), "spec.replicas", minimum=0)
+        f.integer(spec.get("replicas", 1), "spec.replicas", minimum=0, maximum=MAX_REPLICAS)
     template = f.mapping(spec.get("template"), "spec.template", required=True)
     template_meta = f.mapping(template.get("metadata"), "spec.template.metadata")
-    labels = f.string_map(template_meta.get("labels"), "spec.template.metadata.labels")
+    labels = f.label_map(template_meta.get("labels"), "spec.template.metadata.labels")
+    f.annotation_map(template_meta.get("annotations"), "spec.template.metadata.annotations")
     try:
         selector = LabelSelector.from_spec(f.mapping(spec.get("selector"), "spec.selector", required=True))
     except SelectorError as error:
@@ -70,11 +78,7 @@ def _node(doc: dict[str, Any]) -> None:
             )
     status = f.mapping(doc.get("status"), "status")
     for section in ("capacity", "allocatable"):
-        try:
-            parse_resources(f.mapping(status.get(section), f"status.{section}"), field=f"status.{section}")
-        except QuantityError as error:
-            field, _, message = str(error).partition(": ")
-            raise ManifestError(message, field=field) from None
+        f.resources(status.get(section), f"status.{section}")
 
 
 def _pdb(doc: dict[str, Any]) -> None:
@@ -100,6 +104,7 @@ def _pdb(doc: dict[str, Any]) -> None:
 def _namespace(doc: dict[str, Any]) -> None:
     f.mapping(doc, "", allowed=TOP_LEVEL)
     f.metadata(doc)
+    f.dns_label(doc["metadata"]["name"], "metadata.name", what="namespace name")
 
 
 def _opaque(doc: dict[str, Any]) -> None:
@@ -138,5 +143,26 @@ def validate_cluster_object(doc: dict[str, Any]) -> dict[str, Any]:
     versions, validate = VALIDATORS[str(kind)]
     if doc.get("apiVersion") not in versions:
         raise ManifestError(f'no matches for kind "{kind}" in version "{doc.get("apiVersion")}"', field="apiVersion")
+    check_fields(doc)
     validate(doc)
     return doc
+
+
+def pods_requested(bodies: list[dict[str, Any]]) -> int:
+    """Pods a set of manifests asks for at once: bare Pods plus Deployments' and ReplicaSets' replicas."""
+    total = 0
+    for body in bodies:
+        if body.get("kind") == "Pod":
+            total += 1
+        elif body.get("kind") in ("Deployment", "ReplicaSet"):
+            replicas = (body.get("spec") or {}).get("replicas", 1)
+            total += replicas if isinstance(replicas, int) else 0
+    return total
+
+
+def check_pods_per_apply(bodies: list[dict[str, Any]]) -> None:
+    total = pods_requested(bodies)
+    if total > MAX_PODS_PER_APPLY:
+        raise ManifestError(
+            f"the manifests ask for {total} pods (Pods plus replicas); one apply may ask for at most {MAX_PODS_PER_APPLY}"
+        )

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+# An error quotes the input it refuses (a value, a key, a name); these bound how much of it comes back, so a
+# megabyte-long value is not echoed to the terminal, the page and the log.
+MAX_MESSAGE = 1000
+MAX_PATH = 300
+MAX_NAME = 253
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
 
 class ManifestError(ValueError):
     """A manifest that cannot be accepted. `field` is a dotted path like `spec.weight`."""
@@ -9,12 +22,13 @@ class ManifestError(ValueError):
     def __init__(
         self, message: str, *, field: str = "", document: int | None = None, kind: str = "", name: str = ""
     ) -> None:
+        message = clip(message, MAX_MESSAGE)
         super().__init__(message)
         self.message = message
-        self.field = field
+        self.field = clip(field, MAX_PATH)
         self.document = document
-        self.kind = kind
-        self.name = name
+        self.kind = clip(kind, MAX_NAME)
+        self.name = clip(name, MAX_NAME)
 
     def located(self, *, document: int | None = None, kind: str = "", name: str = "") -> ManifestError:
         """The same error with the document's position and identity filled in where still unknown."""

@@ -7,11 +7,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from provisioner.manifests.errors import ManifestError
+from provisioner.quantity import QuantityError, Resources, format_quantity, parse_resources
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+_DNS_LABEL_ONLY = re.compile(rf"^{_DNS_LABEL}$")
 _NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+# Kubernetes' limit on all of an object's annotations together (keys and values), TotalAnnotationSizeLimitB.
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+INT32 = (-(2**31), 2**31 - 1)
 
 METADATA_FIELDS = frozenset(
     {
@@ -83,6 +89,21 @@ def integer(value: Any, path: str, *, minimum: int | None = None, maximum: int |
     return value
 
 
+def resources(value: Any, path: str) -> Resources:
+    """A ResourceList (requests, limits, capacity): quantities, none negative, as the API server requires."""
+    try:
+        result = parse_resources(mapping(value, path), field=path)
+    except QuantityError as error:
+        field, _, message = str(error).partition(": ")
+        raise ManifestError(message, field=field) from None
+    for name, amount in result.items():
+        if amount < 0:
+            raise ManifestError(
+                f"must be greater than or equal to 0, got {format_quantity(amount, name)}", field=join(path, name)
+            )
+    return result
+
+
 def string_map(value: Any, path: str) -> dict[str, str]:
     result = {}
     for key, item in mapping(value, path).items():
@@ -114,10 +135,13 @@ def label_value(value: str, path: str) -> None:
         )
 
 
-def object_name(value: Any, path: str) -> str:
+def object_name(value: Any, path: str, *, max_length: int = 253) -> str:
+    """A lowercase RFC 1123 subdomain, as most objects' names are."""
     name = string(value, path, required=True)
     assert name is not None
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+    if len(name) > max_length:
+        raise ManifestError(f"must be no more than {max_length} characters, got {len(name)}", field=path)
+    if not _DNS_SUBDOMAIN.match(name):
         raise ManifestError(
             f"invalid name {name!r}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
             "characters, '-' or '.', and must start and end with an alphanumeric character",
@@ -126,11 +150,47 @@ def object_name(value: Any, path: str) -> str:
     return name
 
 
-def metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
+def dns_label(value: Any, path: str, *, what: str = "name") -> str:
+    """A lowercase RFC 1123 label (a namespace, a Namespace's name): at most 63 characters, no dots."""
+    text = string(value, path, required=True)
+    assert text is not None
+    if len(text) > 63 or not _DNS_LABEL_ONLY.match(text):
+        raise ManifestError(
+            f"invalid {what} {text!r}: a lowercase RFC 1123 label must consist of at most 63 lower case "
+            "alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            field=path,
+        )
+    return text
+
+
+def label_map(value: Any, path: str) -> dict[str, str]:
+    """A label map: qualified-name keys, values of at most 63 characters (Kubernetes' ValidateLabels)."""
+    result = string_map(value, path)
+    for key, item in result.items():
+        qualified_name(key, join(path, key))
+        label_value(item, join(path, key))
+    return result
+
+
+def annotation_map(value: Any, path: str) -> dict[str, str]:
+    """An annotation map: qualified-name keys (case-insensitive), at most 256 KiB all together."""
+    result = string_map(value, path)
+    total = 0
+    for key, item in result.items():
+        qualified_name(key.lower(), join(path, key))
+        total += len(key.encode()) + len(item.encode())
+    if total > MAX_ANNOTATIONS_BYTES:
+        raise ManifestError(f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes, got {total}", field=path)
+    return result
+
+
+def metadata(doc: Mapping[str, Any], *, max_name: int = 253) -> dict[str, Any]:
     meta = mapping(doc.get("metadata"), "metadata", allowed=METADATA_FIELDS, required=True)
-    object_name(meta.get("name"), "metadata.name")
-    string_map(meta.get("labels"), "metadata.labels")
-    string_map(meta.get("annotations"), "metadata.annotations")
+    object_name(meta.get("name"), "metadata.name", max_length=max_name)
+    if meta.get("namespace") is not None:
+        dns_label(meta["namespace"], "metadata.namespace", what="namespace")
+    label_map(meta.get("labels"), "metadata.labels")
+    annotation_map(meta.get("annotations"), "metadata.annotations")
     return meta
 
 

@@ -12,6 +12,7 @@ from provisioner import labels as wk
 from provisioner.durations import DurationError, parse_duration
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
+from provisioner.manifests.nodeclass import NODE_CLASS_KINDS
 from provisioner.objects import (
     CONSOLIDATION_POLICIES,
     DEFAULT_BUDGETS,
@@ -23,19 +24,27 @@ from provisioner.objects import (
     NodePool,
     NodeSelectorRequirement,
 )
-from provisioner.quantity import QuantityError, format_resources, parse_resources
+from provisioner.quantity import format_resources
 from provisioner.requirements import DOES_NOT_EXIST, EXISTS, GT, GTE, IN, LT, LTE, OPERATORS
 from provisioner.taints import EFFECTS, Taint
 
 API_V1 = "karpenter.sh/v1"
 API_V1BETA1 = "karpenter.sh/v1beta1"
 KIND = "NodePool"
+# karpui's human gate, read by the disruption controller: how a command of this NodePool is decided, and below
+# what saving ($/h) `auto-below` approves by itself.
+APPROVAL_MODE = "karpui.dev/approval-mode"
+APPROVAL_THRESHOLD = "karpui.dev/approval-threshold"
+APPROVAL_MODES = ("auto", "manual", "auto-below", "dry-run")
 KUBELET_ANNOTATION = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
 NODECLASS_ANNOTATION = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
 
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _NON_NEGATIVE_INT = re.compile(r"^[0-9]+$")
+_DOLLARS = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12})?$")
+# A NodePool's name is the karpenter.sh/nodepool label on its nodes, so it must fit a label value.
+_MAX_NAME = 63
 _WHEN_UNDERUTILIZED = "WhenUnderutilized"
 
 _SPEC_FIELDS = ("template", "disruption", "limits", "weight")
@@ -62,8 +71,10 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
             f'no matches for kind "NodePool" in version "{api_version}" (use {API_V1} or {API_V1BETA1})',
             field="apiVersion",
         )
+    if doc.get("kind") != KIND:
+        raise ManifestError(f"expected kind {KIND}, got {json.dumps(doc.get('kind'))[:100]}", field="kind")
     f.mapping(doc, "", allowed=("apiVersion", "kind", "metadata", "spec", "status"))
-    meta = f.metadata(doc)
+    meta = f.metadata(doc, max_name=_MAX_NAME)
     spec = f.mapping(doc.get("spec"), "spec", allowed=_SPEC_FIELDS, required=True)
     v1beta1 = api_version == API_V1BETA1
     template = f.mapping(spec.get("template"), "spec.template", allowed=_TEMPLATE_FIELDS, required=True)
@@ -75,6 +86,7 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
         required=True,
     )
     annotations = f.string_map(meta.get("annotations"), "metadata.annotations")
+    _approval(annotations)
     template_labels = _template_labels(template_meta.get("labels"))
     requirements = _requirements(template_spec.get("requirements"), "spec.template.spec.requirements")
     taints = _taints(template_spec.get("taints"), "spec.template.spec.taints")
@@ -107,18 +119,14 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
                 template_spec["terminationGracePeriod"], "spec.template.spec.terminationGracePeriod", never=False
             )
     budgets = _budgets(disruption.get("budgets"), allow_reasons=not v1beta1)
-    try:
-        limits = parse_resources(f.mapping(spec.get("limits"), "spec.limits"), field="spec.limits")
-    except QuantityError as error:
-        field, _, message = str(error).partition(": ")
-        raise ManifestError(message, field=field) from None
+    limits = f.resources(spec.get("limits"), "spec.limits")
     weight = f.integer(spec.get("weight"), "spec.weight", minimum=1, maximum=100)
     return NodePool(
         name=meta["name"],
         node_class_ref=node_class_ref,
         requirements=requirements,
         template_labels=template_labels,
-        template_annotations=f.string_map(template_meta.get("annotations"), "spec.template.metadata.annotations"),
+        template_annotations=f.annotation_map(template_meta.get("annotations"), "spec.template.metadata.annotations"),
         taints=taints,
         startup_taints=startup_taints,
         expire_after=expire_after,
@@ -128,7 +136,7 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
         budgets=budgets,
         limits=limits,
         weight=weight,
-        labels=f.string_map(meta.get("labels"), "metadata.labels"),
+        labels=f.label_map(meta.get("labels"), "metadata.labels"),
         annotations=annotations,
     )
 
@@ -286,7 +294,7 @@ def _node_class_ref(value: Any) -> NodeClassRef:
     assert group is not None and kind is not None and name is not None
     if "/" in group:
         raise ManifestError(f"group {group!r} must not contain '/'", field=f.join(path, "group"))
-    return NodeClassRef(group=group, kind=kind, name=name)
+    return _known_node_class(NodeClassRef(group=group, kind=kind, name=name))
 
 
 def _v1beta1_node_class_ref(value: Any, annotations: dict[str, str]) -> NodeClassRef:
@@ -297,7 +305,46 @@ def _v1beta1_node_class_ref(value: Any, annotations: dict[str, str]) -> NodeClas
     kind = f.string(ref.get("kind"), f.join(path, "kind")) or "EC2NodeClass"
     assert name is not None
     annotations[NODECLASS_ANNOTATION] = json.dumps(ref, sort_keys=True)
-    return NodeClassRef(group=api_version.split("/", 1)[0], kind=kind, name=name)
+    return _known_node_class(NodeClassRef(group=api_version.split("/", 1)[0], kind=kind, name=name))
+
+
+def _known_node_class(ref: NodeClassRef) -> NodeClassRef:
+    """The node class must be one karpui serves: a NodePool of another kind could never launch a node."""
+    path = "spec.template.spec.nodeClassRef"
+    if ref.kind not in NODE_CLASS_KINDS:
+        raise ManifestError(
+            f"Unsupported value: {json.dumps(ref.kind)[:100]}: supported values: {', '.join(sorted(NODE_CLASS_KINDS))}",
+            field=f.join(path, "kind"),
+        )
+    groups = sorted({version.split("/")[0] for version in NODE_CLASS_KINDS[ref.kind]})
+    if ref.group not in groups:
+        raise ManifestError(
+            f"Unsupported value: {json.dumps(ref.group)[:100]}: {ref.kind} is served by {' or '.join(groups)}",
+            field=f.join(path, "group"),
+        )
+    return ref
+
+
+def _approval(annotations: dict[str, str]) -> None:
+    """karpui's gate annotations mean something, so they are checked here rather than failing in the gate."""
+    path = "metadata.annotations"
+    mode = annotations.get(APPROVAL_MODE)
+    if mode is not None and mode not in APPROVAL_MODES:
+        raise ManifestError(
+            f"Unsupported value: {json.dumps(mode)[:100]}: supported values: {', '.join(APPROVAL_MODES)}",
+            field=f.join(path, APPROVAL_MODE),
+        )
+    threshold = annotations.get(APPROVAL_THRESHOLD)
+    if threshold is not None and not _DOLLARS.match(threshold):
+        raise ManifestError(
+            f"invalid value {json.dumps(threshold)[:100]}: a non-negative number of dollars per hour, like 0.25",
+            field=f.join(path, APPROVAL_THRESHOLD),
+        )
+    if mode == "auto-below" and threshold is None:
+        raise ManifestError(
+            "Required value: auto-below approves commands saving up to this many $/h",
+            field=f.join(path, APPROVAL_THRESHOLD),
+        )
 
 
 def _v1beta1_consolidation(disruption: dict[str, Any]) -> tuple[str, str]:

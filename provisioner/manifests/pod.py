@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -23,12 +24,13 @@ from provisioner.pods import (
     TopologySpreadConstraint,
     effective_requests,
 )
-from provisioner.quantity import QuantityError, Resources, parse_resources
+from provisioner.quantity import MAX_MILLI, Resources
 from provisioner.requirements import Requirement, RequirementError, Requirements
 from provisioner.selectors import LabelSelector, SelectorError
 from provisioner.taints import EFFECTS, Toleration
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
 def pod_from_manifest(doc: Mapping[str, Any], *, created: float = 0.0, spec_view: Pod | None = None) -> Pod:
@@ -83,13 +85,20 @@ def pod_from_spec(spec: Mapping[str, Any], path: str, *, namespace: str, labels:
         (_container_requests(c, f"{path}.initContainers[{i}]"), (c or {}).get("restartPolicy") == "Always")
         for i, c in enumerate(f.sequence(spec.get("initContainers"), f"{path}.initContainers"))
     ]
-    overhead = _resources(spec.get("overhead"), f"{path}.overhead")
+    overhead = f.resources(spec.get("overhead"), f"{path}.overhead")
     host_ports = tuple(
-        HostPort(int(port["hostPort"]), str(port.get("protocol") or "TCP"), str(port.get("hostIP") or "0.0.0.0"))  # noqa: S104
-        for c in [*containers, *(spec.get("initContainers") or [])]
-        for port in (c or {}).get("ports") or []
-        if port.get("hostPort")
+        port
+        for section in ("containers", "initContainers")
+        for index, container in enumerate(spec.get(section) or [])
+        for port in _host_ports(container, f"{path}.{section}[{index}]")
     )
+    f.integer(spec.get("priority"), f"{path}.priority", minimum=f.INT32[0], maximum=f.INT32[1])
+    requests = effective_requests(app, init, overhead)
+    for resource, amount in requests.items():
+        if amount > MAX_MILLI:
+            raise ManifestError(
+                f"the pod's containers together request more {resource} than a quantity can hold", field=path
+            )
     affinity = f.mapping(spec.get("affinity"), f"{path}.affinity")
     node_affinity = f.mapping(affinity.get("nodeAffinity"), f"{path}.affinity.nodeAffinity")
     required, preferred = _node_affinity(node_affinity, f"{path}.affinity.nodeAffinity")
@@ -99,8 +108,8 @@ def pod_from_spec(spec: Mapping[str, Any], path: str, *, namespace: str, labels:
         name="",
         namespace=namespace,
         labels=dict(labels),
-        requests=effective_requests(app, init, overhead),
-        node_selector=f.string_map(spec.get("nodeSelector"), f"{path}.nodeSelector"),
+        requests=requests,
+        node_selector=f.label_map(spec.get("nodeSelector"), f"{path}.nodeSelector"),
         required_terms=required,
         preferred_terms=preferred,
         tolerations=_tolerations(spec.get("tolerations"), f"{path}.tolerations"),
@@ -124,18 +133,29 @@ def pod_from_spec(spec: Mapping[str, Any], path: str, *, namespace: str, labels:
 def _container_requests(container: Any, path: str) -> Resources:
     container = f.mapping(container, path)
     resources = f.mapping(container.get("resources"), f"{path}.resources")
-    requests = _resources(resources.get("requests"), f"{path}.resources.requests")
-    limits = _resources(resources.get("limits"), f"{path}.resources.limits")
+    requests = f.resources(resources.get("requests"), f"{path}.resources.requests")
+    limits = f.resources(resources.get("limits"), f"{path}.resources.limits")
     # Kubernetes defaults requests to limits for resources that only set a limit.
     return {**limits, **requests}
 
 
-def _resources(value: Any, path: str) -> Resources:
-    try:
-        return parse_resources(f.mapping(value, path), field=path)
-    except QuantityError as error:
-        field, _, message = str(error).partition(": ")
-        raise ManifestError(message, field=field) from None
+def _host_ports(container: Any, path: str) -> list[HostPort]:
+    """A container's ports as the API server checks them; those with a hostPort occupy it on the node."""
+    result = []
+    for index, item in enumerate(f.sequence(f.mapping(container, path).get("ports"), f"{path}.ports")):
+        port_path = f"{path}.ports[{index}]"
+        port = f.mapping(item, port_path, required=True)
+        f.integer(port.get("containerPort"), f"{port_path}.containerPort", minimum=1, maximum=65535)
+        host_port = f.integer(port.get("hostPort"), f"{port_path}.hostPort", minimum=0, maximum=65535)
+        protocol = port.get("protocol") or "TCP"
+        if protocol not in PROTOCOLS:
+            raise ManifestError(
+                f"Unsupported value: {json.dumps(protocol)[:100]}: supported values: {', '.join(PROTOCOLS)}",
+                field=f"{port_path}.protocol",
+            )
+        if host_port:
+            result.append(HostPort(host_port, protocol, str(port.get("hostIP") or "0.0.0.0")))  # noqa: S104
+    return result
 
 
 def _node_selector_requirements(items: Any, path: str) -> Requirements:

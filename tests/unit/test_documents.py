@@ -16,9 +16,7 @@ def test_lists_are_expanded():
 
 
 def test_malformed_yaml_says_where():
-    with pytest.raises(
-        ManifestError, match=r"malformed YAML at line 4, column 1: expected .,. or .\]., but got .<stream end>."
-    ):
+    with pytest.raises(ManifestError, match=r"malformed YAML at line 4, column 1: did not find expected ',' or '\]'$"):
         load_documents("apiVersion: v1\nkind: A\nspec: [1, 2\n")
 
 
@@ -29,7 +27,7 @@ def test_missing_kind_is_named():
 
 
 def test_python_object_tags_are_not_constructed():
-    with pytest.raises(ManifestError, match="malformed YAML"):
+    with pytest.raises(ManifestError, match="unsupported YAML tag tag:yaml.org,2002:python/object/apply:os.system"):
         load_documents("!!python/object/apply:os.system ['true']\n")
 
 

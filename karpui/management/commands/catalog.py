@@ -1,4 +1,5 @@
-"""`manage.py catalog import FILE | export NAME | generate kwok|aws-sample | list`: instance catalogs as files."""
+"""`manage.py catalog import FILE | export NAME | delete NAME | generate kwok|aws-sample | list`: instance catalogs
+as files."""
 
 from __future__ import annotations
 
@@ -16,17 +17,20 @@ from provisioner.catalog.aws import aws_catalog
 from provisioner.catalog.files import catalog_to_manifest, load_catalog
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.manifests import ManifestError
+from provisioner.manifests.documents import MAX_BYTES, decode, read_stream
 
 GENERATORS = {"kwok": kwok_catalog, "aws-sample": aws_catalog}
 
 
 class Command(BaseCommand):
-    help = "Import, export, generate or list instance catalogs (format: docs/catalog-format.md)."
+    help = "Import, export, delete, generate or list instance catalogs (format: docs/catalog-format.md)."
 
     def add_arguments(self, parser: Any) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         importing = sub.add_parser("import", help="load a catalog file into the database, replacing a same-named one")
         importing.add_argument("file", help="YAML or JSON file, or - for standard input")
+        deleting = sub.add_parser("delete", help="remove a stored catalog with its instance types (audited)")
+        deleting.add_argument("name")
         exporting = sub.add_parser("export", help="print a stored catalog")
         exporting.add_argument("name")
         exporting.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
@@ -40,13 +44,20 @@ class Command(BaseCommand):
         actor = services.Actor(name=f"cli:{getpass.getuser()}", via="cli")
         action = options["action"]
         if action == "import":
-            text = sys.stdin.read() if options["file"] == "-" else _read(options["file"])
             try:
-                catalog = load_catalog(text)
+                catalog = load_catalog(
+                    read_stream(sys.stdin, "standard input") if options["file"] == "-" else _read(options["file"])
+                )
             except ManifestError as error:
                 raise CommandError(str(error)) from None
             services.catalog_import(catalog=catalog, actor=actor)
             self.stdout.write(f"catalog {catalog.name}: {len(catalog.instance_types)} instance types imported")
+        elif action == "delete":
+            try:
+                services.catalog_delete(name=options["name"], actor=actor)
+            except LookupError as error:
+                raise CommandError(str(error)) from None
+            self.stdout.write(f'catalog "{options["name"]}" deleted')
         elif action == "export":
             row = next((c for c in store.catalogs_with_types() if c.name == options["name"]), None)
             if row is None:
@@ -66,7 +77,9 @@ class Command(BaseCommand):
 
 def _read(path: str) -> str:
     try:
-        return Path(path).read_text()
+        if Path(path).stat().st_size > MAX_BYTES:  # before reading: a huge file is refused without filling memory
+            raise CommandError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        return decode(Path(path).read_bytes(), path)
     except OSError as error:
         raise CommandError(f"cannot read {path}: {error.strerror}") from None
 

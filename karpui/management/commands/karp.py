@@ -28,6 +28,8 @@ from provisioner.cluster.objects import NotFound
 from provisioner.durations import DurationError, format_duration, parse_duration
 from provisioner.lab import Lab
 from provisioner.manifests import ManifestError, load_documents
+from provisioner.manifests.cluster import MAX_REPLICAS
+from provisioner.manifests.documents import MAX_BYTES, decode, read_stream
 from provisioner.selectors import LabelSelector, SelectorError
 from provisioner.taints import EFFECTS, Taint
 
@@ -256,6 +258,8 @@ class Command(BaseCommand):
         replicas = options["replicas"]
         if replicas is None or replicas < 0:
             raise KarpError("--replicas=COUNT is required, and COUNT must be greater than or equal to 0")
+        if replicas > MAX_REPLICAS:
+            raise KarpError(f"--replicas: at most {MAX_REPLICAS} replicas (karpui's limit per workload)")
         [(resource, name)] = _kind_and_names(rest, require_name=True)
         if resource.kind not in ("Deployment", "ReplicaSet"):
             raise KarpError(f"cannot scale {resource.plural}: only deployments and replicasets")
@@ -469,10 +473,12 @@ def _kind_and_names(words: list[str], *, require_name: bool) -> list[tuple[Resou
 
 
 def _read_files(paths: list[str]) -> str:
+    """The files' text joined as one stream of documents; each must be UTF-8 and the whole within the size cap."""
     texts = []
+    total = 0
     for path in paths:
         if path == "-":
-            texts.append(sys.stdin.read())
+            texts.append(read_stream(sys.stdin, "standard input"))
             continue
         target = Path(path)
         if target.is_dir():
@@ -481,5 +487,12 @@ def _read_files(paths: list[str]) -> str:
             files = [target]
         else:
             raise KarpError(f'the path "{path}" does not exist')
-        texts.extend(file.read_text() for file in files)
+        for file in files:
+            try:
+                total += file.stat().st_size
+                if total > MAX_BYTES:  # checked before reading: a huge file is refused without filling memory
+                    raise KarpError(f"{file}: the files are larger than {MAX_BYTES // (1024 * 1024)} MiB together")
+                texts.append(decode(file.read_bytes(), str(file)))
+            except OSError as error:
+                raise KarpError(f"cannot read {file}: {error.strerror}") from None
     return "\n---\n".join(texts)
