@@ -1,4 +1,4 @@
-"""The catalog page's actions: import a catalog file from the browser, and download a stored one."""
+"""The catalog page's actions: import a catalog file from the browser, download a stored one, delete one."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import services, store
+from karpui import services, store, views
 from provisioner.catalog.files import catalog_to_manifest, load_catalog
 from provisioner.manifests import ManifestError
 
@@ -24,24 +24,42 @@ def catalog_import(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied
     upload = request.FILES.get("file")
     if upload is not None and upload.size is not None and upload.size > settings.KARPUI_CATALOG_MAX_BYTES:
-        messages.error(request, f"file: {upload.size} bytes is over the {settings.KARPUI_CATALOG_MAX_BYTES} limit")
-        return redirect("catalog")
+        return _refused(request, f"file: {upload.size} bytes is over the {settings.KARPUI_CATALOG_MAX_BYTES} limit")
     try:
         text = upload.read().decode() if upload is not None else request.POST.get("text", "")
     except UnicodeDecodeError:
-        messages.error(request, "file: not UTF-8 text (expected a YAML or JSON catalog)")
-        return redirect("catalog")
+        return _refused(request, "file: not UTF-8 text (expected a YAML or JSON catalog)")
     if not text.strip():
-        messages.error(request, "file: choose a catalog file or paste one")
-        return redirect("catalog")
+        return _refused(request, "file: choose a catalog file or paste one")
     try:
         catalog = load_catalog(text)
     except ManifestError as error:
-        messages.error(request, str(error))
-        return redirect("catalog")
+        return _refused(request, str(error))
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
     services.catalog_import(catalog=catalog, actor=actor)
     messages.success(request, f"catalog {catalog.name}: {len(catalog.instance_types)} instance types imported")
+    return redirect("catalog")
+
+
+def _refused(request: HttpRequest, message: str) -> HttpResponse:
+    """A refused action changes nothing: the catalog page again, with why, as a 400."""
+    messages.error(request, message)
+    return views.catalog_page(request, status=400)
+
+
+@require_POST
+def catalog_delete(request: HttpRequest, name: str) -> HttpResponse:
+    """Delete a catalog once its name is typed back (audited); its instance types go with it."""
+    if not request.user.has_perm("karpui.delete_catalog"):
+        raise PermissionDenied
+    if request.POST.get("confirm", "").strip() != name:
+        return _refused(request, f"confirm: type the catalog's name, {name}, to delete it")
+    actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+    try:
+        services.catalog_delete(name=name, actor=actor)
+    except LookupError as error:
+        raise Http404(str(error)) from None
+    messages.success(request, f"catalog {name} deleted")
     return redirect("catalog")
 
 

@@ -22,6 +22,7 @@ urlpatterns = [
     path("catalog/", views.catalog, name="catalog"),
     path("catalog/import", catalog_views.catalog_import, name="catalog-import"),
     path("catalog/<slug:name>/export", catalog_views.catalog_export, name="catalog-export"),
+    path("catalog/<slug:name>/delete", catalog_views.catalog_delete, name="catalog-delete"),
     path("devices/", views.devices, name="devices"),
     path("nodepools/", nodepool_views.nodepool_list, name="nodepools"),
     path("nodepools/new/", nodepool_views.nodepool_new, name="nodepool-new"),

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -19,15 +21,27 @@ def _cluster(request: HttpRequest) -> Cluster:
     return services.cluster_get_or_create(request.GET.get("cluster") or services.DEFAULT_CLUSTER)
 
 
+# ASCII digits, at most nine: str.isdigit() also admits "²" (which int() refuses), and a 20-digit page number
+# overflows the database's OFFSET.
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")
+
+
 def _page_number(request: HttpRequest) -> int:
-    text = request.GET.get("page") or "1"
-    return int(text) if text.isdigit() and int(text) > 0 else 1
+    """The page asked for; anything but a whole number from 1 (text, "²", 0, ten digits or more) is the first."""
+    return _whole_number(request, "page") or 1
 
 
 def _whole_number(request: HttpRequest, key: str) -> int:
-    """A filter's whole number; anything else (empty, negative, text) means no filter."""
-    text = request.GET.get(key) or ""
-    return int(text) if text.isdigit() else 0
+    """A filter's whole number; anything else (empty, negative, text, too many digits) means no filter."""
+    text = _query_text(request, key)
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else 0
+
+
+def _query_text(request: HttpRequest, key: str, default: str = "") -> str:
+    """A text filter. One holding a NUL character is dropped: PostgreSQL can neither store nor compare NUL, so it
+    could only fail the query, and no stored name contains one."""
+    text = request.GET.get(key, default)
+    return default if "\x00" in text else text
 
 
 def _page(request: HttpRequest, template: str, partial: str, context: dict[str, object]) -> HttpResponse:
@@ -51,7 +65,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pending(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    namespace, nodepool = request.GET.get("namespace", ""), request.GET.get("nodepool", "")
+    namespace, nodepool = _query_text(request, "namespace"), _query_text(request, "nodepool")
     context = {
         "cluster": cluster,
         **selectors.pending_pods_list(cluster, namespace, nodepool, _page_number(request)),
@@ -91,7 +105,7 @@ def savings(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
     context = {
         "cluster": cluster,
-        **selectors.savings_overview(cluster, request.GET.get("window", "auto"), _page_number(request)),
+        **selectors.savings_overview(cluster, _query_text(request, "window", "auto"), _page_number(request)),
     }
     return _page(request, "karpui/savings/overview.html", "savings", context)
 
@@ -99,7 +113,7 @@ def savings(request: HttpRequest) -> HttpResponse:
 @require_GET
 def events(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    filters = {key: request.GET.get(key, "") for key in ("q", "kind", "type", "logger")}
+    filters = {key: _query_text(request, key) for key in ("q", "kind", "type", "logger")}
     listing = selectors.events_list(
         cluster, filters["q"], kind=filters["kind"], event_type=filters["type"], logger=filters["logger"]
     )
@@ -215,7 +229,12 @@ def nodepool_approval_mode(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 def catalog(request: HttpRequest) -> HttpResponse:
-    params = {k: request.GET.get(k, "") for k in ("family", "arch", "os", "capacity_type", "zone")}
+    return catalog_page(request)
+
+
+def catalog_page(request: HttpRequest, status: int = 200) -> HttpResponse:
+    """The catalog page, also rendered (with the error's message) when an import or delete is refused."""
+    params = {k: _query_text(request, k) for k in ("family", "arch", "os", "capacity_type", "zone")}
     min_cpu, min_memory = _whole_number(request, "min_cpu"), _whole_number(request, "min_memory")
     listing = selectors.catalog_list(min_cpu=min_cpu, min_memory_gib=min_memory, page=_page_number(request), **params)
     filters = request.GET.copy()
@@ -230,7 +249,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
         "declared": device_selectors.declared_devices(_cluster(request)),
         **listing,
     }
-    return render(request, "karpui/catalog/list.html", context)
+    return render(request, "karpui/catalog/list.html", context, status=status)
 
 
 @require_GET

@@ -43,3 +43,26 @@ def test_a_bad_catalog_file_changes_nothing(db, tmp_path):
     with pytest.raises(CommandError, match=r"document 1 InstanceCatalog/kwok: spec.instanceTypes\[5\].capacity.memory"):
         run("import", str(path))
     assert models.Offering.objects.count() == before
+
+
+def test_delete_removes_a_catalog_and_audits_it(db, tmp_path):
+    exported = json.loads(run("export", "aws-sample", "-o", "json"))
+    exported["metadata"]["name"] = "mine"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(exported))
+    run("import", str(path))
+
+    assert run("delete", "mine") == 'catalog "mine" deleted\n'
+
+    assert not models.Catalog.objects.filter(name="mine").exists()
+    event = models.AuditEvent.objects.get(action="delete", target_name="mine")
+    assert (event.via, event.target_kind, event.after) == ("cli", "InstanceCatalog", None)
+    with pytest.raises(CommandError, match='catalog "mine" not found'):
+        run("delete", "mine")
+
+
+def test_a_catalog_file_that_is_not_utf8_is_refused_naming_the_file(db, tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("metadata: {name: café}\n".encode("latin-1"))
+    with pytest.raises(CommandError, match=rf"^error: {path}: not UTF-8 text \(byte 0xe9 at offset 20\)$"):
+        run("import", str(path))

@@ -98,3 +98,28 @@ def test_a_downloaded_catalog_imports_back_unchanged(lab):
     assert after == before
     assert client.get("/catalog/kwok/export?format=json").json() == manifest
     assert client.get("/catalog/nothing/export").status_code == 404
+
+
+def test_an_editor_deletes_a_catalog_by_typing_its_name_and_it_is_audited(lab):
+    client = editor()
+    client.post("/catalog/import", {"text": CATALOG})
+    viewer = logged_in(user())
+    assert 'action="/catalog/tiny/delete"' not in viewer.get("/catalog/").content.decode()
+    assert viewer.post("/catalog/tiny/delete", {"confirm": "tiny"}).status_code == 403
+    deleter = logged_in(user("dana", "change_catalog", "delete_catalog"))
+    assert 'action="/catalog/tiny/delete"' in deleter.get("/catalog/").content.decode()
+
+    page = deleter.post("/catalog/tiny/delete", {"confirm": "tiny"}, follow=True).content.decode()
+
+    assert "catalog tiny deleted" in page
+    assert not models.Catalog.objects.filter(name="tiny").exists()
+    assert not models.InstanceType.objects.filter(name__in=("t-2x", "t-4x")).exists()
+    event = models.AuditEvent.objects.get(action="delete", target_name="tiny")
+    assert (event.actor_name, event.via, event.target_kind, event.before, event.after) == (
+        "dana",
+        "web",
+        "InstanceCatalog",
+        {"instanceTypes": 2, "nodeClassKinds": ["KWOKNodeClass"]},
+        None,
+    )
+    assert deleter.post("/catalog/tiny/delete", {"confirm": "tiny"}).status_code == 404
