@@ -18,6 +18,7 @@ from karpui.views import _cluster
 from provisioner.controllers.disruption import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.manifests import ManifestError
 from provisioner.manifests.documents import load_document
+from provisioner.manifests.fields import type_name
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 
 # form field -> the manifest path an error names when it is that field's fault
@@ -26,7 +27,12 @@ FIELD_PATHS = {
     "consolidation_policy": "spec.disruption.consolidationPolicy",
     "consolidate_after": "spec.disruption.consolidateAfter",
     "cpu_limit": "spec.limits.cpu",
+    "approval_mode": f"metadata.annotations.{APPROVAL_MODE}",
+    "approval_threshold": f"metadata.annotations.{APPROVAL_THRESHOLD}",
 }
+
+
+_FORM_SECTIONS = ("spec", "spec.disruption", "spec.limits", "metadata", "metadata.annotations")
 
 
 class NodePoolForm(forms.Form):
@@ -71,6 +77,13 @@ class NodePoolForm(forms.Form):
         if doc.get("kind") != "NodePool":
             self.add_error("manifest", f'kind: expected "NodePool", got {json.dumps(doc.get("kind"))[:100]}')
             return None
+        for path in _FORM_SECTIONS:  # the form writes into these, so each must be an object if given
+            section: Any = doc
+            for key in path.split("."):
+                section = section.get(key) if isinstance(section, dict) else None
+            if section is not None and not isinstance(section, dict):
+                self.add_error("manifest", f"{path}: expected an object, got {type_name(section)}")
+                return None
         spec = doc.setdefault("spec", {})
         disruption = spec.setdefault("disruption", {})
         if self.cleaned_data.get("weight") is not None:

@@ -201,8 +201,8 @@ def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list
     controllers then react at the current time (a Deployment gets its pods at once, as on a real cluster).
     """
     documents = load_documents(text)
-    check_pods_per_apply([document.body for document in documents])
     values = [(document, parse_document(document)) for document in documents]
+    check_pods_per_apply([document.body for document in documents])
     with transaction.atomic():
         results = []
         for document, value in values:

@@ -121,6 +121,16 @@ def _dra_config(doc: dict[str, Any]) -> None:
     dra_config_pools(doc)
 
 
+def _top_level(validate: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """`validate`, after refusing fields no Kubernetes object has at its top level."""
+
+    def checked(doc: dict[str, Any]) -> None:
+        f.mapping(doc, "", allowed=TOP_LEVEL)
+        validate(doc)
+
+    return checked
+
+
 VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] = {
     "Pod": (("v1",), _pod),
     "Namespace": (("v1",), _namespace),
@@ -130,8 +140,8 @@ VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] 
     "DaemonSet": (("apps/v1",), _workload),
     "PodDisruptionBudget": (("policy/v1",), _pdb),
     "DeviceClass": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _device_class),
-    "ResourceClaim": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), validate_claim),
-    "ResourceClaimTemplate": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), validate_claim_template),
+    "ResourceClaim": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _top_level(validate_claim)),
+    "ResourceClaimTemplate": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _top_level(validate_claim_template)),
     "ResourceSlice": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
     "DRAConfig": (("test.karpenter.sh/v1alpha1",), _dra_config),
 }
@@ -154,8 +164,8 @@ def pods_requested(bodies: list[dict[str, Any]]) -> int:
     for body in bodies:
         if body.get("kind") == "Pod":
             total += 1
-        elif body.get("kind") in ("Deployment", "ReplicaSet"):
-            replicas = (body.get("spec") or {}).get("replicas", 1)
+        elif body.get("kind") in ("Deployment", "ReplicaSet") and isinstance(body.get("spec"), dict):
+            replicas = body["spec"].get("replicas", 1)
             total += replicas if isinstance(replicas, int) else 0
     return total
 
