@@ -8,6 +8,7 @@ import tracemalloc
 import pytest
 
 from provisioner.catalog.files import load_catalog
+from provisioner.durations import MAX_SECONDS, DurationError, parse_duration
 from provisioner.manifests import ManifestError, load_documents
 from provisioner.manifests.cluster import MAX_PODS_PER_APPLY, check_pods_per_apply, validate_cluster_object
 from provisioner.manifests.documents import MAX_ALIAS_NODES, MAX_OBJECT_BYTES, decode
@@ -375,3 +376,17 @@ def test_the_committed_field_lists_match_the_kubernetes_client():
     committed = json.loads(kubernetes_types.OUTPUT.read_text())
     assert committed == json.loads(kubernetes_types.render()), "run: python -m tests.security.kubernetes_types"
     assert sorted(KINDS) == sorted(kubernetes_types.ROOTS)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2562048h", "invalid duration '2562048h': longer than 2562047h47m16s, Go's largest"),
+        ("9" * 80 + "s", "invalid duration '" + "9" * 64 + "'…: expected a sequence like 720h, 1h30m or 10s"),
+    ],
+)
+def test_durations_stop_at_gos_largest(text, message):
+    with pytest.raises(DurationError) as raised:
+        parse_duration(text)
+    assert str(raised.value) == message
+    assert parse_duration("2562047h47m16s") == MAX_SECONDS
