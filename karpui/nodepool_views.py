@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from karpui import models, services, store, whatif
 from karpui.views import _cluster
-from provisioner.controllers.disruption import APPROVAL_MODE, APPROVAL_THRESHOLD
+from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.manifests import ManifestError
 from provisioner.manifests.documents import load_document
 from provisioner.manifests.fields import type_name

@@ -31,10 +31,7 @@ from provisioner.taints import EFFECTS, Taint
 API_V1 = "karpenter.sh/v1"
 API_V1BETA1 = "karpenter.sh/v1beta1"
 KIND = "NodePool"
-# karpui's human gate, read by the disruption controller: how a command of this NodePool is decided, and below
-# what saving ($/h) `auto-below` approves by itself.
-APPROVAL_MODE = "karpui.dev/approval-mode"
-APPROVAL_THRESHOLD = "karpui.dev/approval-threshold"
+# The values karpui's gate annotations (labels.APPROVAL_MODE) may take: how a command of this NodePool is decided.
 APPROVAL_MODES = ("auto", "manual", "auto-below", "dry-run")
 KUBELET_ANNOTATION = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
 NODECLASS_ANNOTATION = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
@@ -328,22 +325,22 @@ def _known_node_class(ref: NodeClassRef) -> NodeClassRef:
 def _approval(annotations: dict[str, str]) -> None:
     """karpui's gate annotations mean something, so they are checked here rather than failing in the gate."""
     path = "metadata.annotations"
-    mode = annotations.get(APPROVAL_MODE)
+    mode = annotations.get(wk.APPROVAL_MODE)
     if mode is not None and mode not in APPROVAL_MODES:
         raise ManifestError(
             f"Unsupported value: {json.dumps(mode)[:100]}: supported values: {', '.join(APPROVAL_MODES)}",
-            field=f.join(path, APPROVAL_MODE),
+            field=f.join(path, wk.APPROVAL_MODE),
         )
-    threshold = annotations.get(APPROVAL_THRESHOLD)
+    threshold = annotations.get(wk.APPROVAL_THRESHOLD)
     if threshold is not None and not _DOLLARS.match(threshold):
         raise ManifestError(
             f"invalid value {json.dumps(threshold)[:100]}: a non-negative number of dollars per hour, like 0.25",
-            field=f.join(path, APPROVAL_THRESHOLD),
+            field=f.join(path, wk.APPROVAL_THRESHOLD),
         )
     if mode == "auto-below" and threshold is None:
         raise ManifestError(
             "Required value: auto-below approves commands saving up to this many $/h",
-            field=f.join(path, APPROVAL_THRESHOLD),
+            field=f.join(path, wk.APPROVAL_THRESHOLD),
         )
 
 
