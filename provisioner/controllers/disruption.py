@@ -13,12 +13,29 @@ from provisioner.controllers.commands import VALIDATION_SECONDS, live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.snapshot import cluster_view, without
 from provisioner.disruption import logs as disruption_logs
+from provisioner.disruption.budgets import budget_active
+from provisioner.disruption.candidates import pod_blocks
 from provisioner.disruption.methods import PassResult, disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command
-from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
+from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD, DO_NOT_DISRUPT
 from provisioner.scheduling.results import NodeClaimPlan
 
 POLL_SECONDS = 10.0
+# Karpenter's "already consolidated" short-circuit (state/cluster.go): a pass that found nothing is not repeated
+# until something it reads changes, or for five minutes.
+CONSOLIDATED_TTL_SECONDS = 300.0
+WATCHED_KINDS = (
+    "Node",
+    "Pod",
+    "NodeClaim",
+    "PodDisruptionBudget",
+    "DaemonSet",
+    "DisruptionCommand",
+    "ResourceClaim",
+    "ResourceSlice",
+    "DeviceClass",
+    "Namespace",
+)
 
 __all__ = ["APPROVAL_MODE", "APPROVAL_THRESHOLD", "POLL_SECONDS", "DisruptionController"]
 
@@ -29,6 +46,7 @@ class DisruptionController:
     def __init__(self, state: dict[str, Any]) -> None:
         self.next_poll: float | None = state.get("next_poll")
         self.last_result: PassResult | None = None
+        self._consolidated: tuple[tuple[Any, ...], float] | None = None  # what the last empty pass read, and when
 
     def to_state(self) -> dict[str, Any]:
         return {"next_poll": self.next_poll}
@@ -45,6 +63,14 @@ class DisruptionController:
     def _propose(self, ctx: ClusterContext) -> bool:
         if ctx.paused_until > ctx.now:
             return False
+        inputs = _inputs(ctx)
+        if (
+            self._consolidated is not None
+            and self._consolidated[0] == inputs
+            and ctx.now - self._consolidated[1] < CONSOLIDATED_TTL_SECONDS
+        ):
+            return False  # already consolidated: nothing it reads has changed since a pass found nothing
+        self._consolidated = None
         view, claimed = cluster_view(ctx)
         if not claimed:
             return False
@@ -62,6 +88,9 @@ class DisruptionController:
                 continue  # a person said no to exactly this; wait until its inputs change
             self._create(ctx, command, fingerprint)
             created = True
+        budget_limited = any("disruption budget" in r for reasons in result.notes.values() for r in reasons)
+        if not created and not budget_limited:
+            self._consolidated = (inputs, ctx.now)
         return created
 
     def _create(self, ctx: ClusterContext, command: Command, fingerprint: str) -> None:
@@ -98,6 +127,27 @@ class DisruptionController:
                 },
             }
         )
+
+
+def _inputs(ctx: ClusterContext) -> tuple[Any, ...]:
+    """Everything a pass reads that can change: the objects (by kind version), the NodePools, which nodes are
+    nominated now, which scheduled budgets are open now, and which pods a timed do-not-disrupt still protects
+    (time alone changes the last three)."""
+    timed = tuple(
+        sorted(
+            pod.uid
+            for obj in ctx.api.list("Pod")
+            if (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT, "true") != "true"
+            and pod_blocks(pod := ctx.views.pod(obj), ctx.now)
+        )
+    )
+    return (
+        tuple(ctx.api.kind_version(kind) for kind in WATCHED_KINDS),
+        repr(ctx.nodepools),
+        tuple(sorted(node for node, until in ctx.nominations.items() if until > ctx.now)),
+        tuple(budget_active(b, ctx.now) for pool in ctx.nodepools for b in pool.budgets if b.schedule),
+        timed,
+    )
 
 
 # Helpers -----------------------------------------------------------------------------------------------------------
