@@ -19,3 +19,6 @@ class KarpuiConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_ensure_defaults, sender=self)
+        from karpui.kubeapi import changelog
+
+        changelog.connect()

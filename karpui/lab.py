@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 
 from karpui import costs, leases, models, services, store
+from karpui.kubeapi import changelog
 from provisioner.catalog import InstanceType
 from provisioner.cluster.objects import key_of
 from provisioner.dra.declarations import declare
@@ -52,7 +53,8 @@ def lab_config(cluster: models.Cluster) -> LabConfig:
 def load(cluster: models.Cluster) -> Lab:
     # Bodies only: building 20,000 model instances costs more than decoding their JSON.
     objects = list(models.KubeObject.objects.filter(cluster=cluster).values_list("body", flat=True))
-    return Lab(objects, lab_config(cluster), dict(cluster.lab_state), now=cluster.clock.timestamp())
+    state = {**cluster.lab_state, "resource_version": cluster.resource_version}
+    return Lab(objects, lab_config(cluster), state, now=cluster.clock.timestamp())
 
 
 def save(
@@ -64,6 +66,9 @@ def save(
     if lease is not None and not lease.still_held():
         raise leases.LeaseLost(f"lease on cluster {cluster.name} lapsed; abandoning this run")
     changed = [lab.store.get(kind, name, namespace) for kind, namespace, name in lab.store.changed]
+    changelog.record_lab_run(
+        cluster, [obj for obj in changed if obj is not None], lab.store.removed, lab.store.resource_version
+    )
     rows = [
         models.KubeObject(
             cluster=cluster,
@@ -101,7 +106,9 @@ def save(
         )
         for entry in lab.logs
     )
-    for row in models.NodePool.objects.filter(cluster=cluster):
+    # A NodePool row a concurrent write holds is skipped (its status is written by the next run): that writer
+    # waits for this run's cluster lock to log its change, so waiting for it here would deadlock.
+    for row in models.NodePool.objects.select_for_update(skip_locked=True).filter(cluster=cluster):
         status = lab.nodepool_status().get(row.name)
         if status is not None and status != row.status:
             row.status = status
@@ -164,6 +171,7 @@ def reset(cluster_name: str) -> None:
         models.NodePool.objects.filter(cluster=cluster).update(status={})
         cluster.lab_state = {}
         cluster.save(update_fields=["lab_state"])
+        changelog.compact(cluster.pk)  # objects went without DELETED events: watchers must list again
 
 
 def objects(cluster: models.Cluster, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:

@@ -37,6 +37,13 @@ class Cluster(models.Model):
         blank=True,
         help_text="NodeClaim counts as of the last run, and the last cost sample per NodePool (karpui.costs).",
     )
+    # The Kubernetes API's resourceVersion sequence: every write of one of the cluster's objects, NodePools or
+    # node classes takes the next value, under this row's lock, so versions are in commit order.
+    resource_version = models.PositiveBigIntegerField(default=0)
+    compacted_resource_version = models.PositiveBigIntegerField(
+        default=0,
+        help_text="The change log holds every change after this resourceVersion; watching from before it is 410 Gone.",
+    )
 
     class Meta:
         permissions = [
@@ -267,6 +274,9 @@ class DeviceDeclaration(models.Model):
     name = models.SlugField(max_length=253, unique=True)
     spec = models.JSONField(help_text="The validated spec: instanceTypeSelector, driver, pool, devices, catalog.")
     updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Declarations apply to every cluster, so a write advances every cluster's sequence to one common value.
+    resource_version = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["name"]
@@ -317,3 +327,53 @@ class CostSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.time:%Y-%m-%d %H:%M} {self.nodepool} ${self.cost_per_hour:.4f}/h"
+
+
+class ChangeLogEntry(models.Model):
+    """One change of one object of a cluster at its resourceVersion: the history a Kubernetes watch replays.
+
+    Written in the transaction that makes the change; kept for a retention window (karpui.kubeapi.changelog).
+    """
+
+    class Type(models.TextChoices):
+        ADDED = "ADDED"
+        MODIFIED = "MODIFIED"
+        DELETED = "DELETED"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="changes")
+    resource_version = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=8, choices=Type.choices)
+    kind = models.CharField(max_length=64)
+    namespace = models.CharField(max_length=253, blank=True)
+    name = models.CharField(max_length=253)
+    body = models.JSONField(help_text="The object after the change (its last state, for DELETED).")
+    created_at = models.DateTimeField(default=timezone.now, help_text="Wall time, for the retention window.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "resource_version"], name="changelogentry_unique_version")
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "kind", "resource_version"]),
+            models.Index(fields=["cluster", "created_at"]),
+        ]
+        ordering = ["resource_version"]
+        verbose_name_plural = "change log entries"
+
+    def __str__(self) -> str:
+        return f"{self.resource_version} {self.type} {self.kind}/{self.name}"
+
+
+class ApiToken(models.Model):
+    """A bearer token for the Kubernetes API, acting as its user; only the token's SHA-256 digest is kept."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    digest = models.CharField(max_length=64, unique=True)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.description or self.digest[:8]}"

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from karpui import catalog_views, login, metrics, node_views, nodepool_views, views
 
@@ -34,4 +34,5 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    path("k8s/clusters/<slug:cluster>/", include("karpui.kubeapi.urls")),
 ]

@@ -15,9 +15,17 @@ Manifest = dict[str, Any]
 
 @dataclass(frozen=True)
 class Column:
+    """A table column, named as the API server names it (`Nominated Node`); kubectl and karp print it upper-case.
+
+    `type` is the Table column type (string, integer, date); `karp=False` columns (a pod's IP, a node's OS image)
+    are served to kubectl, which always prints them, but karp leaves them out: the lab never fills them.
+    """
+
     header: str
     value: Callable[[Manifest, datetime], str]
     wide_only: bool = False
+    type: str = "string"
+    karp: bool = True
 
 
 def human_duration(seconds: float) -> str:
@@ -50,8 +58,8 @@ def age(manifest: Manifest, now: datetime) -> str:
 
 
 def table(manifests: Sequence[Manifest], columns: Sequence[Column], now: datetime, *, wide: bool) -> str:
-    shown = [c for c in columns if wide or not c.wide_only]
-    rows = [[c.header for c in shown]] + [[c.value(m, now) or "<none>" for c in shown] for m in manifests]
+    shown = [c for c in columns if c.karp and (wide or not c.wide_only)]
+    rows = [[c.header.upper() for c in shown]] + [[c.value(m, now) or "<none>" for c in shown] for m in manifests]
     widths = [max(len(row[i]) for row in rows) for i in range(len(shown))]
     return "\n".join("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 

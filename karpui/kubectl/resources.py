@@ -1,4 +1,7 @@
-"""The resource kinds `karp` knows: their names, how to list them as manifests, and their table columns."""
+"""The resource kinds karpui serves, in one registry for `karp` and the Kubernetes API (karpui.kubeapi): their
+names (singular, plural, short names, categories), API group and served versions, scope, where they are stored,
+how to list them, subresources, and their table columns as `kubectl get` prints them (Karpenter's CRD printer
+columns for its kinds, kubectl's own for the built-in ones)."""
 
 from __future__ import annotations
 
@@ -8,8 +11,13 @@ from typing import Any
 
 from karpui import models, services, store
 from karpui.kubectl.printers import Column, Manifest, age
-from provisioner.dra.declarations import declaration_to_manifest, declare
+from provisioner.dra.declarations import declare
 from provisioner.quantity import format_quantity, parse_quantity
+
+# Where a kind's objects live: the lab's KubeObject rows, or a configuration table of their own.
+LAB, NODEPOOLS, NODECLASSES, DECLARATIONS, CATALOGS = "lab", "nodepools", "nodeclasses", "declarations", "catalogs"
+READ_VERBS = ("get", "list", "watch")
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
 @dataclass(frozen=True)
@@ -17,9 +25,31 @@ class Resource:
     kind: str
     plural: str
     group: str
-    aliases: tuple[str, ...]
     columns: tuple[Column, ...]
     list_manifests: Callable[[models.Cluster], list[Manifest]]
+    versions: tuple[str, ...] = ("v1",)  # served, the preferred (stored) one first
+    namespaced: bool = False
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    store: str = LAB
+    verbs: tuple[str, ...] = ALL_VERBS
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return (self.singular, self.plural, *self.short_names)
+
+    @property
+    def version(self) -> str:
+        return self.versions[0]
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def qualified(self) -> str:
@@ -49,7 +79,19 @@ def _instance_types(cluster: models.Cluster) -> list[Manifest]:
 
 
 def _declarations(cluster: models.Cluster) -> list[Manifest]:
-    return [declaration_to_manifest(d) for d in services.device_declarations()]
+    from karpui.kubeapi.changelog import declaration_manifest
+
+    return [declaration_manifest(row) for row in models.DeviceDeclaration.objects.order_by("name")]
+
+
+def _lab(kind: str) -> Callable[[models.Cluster], list[Manifest]]:
+    def list_manifests(cluster: models.Cluster) -> list[Manifest]:
+        return [
+            row.body
+            for row in models.KubeObject.objects.filter(cluster=cluster, kind=kind).order_by("namespace", "name")
+        ]
+
+    return list_manifests
 
 
 def _cheapest(manifest: Manifest, capacity_type: str) -> str:
@@ -67,88 +109,6 @@ def _quantity(section: str, resource: str) -> Callable[[Manifest, object], str]:
     return value
 
 
-_READY = Column(
-    "READY",
-    lambda m, now: next(
-        (c["status"] for c in m.get("status", {}).get("conditions", []) if c["type"] == "Ready"), "Unknown"
-    ),
-)
-_AGE = Column("AGE", age)
-
-RESOURCES: Sequence[Resource] = (
-    Resource(
-        kind="NodePool",
-        plural="nodepools",
-        group="karpenter.sh",
-        aliases=("nodepool", "nodepools", "np"),
-        columns=(
-            Column("NAME", lambda m, now: m["metadata"]["name"]),
-            Column("NODECLASS", lambda m, now: m["spec"]["template"]["spec"]["nodeClassRef"]["name"]),
-            Column("NODES", lambda m, now: str(m.get("status", {}).get("resources", {}).get("nodes", "0"))),
-            _READY,
-            _AGE,
-            Column("WEIGHT", lambda m, now: str(m["spec"].get("weight", "")), wide_only=True),
-            Column("CPU", lambda m, now: str(m.get("status", {}).get("resources", {}).get("cpu", "0")), wide_only=True),
-            Column(
-                "MEMORY",
-                lambda m, now: str(m.get("status", {}).get("resources", {}).get("memory", "0")),
-                wide_only=True,
-            ),
-        ),
-        list_manifests=_nodepools,
-    ),
-    Resource(
-        kind="KWOKNodeClass",
-        plural="kwoknodeclasses",
-        group="karpenter.kwok.sh",
-        aliases=("kwoknodeclass", "kwoknodeclasses", "kwoknc"),
-        columns=(Column("NAME", lambda m, now: m["metadata"]["name"]), _READY, _AGE),
-        list_manifests=_nodeclasses("KWOKNodeClass"),
-    ),
-    Resource(
-        kind="EC2NodeClass",
-        plural="ec2nodeclasses",
-        group="karpenter.k8s.aws",
-        aliases=("ec2nodeclass", "ec2nodeclasses", "ec2nc"),
-        columns=(Column("NAME", lambda m, now: m["metadata"]["name"]), _READY, _AGE),
-        list_manifests=_nodeclasses("EC2NodeClass"),
-    ),
-    Resource(
-        kind="InstanceType",
-        plural="instancetypes",
-        group="karpui.dev",
-        aliases=("instancetype", "instancetypes", "it"),
-        columns=(
-            Column("NAME", lambda m, now: m["metadata"]["name"]),
-            Column("CATALOG", lambda m, now: m["spec"]["catalog"]),
-            Column("CPU", _quantity("capacity", "cpu")),
-            Column("MEMORY", _quantity("capacity", "memory")),
-            Column("PODS", _quantity("capacity", "pods")),
-            Column("ARCH", lambda m, now: m["metadata"]["labels"].get("kubernetes.io/arch", "")),
-            Column("OS", lambda m, now: m["metadata"]["labels"].get("kubernetes.io/os", "")),
-            Column("ON-DEMAND", lambda m, now: _cheapest(m, "on-demand")),
-            Column("SPOT", lambda m, now: _cheapest(m, "spot")),
-            Column("ALLOC-CPU", _quantity("allocatable", "cpu"), wide_only=True),
-            Column("ALLOC-MEMORY", _quantity("allocatable", "memory"), wide_only=True),
-            Column(
-                "ZONES", lambda m, now: ",".join(sorted({o["zone"] for o in m["spec"]["offerings"]})), wide_only=True
-            ),
-        ),
-        list_manifests=_instance_types,
-    ),
-)
-
-
-def _lab(kind: str) -> Callable[[models.Cluster], list[Manifest]]:
-    def list_manifests(cluster: models.Cluster) -> list[Manifest]:
-        return [
-            row.body
-            for row in models.KubeObject.objects.filter(cluster=cluster, kind=kind).order_by("namespace", "name")
-        ]
-
-    return list_manifests
-
-
 def _name(m: Manifest, now: object) -> str:
     return str(m["metadata"]["name"])
 
@@ -157,7 +117,25 @@ def _condition(m: Manifest, kind: str) -> str:
     for item in (m.get("status") or {}).get("conditions") or []:
         if item.get("type") == kind:
             return str(item.get("status"))
-    return "Unknown"
+    return ""
+
+
+def _ready(m: Manifest, now: object) -> str:
+    return _condition(m, "Ready") or "Unknown"
+
+
+def _label(key: str) -> Callable[[Manifest, object], str]:
+    return lambda m, now: str((m["metadata"].get("labels") or {}).get(key, ""))
+
+
+def _field(*path: str, default: str = "") -> Callable[[Manifest, object], str]:
+    def value(m: Manifest, now: object) -> str:
+        current: Any = m
+        for part in path:
+            current = current.get(part) if isinstance(current, dict) else None
+        return default if current is None else str(current)
+
+    return value
 
 
 def _node_status(m: Manifest, now: object) -> str:
@@ -174,8 +152,12 @@ def _roles(m: Manifest, now: object) -> str:
     return ",".join(roles) or "<none>"
 
 
-def _label(key: str) -> Callable[[Manifest, object], str]:
-    return lambda m, now: str((m["metadata"].get("labels") or {}).get(key, ""))
+def _address(kind: str) -> Callable[[Manifest, object], str]:
+    def value(m: Manifest, now: object) -> str:
+        addresses = (m.get("status") or {}).get("addresses") or []
+        return next((a.get("address", "") for a in addresses if a.get("type") == kind), "<none>")
+
+    return value
 
 
 def _pod_ready(m: Manifest, now: object) -> str:
@@ -190,14 +172,29 @@ def _pod_status(m: Manifest, now: object) -> str:
     return str((m.get("status") or {}).get("phase") or "Pending")
 
 
-def _field(*path: str, default: str = "") -> Callable[[Manifest, object], str]:
+def _containers(what: str) -> Callable[[Manifest, object], str]:
     def value(m: Manifest, now: object) -> str:
-        current: Any = m
-        for part in path:
-            current = current.get(part) if isinstance(current, dict) else None
-        return default if current is None else str(current)
+        containers = (((m.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        return ",".join(str(c.get(what, "")) for c in containers)
 
     return value
+
+
+def _selector(m: Manifest, now: object) -> str:
+    selector = (m.get("spec") or {}).get("selector") or {}
+    terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        operator, key = expression.get("operator"), expression.get("key")
+        values = ",".join(expression.get("values") or [])
+        terms.append(
+            {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key}.get(operator, f"!{key}")
+        )
+    return ",".join(terms) or "<none>"
+
+
+def _node_selector(m: Manifest, now: object) -> str:
+    selector = ((((m.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeSelector")) or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
 
 
 def _event_object(m: Manifest, now: object) -> str:
@@ -209,241 +206,408 @@ def _event_age(m: Manifest, now: Any) -> str:
     return age({"metadata": {"creationTimestamp": m.get("lastTimestamp")}}, now)
 
 
+def _event_first_seen(m: Manifest, now: Any) -> str:
+    return age({"metadata": {"creationTimestamp": m.get("firstTimestamp")}}, now)
+
+
 def _ready_of(ready_key: str, total_key: str) -> Callable[[Manifest, object], str]:
     return lambda m, now: (
         f"{(m.get('status') or {}).get(ready_key, 0)}/{(m.get('spec') or {}).get(total_key, (m.get('status') or {}).get(total_key, 0))}"
     )
 
 
+def _claim_state(m: Manifest, now: object) -> str:
+    """kubectl's STATE of a ResourceClaim: pending, or allocated (and reserved for a pod), or deleted."""
+    status = m.get("status") or {}
+    states = []
+    if m["metadata"].get("deletionTimestamp"):
+        states.append("deleted")
+    if status.get("allocation"):
+        states.append("allocated")
+        if status.get("reservedFor"):
+            states.append("reserved")
+    return ",".join(states) or "pending"
+
+
+_NAME = Column("Name", _name)
+_AGE = Column("Age", age)
+_CRD_AGE = Column("Age", age, type="date")
+_READY = Column("Ready", _ready)
+# Built-in kinds' columns as kube-apiserver prints them; karp leaves out those the lab never fills.
+_WIDE_WORKLOAD = (
+    Column("Containers", _containers("name"), wide_only=True),
+    Column("Images", _containers("image"), wide_only=True),
+    Column("Selector", _selector, wide_only=True),
+)
+
+RESOURCES: Sequence[Resource] = (
+    Resource(
+        kind="NodePool",
+        plural="nodepools",
+        group="karpenter.sh",
+        versions=("v1", "v1beta1"),
+        short_names=("np",),
+        categories=("karpenter",),
+        subresources=("status",),
+        store=NODEPOOLS,
+        columns=(
+            _NAME,
+            Column("NodeClass", lambda m, now: m["spec"]["template"]["spec"]["nodeClassRef"]["name"]),
+            Column(
+                "Nodes",
+                lambda m, now: str(
+                    (m.get("status") or {}).get("nodes", (m.get("status") or {}).get("resources", {}).get("nodes", 0))
+                ),
+            ),
+            _READY,
+            _CRD_AGE,
+            Column("Weight", lambda m, now: str(m["spec"].get("weight", "")), wide_only=True, type="integer"),
+            Column("CPU", lambda m, now: str(m.get("status", {}).get("resources", {}).get("cpu", "0")), wide_only=True),
+            Column(
+                "Memory",
+                lambda m, now: str(m.get("status", {}).get("resources", {}).get("memory", "0")),
+                wide_only=True,
+            ),
+        ),
+        list_manifests=_nodepools,
+    ),
+    Resource(
+        kind="KWOKNodeClass",
+        plural="kwoknodeclasses",
+        group="karpenter.kwok.sh",
+        versions=("v1alpha1",),
+        short_names=("kwoknc", "kwokncs"),
+        categories=("karpenter",),
+        subresources=("status",),
+        store=NODECLASSES,
+        columns=(_NAME, _READY, _CRD_AGE),
+        list_manifests=_nodeclasses("KWOKNodeClass"),
+    ),
+    Resource(
+        kind="EC2NodeClass",
+        plural="ec2nodeclasses",
+        group="karpenter.k8s.aws",
+        versions=("v1", "v1beta1"),
+        short_names=("ec2nc", "ec2ncs"),
+        categories=("karpenter",),
+        subresources=("status",),
+        store=NODECLASSES,
+        columns=(_NAME, _READY, _CRD_AGE, Column("Role", _field("spec", "role"), wide_only=True)),
+        list_manifests=_nodeclasses("EC2NodeClass"),
+    ),
+    Resource(
+        kind="InstanceType",
+        plural="instancetypes",
+        group="karpui.dev",
+        versions=("v1alpha1",),
+        short_names=("it",),
+        store=CATALOGS,
+        verbs=("get", "list"),
+        columns=(
+            _NAME,
+            Column("Catalog", lambda m, now: m["spec"]["catalog"]),
+            Column("CPU", _quantity("capacity", "cpu")),
+            Column("Memory", _quantity("capacity", "memory")),
+            Column("Pods", _quantity("capacity", "pods")),
+            Column("Arch", lambda m, now: m["metadata"]["labels"].get("kubernetes.io/arch", "")),
+            Column("OS", lambda m, now: m["metadata"]["labels"].get("kubernetes.io/os", "")),
+            Column("On-Demand", lambda m, now: _cheapest(m, "on-demand")),
+            Column("Spot", lambda m, now: _cheapest(m, "spot")),
+            Column("Alloc-CPU", _quantity("allocatable", "cpu"), wide_only=True),
+            Column("Alloc-Memory", _quantity("allocatable", "memory"), wide_only=True),
+            Column(
+                "Zones", lambda m, now: ",".join(sorted({o["zone"] for o in m["spec"]["offerings"]})), wide_only=True
+            ),
+        ),
+        list_manifests=_instance_types,
+    ),
+)
+
 LAB_RESOURCES: Sequence[Resource] = (
     Resource(
         "Node",
         "nodes",
         "",
-        ("node", "nodes", "no"),
-        (
-            Column("NAME", _name),
-            Column("STATUS", _node_status),
-            Column("ROLES", _roles),
+        short_names=("no",),
+        subresources=("status",),
+        columns=(
+            _NAME,
+            Column("Status", _node_status),
+            Column("Roles", _roles),
             _AGE,
-            Column("VERSION", lambda m, now: "v1.34.0"),
-            Column("INSTANCE-TYPE", _label("node.kubernetes.io/instance-type"), wide_only=True),
-            Column("CAPACITY-TYPE", _label("karpenter.sh/capacity-type"), wide_only=True),
-            Column("ZONE", _label("topology.kubernetes.io/zone"), wide_only=True),
-            Column("NODEPOOL", _label("karpenter.sh/nodepool"), wide_only=True),
+            Column("Version", lambda m, now: "v1.34.0"),
+            Column("Internal-IP", _address("InternalIP"), wide_only=True, karp=False),
+            Column("External-IP", _address("ExternalIP"), wide_only=True, karp=False),
+            Column(
+                "OS-Image", _field("status", "nodeInfo", "osImage", default="<unknown>"), wide_only=True, karp=False
+            ),
+            Column(
+                "Kernel-Version",
+                _field("status", "nodeInfo", "kernelVersion", default="<unknown>"),
+                wide_only=True,
+                karp=False,
+            ),
+            Column(
+                "Container-Runtime",
+                _field("status", "nodeInfo", "containerRuntimeVersion", default="<unknown>"),
+                wide_only=True,
+                karp=False,
+            ),
+            # What Karpenter users look for on a node; kubectl shows the same with -L.
+            Column("Instance-Type", _label("node.kubernetes.io/instance-type"), wide_only=True),
+            Column("Capacity-Type", _label("karpenter.sh/capacity-type"), wide_only=True),
+            Column("Zone", _label("topology.kubernetes.io/zone"), wide_only=True),
+            Column("NodePool", _label("karpenter.sh/nodepool"), wide_only=True),
         ),
-        _lab("Node"),
+        list_manifests=_lab("Node"),
     ),
     Resource(
         "Pod",
         "pods",
         "",
-        ("pod", "pods", "po"),
-        (
-            Column("NAME", _name),
-            Column("READY", _pod_ready),
-            Column("STATUS", _pod_status),
-            Column("RESTARTS", lambda m, now: "0"),
+        namespaced=True,
+        short_names=("po",),
+        categories=("all",),
+        subresources=("status", "eviction"),
+        columns=(
+            _NAME,
+            Column("Ready", _pod_ready),
+            Column("Status", _pod_status),
+            Column("Restarts", lambda m, now: "0", type="integer"),
             _AGE,
-            Column("NODE", _field("spec", "nodeName", default="<none>"), wide_only=True),
+            Column("IP", _field("status", "podIP", default="<none>"), wide_only=True, karp=False),
+            Column("Node", _field("spec", "nodeName", default="<none>"), wide_only=True),
+            Column(
+                "Nominated Node", _field("status", "nominatedNodeName", default="<none>"), wide_only=True, karp=False
+            ),
+            Column("Readiness Gates", lambda m, now: "<none>", wide_only=True, karp=False),
         ),
-        _lab("Pod"),
+        list_manifests=_lab("Pod"),
     ),
     Resource(
         "NodeClaim",
         "nodeclaims",
         "karpenter.sh",
-        ("nodeclaim", "nodeclaims", "nc"),
-        (
-            Column("NAME", _name),
-            Column("TYPE", _label("node.kubernetes.io/instance-type")),
-            Column("CAPACITY", _label("karpenter.sh/capacity-type")),
-            Column("ZONE", _label("topology.kubernetes.io/zone")),
-            Column("NODE", _field("status", "nodeName")),
-            Column("READY", lambda m, now: _condition(m, "Ready")),
-            _AGE,
+        short_names=("nc",),
+        categories=("karpenter",),
+        subresources=("status",),
+        columns=(
+            _NAME,
+            Column("Type", _label("node.kubernetes.io/instance-type")),
+            Column("Capacity", _label("karpenter.sh/capacity-type")),
+            Column("Zone", _label("topology.kubernetes.io/zone")),
+            Column("Node", _field("status", "nodeName")),
+            _READY,
+            _CRD_AGE,
+            Column("ImageID", _field("status", "imageID"), wide_only=True, karp=False),
             Column("ID", _field("status", "providerID"), wide_only=True),
-            Column("NODEPOOL", _label("karpenter.sh/nodepool"), wide_only=True),
-            Column("NODECLASS", _field("spec", "nodeClassRef", "name"), wide_only=True),
+            Column("NodePool", _label("karpenter.sh/nodepool"), wide_only=True),
+            Column("NodeClass", _field("spec", "nodeClassRef", "name"), wide_only=True),
+            Column("Drifted", lambda m, now: _condition(m, "Drifted"), wide_only=True, karp=False),
         ),
-        _lab("NodeClaim"),
+        list_manifests=_lab("NodeClaim"),
     ),
     Resource(
         "Deployment",
         "deployments",
         "apps",
-        ("deployment", "deployments", "deploy"),
-        (
-            Column("NAME", _name),
-            Column("READY", _ready_of("readyReplicas", "replicas")),
-            Column("UP-TO-DATE", _field("status", "updatedReplicas", default="0")),
-            Column("AVAILABLE", _field("status", "readyReplicas", default="0")),
+        namespaced=True,
+        short_names=("deploy",),
+        categories=("all",),
+        subresources=("status", "scale"),
+        columns=(
+            _NAME,
+            Column("Ready", _ready_of("readyReplicas", "replicas")),
+            Column("Up-to-date", _field("status", "updatedReplicas", default="0"), type="integer"),
+            Column("Available", _field("status", "readyReplicas", default="0"), type="integer"),
             _AGE,
+            *_WIDE_WORKLOAD,
         ),
-        _lab("Deployment"),
+        list_manifests=_lab("Deployment"),
     ),
     Resource(
         "ReplicaSet",
         "replicasets",
         "apps",
-        ("replicaset", "replicasets", "rs"),
-        (
-            Column("NAME", _name),
-            Column("DESIRED", _field("spec", "replicas", default="0")),
-            Column("CURRENT", _field("status", "replicas", default="0")),
-            Column("READY", _field("status", "readyReplicas", default="0")),
+        namespaced=True,
+        short_names=("rs",),
+        categories=("all",),
+        subresources=("status", "scale"),
+        columns=(
+            _NAME,
+            Column("Desired", _field("spec", "replicas", default="0"), type="integer"),
+            Column("Current", _field("status", "replicas", default="0"), type="integer"),
+            Column("Ready", _field("status", "readyReplicas", default="0"), type="integer"),
             _AGE,
+            *_WIDE_WORKLOAD,
         ),
-        _lab("ReplicaSet"),
+        list_manifests=_lab("ReplicaSet"),
     ),
     Resource(
         "DaemonSet",
         "daemonsets",
         "apps",
-        ("daemonset", "daemonsets", "ds"),
-        (
-            Column("NAME", _name),
-            Column("DESIRED", _field("status", "desiredNumberScheduled", default="0")),
-            Column("READY", _field("status", "numberReady", default="0")),
+        namespaced=True,
+        short_names=("ds",),
+        categories=("all",),
+        subresources=("status",),
+        columns=(
+            _NAME,
+            Column("Desired", _field("status", "desiredNumberScheduled", default="0"), type="integer"),
+            Column("Current", _field("status", "currentNumberScheduled", default="0"), type="integer"),
+            Column("Ready", _field("status", "numberReady", default="0"), type="integer"),
+            Column("Up-to-date", _field("status", "updatedNumberScheduled", default="0"), type="integer"),
+            Column("Available", _field("status", "numberAvailable", default="0"), type="integer"),
+            Column("Node Selector", _node_selector),
             _AGE,
+            *_WIDE_WORKLOAD,
         ),
-        _lab("DaemonSet"),
+        list_manifests=_lab("DaemonSet"),
     ),
     Resource(
         "PodDisruptionBudget",
         "poddisruptionbudgets",
         "policy",
-        ("pdb", "pdbs", "poddisruptionbudget", "poddisruptionbudgets"),
-        (
-            Column("NAME", _name),
-            Column("MIN AVAILABLE", _field("spec", "minAvailable", default="N/A")),
-            Column("MAX UNAVAILABLE", _field("spec", "maxUnavailable", default="N/A")),
+        namespaced=True,
+        short_names=("pdb",),
+        subresources=("status",),
+        columns=(
+            _NAME,
+            Column("Min Available", _field("spec", "minAvailable", default="N/A")),
+            Column("Max Unavailable", _field("spec", "maxUnavailable", default="N/A")),
+            Column("Allowed Disruptions", _field("status", "disruptionsAllowed", default="0"), type="integer"),
             _AGE,
         ),
-        _lab("PodDisruptionBudget"),
+        list_manifests=_lab("PodDisruptionBudget"),
     ),
     Resource(
         "Namespace",
         "namespaces",
         "",
-        ("namespace", "namespaces", "ns"),
-        (Column("NAME", _name), Column("STATUS", lambda m, now: "Active"), _AGE),
-        _lab("Namespace"),
+        short_names=("ns",),
+        subresources=("status",),
+        columns=(_NAME, Column("Status", _field("status", "phase", default="Active")), _AGE),
+        list_manifests=_lab("Namespace"),
     ),
     Resource(
         "Event",
         "events",
         "",
-        ("event", "events", "ev"),
-        (
-            Column("LAST SEEN", _event_age),
-            Column("TYPE", _field("type")),
-            Column("REASON", _field("reason")),
-            Column("OBJECT", _event_object),
-            Column("MESSAGE", _field("message")),
+        namespaced=True,
+        short_names=("ev",),
+        columns=(
+            Column("Last Seen", _event_age),
+            Column("Type", _field("type")),
+            Column("Reason", _field("reason")),
+            Column("Object", _event_object),
+            Column("Message", _field("message")),
+            Column("Subobject", _field("involvedObject", "fieldPath"), wide_only=True, karp=False),
+            Column("Source", _field("source", "component"), wide_only=True, karp=False),
+            Column("First Seen", _event_first_seen, wide_only=True, karp=False),
+            Column("Count", _field("count", default="1"), wide_only=True, karp=False, type="integer"),
+            Column("Name", _name, wide_only=True, karp=False),
         ),
-        _lab("Event"),
+        list_manifests=_lab("Event"),
     ),
     Resource(
         "DeviceClass",
         "deviceclasses",
         "resource.k8s.io",
-        ("deviceclass", "deviceclasses"),
-        (Column("NAME", _name), _AGE),
-        _lab("DeviceClass"),
+        columns=(_NAME, _AGE),
+        list_manifests=_lab("DeviceClass"),
     ),
     Resource(
         "ResourceClaim",
         "resourceclaims",
         "resource.k8s.io",
-        ("resourceclaim", "resourceclaims"),
-        (Column("NAME", _name), _AGE),
-        _lab("ResourceClaim"),
+        namespaced=True,
+        subresources=("status",),
+        columns=(_NAME, Column("State", _claim_state, karp=False), _AGE),
+        list_manifests=_lab("ResourceClaim"),
     ),
     Resource(
         "ResourceClaimTemplate",
         "resourceclaimtemplates",
         "resource.k8s.io",
-        ("resourceclaimtemplate", "resourceclaimtemplates"),
-        (Column("NAME", _name), _AGE),
-        _lab("ResourceClaimTemplate"),
+        namespaced=True,
+        columns=(_NAME, _AGE),
+        list_manifests=_lab("ResourceClaimTemplate"),
     ),
     Resource(
         "ResourceSlice",
         "resourceslices",
         "resource.k8s.io",
-        ("resourceslice", "resourceslices"),
-        (
-            Column("NAME", _name),
-            Column("NODE", _field("spec", "nodeName")),
-            Column("DRIVER", _field("spec", "driver")),
+        columns=(
+            _NAME,
+            Column("Node", _field("spec", "nodeName")),
+            Column("Driver", _field("spec", "driver")),
+            Column("Pool", _field("spec", "pool", "name"), karp=False),
             _AGE,
         ),
-        _lab("ResourceSlice"),
+        list_manifests=_lab("ResourceSlice"),
     ),
     Resource(
         "DRAConfig",
         "draconfigs",
         "test.karpenter.sh",
-        ("draconfig", "draconfigs"),
-        (Column("NAME", _name), _AGE),
-        _lab("DRAConfig"),
+        versions=("v1alpha1",),
+        columns=(
+            _NAME,
+            Column("Driver", _field("spec", "driver"), karp=False),
+            Column("Nodes", _field("status", "nodeCount"), type="integer", karp=False),
+            Column("ResourceSlices", _field("status", "resourceSliceCount"), type="integer", karp=False),
+            Column("Ready", lambda m, now: _condition(m, "Ready"), karp=False),
+            _CRD_AGE,
+        ),
+        list_manifests=_lab("DRAConfig"),
     ),
     Resource(
         "DisruptionCommand",
         "disruptioncommands",
         "karpui.dev",
-        ("disruptioncommand", "disruptioncommands", "dc"),
-        (
-            Column("NAME", _name),
-            Column("REASON", _field("spec", "reason")),
-            Column("DECISION", _field("spec", "decision")),
-            Column("NODES", lambda m, now: ",".join(c["node"] for c in m["spec"]["candidates"])),
-            Column("SAVINGS", lambda m, now: f"${m['spec']['savings']:.4f}/h"),
-            Column("PHASE", _field("status", "phase")),
-            _AGE,
-            Column("MODE", _field("spec", "approvalMode"), wide_only=True),
-            Column("DECIDED-BY", _field("spec", "approval", "by"), wide_only=True),
-            Column("MESSAGE", _field("status", "message"), wide_only=True),
+        versions=("v1alpha1",),
+        short_names=("dc",),
+        verbs=READ_VERBS,  # decided with `karp approve|deny` and the dashboard, which check who may
+        columns=(
+            _NAME,
+            Column("Reason", _field("spec", "reason")),
+            Column("Decision", _field("spec", "decision")),
+            Column("Nodes", lambda m, now: ",".join(c["node"] for c in m["spec"]["candidates"])),
+            Column("Savings", lambda m, now: f"${m['spec']['savings']:.4f}/h"),
+            Column("Phase", _field("status", "phase")),
+            _CRD_AGE,
+            Column("Mode", _field("spec", "approvalMode"), wide_only=True),
+            Column("Decided-By", _field("spec", "approval", "by"), wide_only=True),
+            Column("Message", _field("status", "message"), wide_only=True),
         ),
-        _lab("DisruptionCommand"),
+        list_manifests=_lab("DisruptionCommand"),
     ),
     Resource(
         "DeviceDeclaration",
         "devicedeclarations",
         "karpui.dev",
-        ("devicedeclaration", "devicedeclarations"),
-        (
-            Column("NAME", _name),
-            Column("DRIVER", _field("spec", "driver")),
-            Column("DEVICES", lambda m, now: str(len(m["spec"].get("devices") or []))),
+        versions=("v1alpha1",),
+        store=DECLARATIONS,
+        columns=(
+            _NAME,
+            Column("Driver", _field("spec", "driver")),
+            Column("Devices", lambda m, now: str(len(m["spec"].get("devices") or [])), type="integer"),
             Column(
-                "SELECTOR",
+                "Selector",
                 lambda m, now: ",".join(
                     f"{k}={v}"
                     for k, v in sorted((m["spec"].get("instanceTypeSelector") or {}).get("matchLabels", {}).items())
                 ),
             ),
         ),
-        _declarations,
+        list_manifests=_declarations,
     ),
 )
-NAMESPACED = frozenset(
-    {
-        "Pod",
-        "Deployment",
-        "ReplicaSet",
-        "DaemonSet",
-        "PodDisruptionBudget",
-        "Event",
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-    }
-)
+ALL: Sequence[Resource] = (*RESOURCES, *LAB_RESOURCES)
+NAMESPACED = frozenset(r.kind for r in ALL if r.namespaced)
+BY_KIND = {r.kind: r for r in ALL}
 
-_BY_NAME = {
-    alias: r for r in (*RESOURCES, *LAB_RESOURCES) for alias in (*r.aliases, r.qualified, f"{r.aliases[0]}.{r.group}")
-}
+_BY_NAME = {alias: r for r in ALL for alias in (*r.aliases, r.qualified, f"{r.singular}.{r.group}")}
 
 
 def resolve(name: str) -> Resource:

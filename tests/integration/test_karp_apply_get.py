@@ -34,7 +34,8 @@ def test_apply_creates_then_reports_unchanged_then_configured(lab):
     changed = Path(path).read_text().replace("consolidateAfter: 1m", "consolidateAfter: 10s")
     assert karp("apply", "-f", "-", stdin=changed)[1].endswith("nodepool.karpenter.sh/default configured\n")
     row = models.NodePool.objects.get(name="default")
-    assert (row.generation, row.resource_version, row.spec["disruption"]["consolidateAfter"]) == (2, 2, "10s")
+    # resourceVersions come from the cluster's one sequence: node class 1, NodePool 2, its update 3.
+    assert (row.generation, row.resource_version, row.spec["disruption"]["consolidateAfter"]) == (2, 3, "10s")
     actions = list(
         models.AuditEvent.objects.exclude(via="migrate")
         .order_by("id")

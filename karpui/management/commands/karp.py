@@ -2,7 +2,8 @@
 
 apply -f FILE|DIR|-, delete -f FILE | delete KIND NAME, get KIND [NAME] [-n NS|-A] [-l SEL] [-o FORMAT],
 describe KIND NAME, scale deploy/NAME --replicas N, taint node NAME key=value:Effect [--overwrite] | key:Effect-,
-rollout restart deploy/NAME, advance DURATION, logs [--since DURATION], reset.
+rollout restart deploy/NAME, advance DURATION, logs [--since DURATION], reset,
+kubeconfig [--as USER] [--server URL] [--certificate-authority FILE] (for kubectl, with a new API token).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand
 
 from karpui import disruption, lab, models, services
+from karpui.kubeapi.kubeconfig import DEFAULT_SERVER, kubeconfig
 from karpui.kubectl import printers
 from karpui.kubectl.jsonpath import JSONPathError, render
 from karpui.kubectl.resources import NAMESPACED, Resource, resolve
@@ -50,6 +52,7 @@ VERBS = (
     "resume",
     "disrupt",
     "savings",
+    "kubeconfig",
 )
 OUTPUTS = ("wide", "json", "yaml", "name")
 
@@ -78,6 +81,8 @@ class Command(BaseCommand):
         )
         parser.add_argument("--reason", default="")
         parser.add_argument("--for", dest="for_duration", default=None, help="pause duration, e.g. 2h")
+        parser.add_argument("--server", default=None, help="kubeconfig: karpui's URL (default http://127.0.0.1:8000)")
+        parser.add_argument("--certificate-authority", default=None, help="kubeconfig: CA file of an HTTPS server")
         parser.add_argument("args", nargs="*")
         return parser
 
@@ -395,6 +400,34 @@ class Command(BaseCommand):
         self.stdout.write(
             "\n".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
         )
+
+    def _kubeconfig(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        """Print a kubeconfig for the cluster's Kubernetes API with a new token of --as USER (default: the first
+        superuser); `karp kubeconfig > ~/.kube/config` and kubectl talks to the lab."""
+        if rest:
+            raise KarpError(f"unexpected arguments {rest}")
+        users = get_user_model().objects
+        user = (
+            users.filter(username=options["as_user"]).first()
+            if options["as_user"]
+            else users.filter(is_superuser=True, is_active=True).order_by("pk").first()
+        )
+        if user is None:
+            raise KarpError(
+                f'user "{options["as_user"]}" not found'
+                if options["as_user"]
+                else "no superuser yet: name one with --as USER"
+            )
+        ca = options["certificate_authority"]
+        config = kubeconfig(
+            user=user,
+            cluster=cluster.name,
+            server=options["server"] or DEFAULT_SERVER,
+            certificate_authority=Path(ca) if ca else None,
+        )
+        self.stdout.write(yaml.safe_dump(config, sort_keys=False).rstrip())
 
     def _reset(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
         lab.reset(cluster.name)
