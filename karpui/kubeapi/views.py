@@ -102,7 +102,7 @@ def openapi_v2(request: HttpRequest, ctx: Context) -> HttpResponse:
 
 @endpoint()
 def openapi_v3_index(request: HttpRequest, ctx: Context) -> HttpResponse:
-    return _json(openapi.v3_index(request.path.removesuffix("/")))
+    return _json(openapi.v3_index())
 
 
 @endpoint()

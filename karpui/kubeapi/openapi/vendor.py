@@ -1,0 +1,104 @@
+"""Refresh the vendored schemas (a maintainer's tool; nothing runs it at serve time, nothing is downloaded then).
+
+    python -m karpui.kubeapi.openapi.vendor --swagger swagger.json \\
+        --crd karpenter.sh_nodepools.yaml --crd karpenter.sh_nodeclaims.yaml ... [--crd-version NAME=FILE ...]
+
+`--swagger` is Kubernetes' api/openapi-spec/swagger.json of the release the API stands for; only the definitions
+the served kinds reach are kept (kubernetes.json). `--crd` files are CustomResourceDefinitions whose versions are
+kept with their schemas and printer columns (crds.json); `--crd-version v1beta1=FILE` takes one more version of a
+CRD from another release's file (Karpenter stopped serving v1beta1 after v1.0). See NOTICE.md for the sources used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+# The built-in kinds served (karpui.kubectl.resources), their lists, and what the API answers with besides.
+ROOTS = (
+    "io.k8s.api.core.v1.Pod",
+    "io.k8s.api.core.v1.Node",
+    "io.k8s.api.core.v1.Namespace",
+    "io.k8s.api.core.v1.Event",
+    "io.k8s.api.apps.v1.Deployment",
+    "io.k8s.api.apps.v1.ReplicaSet",
+    "io.k8s.api.apps.v1.DaemonSet",
+    "io.k8s.api.policy.v1.PodDisruptionBudget",
+    "io.k8s.api.policy.v1.Eviction",
+    "io.k8s.api.autoscaling.v1.Scale",
+    "io.k8s.api.resource.v1.DeviceClass",
+    "io.k8s.api.resource.v1.ResourceClaim",
+    "io.k8s.api.resource.v1.ResourceClaimTemplate",
+    "io.k8s.api.resource.v1.ResourceSlice",
+    "io.k8s.api.coordination.v1.Lease",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
+)
+_REF = re.compile(r'"\$ref":\s*"#/definitions/([^"]+)"')
+
+
+def trim_definitions(swagger: dict[str, Any]) -> dict[str, Any]:
+    """The definitions the roots (and their lists) reach through $ref, nothing else."""
+    definitions = swagger["definitions"]
+    wanted = [name for root in ROOTS for name in (root, f"{root}List") if name in definitions]
+    kept: dict[str, Any] = {}
+    while wanted:
+        name = wanted.pop()
+        if name in kept:
+            continue
+        kept[name] = definitions[name]
+        wanted.extend(_REF.findall(json.dumps(definitions[name])))
+    return dict(sorted(kept.items()))
+
+
+def crd_versions(crd: dict[str, Any], only: str | None = None) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": version["name"],
+            "schema": version["schema"]["openAPIV3Schema"],
+            "printerColumns": version.get("additionalPrinterColumns", []),
+        }
+        for version in crd["spec"]["versions"]
+        if version.get("served", True) and (only is None or version["name"] == only)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--swagger", type=Path, required=True)
+    parser.add_argument("--crd", type=Path, action="append", default=[])
+    parser.add_argument("--crd-version", action="append", default=[], help="VERSION=FILE: one more served version")
+    args = parser.parse_args()
+    swagger = json.loads(args.swagger.read_text())
+    (HERE / "kubernetes.json").write_text(
+        json.dumps({"definitions": trim_definitions(swagger)}, separators=(",", ":"), sort_keys=True) + "\n"
+    )
+    crds: dict[str, dict[str, Any]] = {}
+    for path in args.crd:
+        crd = yaml.safe_load(path.read_text())
+        spec = crd["spec"]
+        crds[spec["names"]["kind"]] = {
+            "group": spec["group"],
+            "kind": spec["names"]["kind"],
+            "plural": spec["names"]["plural"],
+            "versions": crd_versions(crd),
+        }
+    for item in args.crd_version:
+        version, _, file = item.partition("=")
+        crd = yaml.safe_load(Path(file).read_text())
+        entry = crds[crd["spec"]["names"]["kind"]]
+        if all(v["name"] != version for v in entry["versions"]):
+            entry["versions"] += crd_versions(crd, only=version)
+    (HERE / "crds.json").write_text(json.dumps(crds, separators=(",", ":"), sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
