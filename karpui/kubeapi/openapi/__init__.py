@@ -33,7 +33,8 @@ _PACKAGES = {
     "autoscaling": "autoscaling",
 }
 _SMP = "application/strategic-merge-patch+json"
-_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
+# Server-side apply (application/apply-patch+yaml) is not served, so not offered.
+_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json")
 # Keys a Swagger 2.0 schema may have (the rest, such as anyOf or nullable, only OpenAPI 3 knows).
 _V2_SCHEMA_KEYS = frozenset(
     [
@@ -101,6 +102,11 @@ def definition_name(group: str, version: str, kind: str) -> str:
 
 def _is_builtin(resource: Resource) -> bool:
     return definition_name(resource.group, resource.version, resource.kind) in _builtin()
+
+
+def accepts_strategic(resource: Resource) -> bool:
+    """Built-in kinds take strategic merge patches; custom resources refuse them (415), as on a real server."""
+    return _is_builtin(resource)
 
 
 def _object_meta() -> dict[str, str]:

@@ -428,6 +428,12 @@ class Command(BaseCommand):
             certificate_authority=Path(ca) if ca else None,
         )
         self.stdout.write(yaml.safe_dump(config, sort_keys=False).rstrip())
+        if not config["clusters"][0]["cluster"]["server"].startswith("https://"):
+            # client-go drops a kubeconfig's credentials for a plain-HTTP server; the Python client sends them.
+            self.stderr.write(
+                "note: kubectl sends the token only over HTTPS: serve karpui with TLS (README, kubectl and the "
+                "Kubernetes API) and give --server https://... --certificate-authority CERT"
+            )
 
     def _reset(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
         lab.reset(cluster.name)
