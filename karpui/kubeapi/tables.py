@@ -26,6 +26,15 @@ def wants_table(accept: str) -> bool:
     return any("as=Table" in part.replace(" ", "") for part in accept.split(","))
 
 
+def wants_metadata(accept: str) -> bool:
+    """Whether the client asked for metadata only (client-go's metadata informers, the garbage collector)."""
+    return any("as=PartialObjectMetadata" in part.replace(" ", "") for part in accept.split(","))
+
+
+def metadata_only(obj: Obj) -> Obj:
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+
+
 def column_definitions(resource: Resource) -> list[dict[str, Any]]:
     return [
         {
@@ -58,7 +67,7 @@ def row_object(obj: Obj, include: str) -> Obj | None:
         return None
     if include == "Object":
         return obj
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+    return metadata_only(obj)
 
 
 def rows(resource: Resource, items: list[Obj], now: datetime, include: str) -> list[dict[str, Any]]:

@@ -163,6 +163,8 @@ def respond(request: HttpRequest, ctx: Context, at: Target, obj: Obj, status: in
         metadata = {"resourceVersion": body["metadata"].get("resourceVersion", "")}
         include = request.GET.get("includeObject", "Metadata")
         return _json(tables.table(at.resource, [body], ctx.cluster.clock, include=include, metadata=metadata), status)
+    if tables.wants_metadata(request.headers.get("Accept", "")):
+        return _json(tables.metadata_only(body), status)
     return _json(body, status)
 
 
@@ -283,6 +285,11 @@ def _list(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
     if tables.wants_table(request.headers.get("Accept", "")):
         include = request.GET.get("includeObject", "Metadata")
         return _json(tables.table(resource, shown, ctx.cluster.clock, include=include, metadata=metadata))
+    if tables.wants_metadata(request.headers.get("Accept", "")):
+        items = [tables.metadata_only(item) for item in shown]
+        return _json(
+            {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items}
+        )
     api_version = f"{resource.group}/{at.version}" if resource.group else at.version
     return _json({"kind": f"{resource.kind}List", "apiVersion": api_version, "metadata": metadata, "items": shown})
 

@@ -252,3 +252,13 @@ def test_continue_tokens_are_kubernetes_shaped(inflated: Any, api: Api) -> None:
     token = api.get("/api/v1/namespaces/default/pods", limit=1)[1]["metadata"]["continue"]
     decoded = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     assert decoded["v"] == "meta.k8s.io/v1" and decoded["start"].endswith("\x00")
+
+
+def test_metadata_only_lists_for_metadata_informers(inflated: Any, api: Api) -> None:
+    accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+    status, body = api.get("/api/v1/namespaces/default/pods", accept)
+    assert (status, body["kind"], len(body["items"])) == (200, "PartialObjectMetadataList", 5)
+    assert set(body["items"][0]) == {"kind", "apiVersion", "metadata"}
+    name = body["items"][0]["metadata"]["name"]
+    accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    assert api.get(f"/api/v1/namespaces/default/pods/{name}", accept)[1]["kind"] == "PartialObjectMetadata"
