@@ -510,6 +510,14 @@ LAB_RESOURCES: Sequence[Resource] = (
         list_manifests=_lab("Event"),
     ),
     Resource(
+        "Lease",
+        "leases",
+        "coordination.k8s.io",
+        namespaced=True,
+        columns=(_NAME, Column("Holder", _field("spec", "holderIdentity")), _AGE),
+        list_manifests=_lab("Lease"),
+    ),
+    Resource(
         "DeviceClass",
         "deviceclasses",
         "resource.k8s.io",

@@ -34,6 +34,7 @@ def test_the_v3_index_points_at_one_document_per_group_version(get: Any) -> None
     assert set(index) == {
         "api/v1",
         "apis/apps/v1",
+        "apis/coordination.k8s.io/v1",
         "apis/policy/v1",
         "apis/resource.k8s.io/v1",
         "apis/karpenter.sh/v1",

@@ -97,6 +97,7 @@ def test_aggregated_discovery_names_every_kind_with_short_names_categories_and_s
     names = {g["metadata"]["name"] for g in groups["items"]}
     assert names == {
         "apps",
+        "coordination.k8s.io",
         "policy",
         "resource.k8s.io",
         "karpenter.sh",

@@ -95,8 +95,6 @@ def definition_name(group: str, version: str, kind: str) -> str:
     group reversed (sh.karpenter.v1.NodePool)."""
     if group in _PACKAGES:
         return f"io.k8s.api.{_PACKAGES[group]}.{version}.{kind}"
-    if group == "coordination.k8s.io":
-        return f"io.k8s.api.coordination.{version}.{kind}"
     return ".".join([*reversed(group.split(".")), version, kind])
 
 
