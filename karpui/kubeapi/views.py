@@ -312,7 +312,8 @@ def _watch(request: HttpRequest, ctx: Context, at: Target, name: str | None = No
     if name is not None:  # /watch/.../NAME: one object
         fields = parse_field_selector(f"metadata.name={name}", at.resource.kind)
     try:
-        timeout = float(request.GET.get("timeoutSeconds") or watch.DEFAULT_TIMEOUT_SECONDS)
+        # 0 or none: the server's default, as kube-apiserver takes it.
+        timeout = float(request.GET.get("timeoutSeconds") or 0) or watch.DEFAULT_TIMEOUT_SECONDS
     except ValueError:
         raise bad_request(f'invalid timeoutSeconds "{request.GET.get("timeoutSeconds")}"') from None
     since = _version_param(request)

@@ -129,7 +129,7 @@ class Watch:
                 return
         last_bookmark = time.monotonic()
         quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
+        while True:  # at least once: a short timeout still replays what is already there
             head = storage.current_version(request.cluster)
             entries = list(self._entries_after(last))
             for entry in entries:
@@ -143,6 +143,8 @@ class Watch:
             if request.bookmarks and time.monotonic() - last_bookmark >= BOOKMARK_SECONDS:
                 yield self._bookmark(last)
                 last_bookmark = time.monotonic()
+            if time.monotonic() >= deadline:
+                break
             if entries:
                 quiet_since = time.monotonic()
                 continue
