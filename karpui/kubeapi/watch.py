@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db import OperationalError
 from django.http import HttpRequest
 
 from karpui import models
@@ -39,6 +40,7 @@ POLL_SECONDS = 0.2
 BOOKMARK_SECONDS = 10.0
 DEFAULT_TIMEOUT_SECONDS = 1800.0  # kube-apiserver's --min-request-timeout
 BATCH = 500
+MAX_POLL_FAILURES = 25  # in a row: five seconds of polls
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
@@ -129,9 +131,18 @@ class Watch:
                 return
         last_bookmark = time.monotonic()
         quiet_since = time.monotonic()
+        failures = 0
         while True:  # at least once: a short timeout still replays what is already there
-            head = storage.current_version(request.cluster)
-            entries = list(self._entries_after(last))
+            try:
+                head = storage.current_version(request.cluster)
+                entries = list(self._entries_after(last))
+                failures = 0
+            except OperationalError:
+                # A poll that meets a locked database (SQLite while a lab run writes) tries again at the next one.
+                failures += 1
+                if failures > MAX_POLL_FAILURES:
+                    raise
+                head, entries = last, []
             for entry in entries:
                 line = self._change(entry)
                 if line is not None:
