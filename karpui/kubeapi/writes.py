@@ -1,0 +1,394 @@
+"""The API's writes: create (POST), replace (PUT), patch (PATCH), delete (DELETE), and the status, scale and
+eviction subresources, over the one write path `karp` uses too (karpui.objects): this module only speaks HTTP.
+
+It parses and checks the request as kube-apiserver does before anything is written (the body's kind and version
+against the URL, the namespace and name, unknown fields per `fieldValidation`, the patch's media type), calls the
+write service as the token's user, and turns what the service raises into the Status kube-apiserver would answer:
+NotFound 404, AlreadyExists and Conflict 409, ManifestError 422 Invalid naming the field, PermissionDenied 403 in
+RBAC's words, TooManyRequests 429 (an eviction a PodDisruptionBudget forbids). `dryRun=All` runs the write and
+rolls it back.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+
+from karpui import services
+from karpui.kubeapi import openapi
+from karpui.kubeapi.errors import Status, bad_request, forbidden, invalid, method_not_allowed, not_found
+from karpui.kubeapi.requests import Context, Target
+from karpui.kubeapi.versions import at_version
+from provisioner.cluster.objects import AlreadyExists, Conflict, NotFound, Obj, TooManyRequests
+from provisioner.manifests import ManifestError
+
+METHODS = ("POST", "PUT", "PATCH", "DELETE")
+PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+}
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apiserver's generateName alphabet
+
+
+class _DryRun(Exception):
+    """Raised inside the transaction of a dry run to undo the write while keeping its result."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("dry run")
+        self.result = result
+
+
+def _write_path() -> Any:
+    """karpui.objects, the write path karp shares; until it is there, the API serves no writes (405)."""
+    try:
+        from karpui import objects
+    except ImportError:
+        raise method_not_allowed() from None
+    return objects
+
+
+def _verb(request: HttpRequest, at: Target) -> str:
+    if request.method == "POST":
+        return "create"
+    if request.method == "PUT":
+        return "update"
+    if request.method == "PATCH":
+        return "patch"
+    return "delete" if at.name is not None else "deletecollection"
+
+
+def handle(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
+    verb = _verb(request, at)
+    if verb not in at.resource.verbs and not (at.subresource == "eviction" and verb == "create"):
+        raise method_not_allowed()
+    if (verb == "create") != (at.name is None) and at.subresource != "eviction":
+        raise method_not_allowed()
+    assert ctx.user is not None
+    actor = services.Actor.for_user(ctx.user, "api")
+    warnings: list[str] = []
+    try:
+        status, body = _dispatch(request, ctx, at, actor, verb, warnings)
+    except PermissionDenied:
+        raise forbidden(
+            ctx.user.get_username(),
+            verb,
+            at.resource.plural,
+            at.group,
+            at.name or "",
+            at.namespace or "",
+            at.subresource,
+        ) from None
+    response = HttpResponse(json.dumps(body, separators=(",", ":")), status=status, content_type="application/json")
+    if warnings:
+        response["Warning"] = ", ".join(f'299 - "{w}"' for w in warnings)
+    return response
+
+
+def _dispatch(
+    request: HttpRequest, ctx: Context, at: Target, actor: services.Actor, verb: str, warnings: list[str]
+) -> tuple[int, Any]:
+    resource, name = at.resource, at.name or ""
+    namespace = at.namespace or ""
+    dry_run = request.GET.get("dryRun") == "All"
+
+    def write(call: Callable[[Any], Any]) -> Any:
+        objects = _write_path()
+        try:
+            with transaction.atomic():
+                result = call(objects)
+                if dry_run:
+                    raise _DryRun(result)
+                return result
+        except _DryRun as done:
+            return done.result
+        except NotFound as error:
+            raise not_found(resource.qualified, name, resource.group, resource.plural) from error
+        except AlreadyExists:
+            raise Status(
+                409,
+                "AlreadyExists",
+                f'{resource.qualified} "{name}" already exists',
+                name=name,
+                group=resource.group,
+                kind=resource.plural,
+            ) from None
+        except Conflict:
+            raise Status(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {resource.qualified} "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again",
+                name=name,
+                group=resource.group,
+                kind=resource.plural,
+            ) from None
+        except TooManyRequests as error:
+            raise Status(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                causes=[{"reason": "DisruptionBudget", "message": str(error)}],
+            ) from None
+        except ManifestError as error:
+            raise invalid(resource.kind, resource.group, name, error.field or "", error.message) from None
+
+    def served(obj: Obj) -> Obj:
+        return at_version(obj, resource.group, at.version, namespaced=resource.namespaced)
+
+    if at.subresource == "eviction":
+        _eviction_body(request, name, namespace)
+        write(lambda objects: objects.pod_evict(cluster=ctx.cluster, name=name, namespace=namespace, actor=actor))
+        return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+    if at.subresource == "scale":
+        from karpui.kubeapi.views import must_get, scale_of
+
+        current = scale_of(must_get(ctx, at))
+        wanted = _scale_replicas(request, current)
+        obj = write(
+            lambda objects: objects.workload_scale(
+                cluster=ctx.cluster, kind=resource.kind, name=name, namespace=namespace, replicas=wanted, actor=actor
+            )
+        )
+        return 200, scale_of(obj)
+    if verb == "create":
+        body = _object_body(request, at, warnings)
+        name = body["metadata"]["name"]
+        return 201, served(write(lambda objects: objects.object_create(cluster=ctx.cluster, obj=body, actor=actor)))
+    if verb == "update":
+        body = _object_body(request, at, warnings)
+        return 200, served(
+            write(
+                lambda objects: objects.object_replace(
+                    cluster=ctx.cluster, obj=body, subresource=at.subresource, actor=actor
+                )
+            )
+        )
+    if verb == "patch":
+        patch, patch_type = _patch_body(request, at, warnings)
+        return 200, served(
+            write(
+                lambda objects: objects.object_patch(
+                    cluster=ctx.cluster,
+                    kind=resource.kind,
+                    name=name,
+                    namespace=namespace,
+                    patch=patch,
+                    patch_type=patch_type,
+                    subresource=at.subresource,
+                    actor=actor,
+                )
+            )
+        )
+    options = _delete_options(request)
+    if verb == "deletecollection":
+        from karpui.kubeapi import storage
+        from karpui.kubeapi.views import selectors
+
+        labels, fields = selectors(request, resource)
+        items, _ = storage.list_objects(ctx.cluster, resource, at.namespace, fields)
+        doomed = [i for i in items if labels.matches(i["metadata"].get("labels") or {}) and fields.matches(i)]
+        deleted = [
+            served(
+                write(
+                    lambda objects, obj=obj: objects.object_delete(
+                        cluster=ctx.cluster,
+                        kind=resource.kind,
+                        name=obj["metadata"]["name"],
+                        namespace=obj["metadata"].get("namespace", ""),
+                        actor=actor,
+                        **options,
+                    )
+                )
+            )
+            for obj in doomed
+        ]
+        api_version = f"{resource.group}/{at.version}" if resource.group else at.version
+        return 200, {"kind": f"{resource.kind}List", "apiVersion": api_version, "metadata": {}, "items": deleted}
+    return 200, served(
+        write(
+            lambda objects: objects.object_delete(
+                cluster=ctx.cluster, kind=resource.kind, name=name, namespace=namespace, actor=actor, **options
+            )
+        )
+    )
+
+
+# Request bodies -------------------------------------------------------------------------------------------------
+
+
+def _decode(request: HttpRequest, kind: str) -> Any:
+    """The request's JSON (or YAML) document; a malformed one is a 400 as the API server words it."""
+    text = request.body.decode("utf-8", errors="replace")
+    content_type = request.content_type or "application/json"
+    try:
+        if "yaml" in content_type:
+            return yaml.safe_load(text)
+        return json.loads(text)
+    except (ValueError, yaml.YAMLError) as error:
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; "
+            f"json parse error: {error}"
+        ) from None
+
+
+def _strict(request: HttpRequest, at: Target, obj: Any, warnings: list[str], *, kind: str, version: str) -> None:
+    """Unknown fields: a 400 naming them all (fieldValidation=Strict, what kubectl sends), else a warning each."""
+    mode = request.GET.get("fieldValidation", "Warn")
+    if mode not in ("Ignore", "Warn", "Strict"):
+        raise bad_request(f"fieldValidation parameter unsupported: {mode}")
+    if mode == "Ignore" or not isinstance(obj, dict):
+        return
+    unknown = openapi.unknown_fields(at.group, version, kind, _without_directives(obj))
+    if not unknown:
+        return
+    if mode == "Strict":
+        fields = ", ".join(f'unknown field "{field}"' for field in unknown)
+        raise bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: {fields}'
+        )
+    warnings.extend(f'unknown field \\"{field}\\"' for field in unknown)
+
+
+def _without_directives(value: Any) -> Any:
+    """A strategic merge patch without its `$patch`, `$setElementOrder/...`, `$retainKeys` directives."""
+    if isinstance(value, dict):
+        return {k: _without_directives(v) for k, v in value.items() if not k.startswith("$")}
+    if isinstance(value, list):
+        return [_without_directives(v) for v in value]
+    return value
+
+
+def _object_body(request: HttpRequest, at: Target, warnings: list[str]) -> Obj:
+    resource = at.resource
+    expected_version = f"{resource.group}/{at.version}" if resource.group else at.version
+    body = _decode(request, resource.kind)
+    if not isinstance(body, dict) or not body.get("kind"):
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {resource.kind}): couldn't get version/kind; "
+            "json parse error: Object 'Kind' is missing"
+        )
+    if body.get("apiVersion") != expected_version:
+        raise bad_request(
+            f"the API version in the data ({body.get('apiVersion')}) does not match the expected API version "
+            f"({expected_version})"
+        )
+    if body["kind"] != resource.kind:
+        raise bad_request(
+            f'{body["kind"]} in version "{at.version}" cannot be handled as a {resource.kind}: '
+            f'no kind "{body["kind"]}" is registered for version "{expected_version}"'
+        )
+    meta = body.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise bad_request(f"{resource.kind}.metadata: expected an object")
+    if resource.namespaced:
+        given = meta.get("namespace")
+        if given and given != at.namespace:
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        meta["namespace"] = at.namespace
+    if at.name is not None and meta.get("name") != at.name:
+        raise bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({at.name})")
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = str(meta["generateName"]) + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+    if not meta.get("name"):
+        raise invalid(
+            resource.kind, resource.group, "", "metadata.name", "Required value: name or generateName is required"
+        )
+    _strict(request, at, body, warnings, kind=resource.kind, version=at.version)
+    return body
+
+
+def _patch_body(request: HttpRequest, at: Target, warnings: list[str]) -> tuple[Any, str]:
+    resource = at.resource
+    content_type = request.content_type or ""
+    accepted = ["application/json-patch+json", "application/merge-patch+json"]
+    if openapi.accepts_strategic(resource):
+        accepted.append("application/strategic-merge-patch+json")
+    if content_type not in accepted:
+        raise Status(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}",
+        )
+    patch_type = PATCH_TYPES[content_type]
+    patch = _decode(request, resource.kind)
+    if patch_type == "json" and not isinstance(patch, list):
+        raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    if patch_type != "json":
+        if not isinstance(patch, dict):
+            raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
+        _strict(request, at, patch, warnings, kind=resource.kind, version=at.version)
+    return patch, patch_type
+
+
+def _scale_replicas(request: HttpRequest, current: Obj) -> int:
+    """The replicas a PUT or PATCH of the scale subresource asks for (kubectl scale sends a merge patch)."""
+    if request.method == "PUT":
+        body = _decode(request, "Scale")
+    elif request.content_type == "application/json-patch+json":
+        import jsonpatch  # type: ignore[import-untyped]
+
+        try:
+            body = jsonpatch.apply_patch(current, _decode(request, "Scale"))
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+            raise Status(422, "Invalid", str(error)) from None
+    else:
+        from provisioner.apimachinery.mergepatch import merge_patch
+
+        body = merge_patch(current, _decode(request, "Scale"))
+    replicas = ((body or {}).get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise Status(
+            422,
+            "Invalid",
+            f'Scale.autoscaling "{current["metadata"]["name"]}" is invalid: spec.replicas: Invalid value: '
+            f"{json.dumps(replicas)}: must be greater than or equal to 0",
+            causes=[
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": "must be greater than or equal to 0",
+                    "field": "spec.replicas",
+                }
+            ],
+        )
+    return replicas
+
+
+def _eviction_body(request: HttpRequest, name: str, namespace: str) -> None:
+    body = _decode(request, "Eviction")
+    meta = (body or {}).get("metadata") or {}
+    if meta.get("name") and meta["name"] != name:
+        raise bad_request(f"name in URL does not match name in Eviction object ({meta['name']} != {name})")
+    if meta.get("namespace") and meta["namespace"] != namespace:
+        raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+
+
+def _delete_options(request: HttpRequest) -> dict[str, Any]:
+    """propagationPolicy, gracePeriodSeconds and preconditions, from the query or a DeleteOptions body."""
+    body: dict[str, Any] = {}
+    if request.body:
+        decoded = _decode(request, "DeleteOptions")
+        body = decoded if isinstance(decoded, dict) else {}
+    propagation = request.GET.get("propagationPolicy") or body.get("propagationPolicy") or "Background"
+    if propagation not in ("Orphan", "Background", "Foreground"):
+        raise bad_request(
+            f'DeleteOptions.propagationPolicy: Unsupported value: "{propagation}": supported values: '
+            '"Foreground", "Background", "Orphan"'
+        )
+    grace = request.GET.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+    try:
+        grace_seconds = None if grace in (None, "") else int(grace)
+    except (TypeError, ValueError):
+        raise bad_request(f'invalid gracePeriodSeconds "{grace}"') from None
+    return {
+        "propagation": propagation,
+        "grace_seconds": grace_seconds,
+        "preconditions": body.get("preconditions") or {},
+    }
