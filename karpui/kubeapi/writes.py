@@ -139,6 +139,8 @@ def _dispatch(
             ) from None
         except ManifestError as error:
             raise invalid(resource.kind, resource.group, name, error.field or "", error.message) from None
+        except ValueError as error:  # the patch machinery's PatchError and UnsupportedPatch are ValueErrors
+            raise _patch_status(error, resource.kind, resource.group, name) from None
 
     def served(obj: Obj) -> Obj:
         return at_version(obj, resource.group, at.version, namespaced=resource.namespaced)
@@ -173,6 +175,21 @@ def _dispatch(
         )
     if verb == "patch":
         patch, patch_type = _patch_body(request, at, warnings)
+        if at.version != resource.version:
+            # Patched as served at that version (a v1beta1 NodePool), then stored through the same replace.
+            from karpui.kubeapi.views import must_get
+
+            current = served(must_get(ctx, at))
+            return 200, served(
+                write(
+                    lambda objects: objects.object_replace(
+                        cluster=ctx.cluster,
+                        obj=_patched(current, patch, patch_type),
+                        subresource=at.subresource,
+                        actor=actor,
+                    )
+                )
+            )
         return 200, served(
             write(
                 lambda objects: objects.object_patch(
@@ -219,6 +236,28 @@ def _dispatch(
             )
         )
     )
+
+
+def _patched(current: Obj, patch: Any, patch_type: str) -> Obj:
+    """`current` after the patch, by the patch machinery the write path uses; same resourceVersion, so a change
+    made meanwhile is a conflict."""
+    try:
+        from provisioner.apimachinery.patch import apply_patch  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise method_not_allowed() from None
+    patched: Obj = apply_patch(current, patch, patch_type)
+    patched.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
+    return patched
+
+
+def _patch_status(error: ValueError, kind: str, group: str, name: str) -> Status:
+    """A patch the kind does not take (415), or one that cannot be applied (422, as kube-apiserver answers)."""
+    if type(error).__name__ == "UnsupportedPatch":
+        return Status(415, "UnsupportedMediaType", str(error))
+    if type(error).__name__ == "PatchError":
+        qualified = f"{kind}.{group}" if group else kind
+        return Status(422, "Invalid", f'{qualified} "{name}" is invalid: {error}', name=name, group=group, kind=kind)
+    raise error
 
 
 # Request bodies -------------------------------------------------------------------------------------------------
