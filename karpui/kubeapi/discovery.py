@@ -66,6 +66,12 @@ def _storage_hash(resource: Resource) -> str:
     return hashlib.sha256(f"{resource.group}/{resource.version}/{resource.kind}".encode()).hexdigest()[:12]
 
 
+def _names(resource: Resource) -> dict[str, list[str]]:
+    """Short names and categories, where the kind has them (both documents leave empty ones out)."""
+    names = {"shortNames": list(resource.short_names), "categories": list(resource.categories)}
+    return {key: value for key, value in names.items() if value}
+
+
 def resource_list(group: str, version: str) -> dict[str, Any]:
     """The legacy APIResourceList of one group-version (`/api/v1`, `/apis/apps/v1`)."""
     resources: list[dict[str, Any]] = []
@@ -77,10 +83,7 @@ def resource_list(group: str, version: str) -> dict[str, Any]:
             "kind": resource.kind,
             "verbs": list(resource.verbs),
         }
-        if resource.short_names:
-            entry["shortNames"] = list(resource.short_names)
-        if resource.categories:
-            entry["categories"] = list(resource.categories)
+        entry.update(_names(resource))
         entry["storageVersionHash"] = _storage_hash(resource)
         resources.append(entry)
         for name in resource.subresources:
@@ -147,10 +150,7 @@ def _aggregated_resource(resource: Resource, version: str) -> dict[str, Any]:
         "singularResource": resource.singular,
         "verbs": list(resource.verbs),
     }
-    if resource.short_names:
-        entry["shortNames"] = list(resource.short_names)
-    if resource.categories:
-        entry["categories"] = list(resource.categories)
+    entry.update(_names(resource))
     if resource.subresources:
         entry["subresources"] = [
             {
