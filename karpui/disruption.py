@@ -32,9 +32,20 @@ def _require(actor: Actor, permission: str) -> None:
 
 
 def _refusal(command: dict[str, Any] | None, name: str, decision: str, actor: Actor) -> Exception | None:
-    """Why `actor` may not decide this command now, or None."""
+    """Why `actor` may not decide this command now, or None.
+
+    Called inside the lab run, which holds the cluster's row lock: checking that nobody has decided yet and writing
+    the decision happen under one lock, so the first decision is final (a compare-and-set). The phase alone is not
+    enough: a decision is written to `spec.approval` at once, but the phase moves only at the controllers' next run.
+    """
     if command is None:
         return ValidationError(f'disruption command "{name}" not found')
+    earlier = command["spec"].get("approval")
+    if earlier:
+        return ValidationError(
+            f'disruption command "{name}" was already {earlier.get("decision")} by {earlier.get("by")} at '
+            f"{earlier.get('at')}; the first decision is final"
+        )
     phase = command["status"].get("phase")
     if phase != "AwaitingApproval":
         return ValidationError(f'disruption command "{name}" is {phase}, not awaiting approval')

@@ -133,8 +133,11 @@ def _decided(request: HttpRequest, action: str, name: str) -> HttpResponse:
             disruption.command_deny(cluster=cluster, name=name, actor=actor, reason=reason)
     except ValidationError as error:
         messages.error(request, "; ".join(error.messages))
+    except PermissionDenied as error:
+        # An approver refused for this one command (four eyes) gets a message on the queue, not an error page.
+        messages.error(request, str(error))
     else:
-        messages.success(request, f"{name} {action}d" if action == "approve" else f"{name} denied")
+        messages.success(request, f"{name} approved" if action == "approve" else f"{name} denied")
     return redirect("disruption")
 
 
