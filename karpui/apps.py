@@ -3,6 +3,7 @@
 from typing import Any
 
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 from django.db.models.signals import post_migrate
 
 
@@ -22,3 +23,10 @@ class KarpuiConfig(AppConfig):
         from karpui.kubeapi import changelog
 
         changelog.connect()
+
+
+class AdminConfig(admin_apps.AdminConfig):
+    """Django's admin with karpui's site, whose login form is throttled like karpui's own."""
+
+    default = False  # "karpui" in INSTALLED_APPS still means KarpuiConfig
+    default_site = "karpui.login.AdminSite"

@@ -53,7 +53,7 @@ KARPUI_IGNORE_DRA_REQUESTS = env_bool("KARPUI_IGNORE_DRA_REQUESTS", False)
 KARPUI_FOUR_EYES = env_bool("KARPUI_FOUR_EYES", True)
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "karpui.apps.AdminConfig",  # django.contrib.admin with the login throttle (karpui.login)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
