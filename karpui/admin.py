@@ -229,6 +229,33 @@ class AuditEventAdmin(ReadOnlyAdmin):
     search_fields = ("target_name", "actor_name")
 
 
+class ClusterForm(forms.ModelForm):
+    class Meta:
+        model = models.Cluster
+        fields = ("name", "mode")
+
+
 @admin.register(models.Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "mode", "clock", "created_at")
+    """Clusters are made here, audited like `karp cluster create`, and never edited here: the clock, lease and lab
+    state belong to the controllers, and a pause goes through the Disruption page or `karp pause`, which audit it."""
+
+    form = ClusterForm
+    list_display = ("name", "mode", "clock", "ticked_at", "paused_until", "created_at")
+    shown = ("name", "mode", "clock", "ticked_at", "paused_until", "paused_by", "pause_reason", "created_at")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ClusterForm.Meta.fields if obj is None else self.shown
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return () if obj is None else self.shown
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # a cluster's lab, NodePools and history would go with it
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        obj.pk = services.cluster_create(name=obj.name, mode=obj.mode, actor=actor).pk

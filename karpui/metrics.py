@@ -23,7 +23,9 @@ class ClusterCollector(Collector):
     """Reads every value when scraped, so each web process reports the same numbers without shared state."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        cluster = services.cluster_get_or_create()
+        cluster = models.Cluster.objects.filter(name=services.DEFAULT_CLUSTER).first()
+        if cluster is None:  # a scrape reads; it never makes the cluster it reports on
+            return
         usage = GaugeMetricFamily(
             "karpenter_nodepools_usage",
             "Resources the NodePool's NodeClaims hold.",

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Min
 from django.urls import reverse
 
-from karpui import costs, disruption, lab, models
+from karpui import costs, disruption, lab, models, services
 from provisioner.quantity import parse_resources
 
 FIXES = {
@@ -24,6 +24,16 @@ FIXES = {
     "no-nodepool": "create a NodePool (karp apply -f examples/provisioning/nodepool.yaml)",
     "validation": "remove restricted keys (karpenter.sh/*, kubernetes.io/hostname) from the pod's node selection",
 }
+
+
+def cluster_get(*, name: str) -> models.Cluster:
+    """The cluster called `name`; reading never creates one (clusters are made by admins and operators).
+    Raises ValidationError for a name no cluster can have, LookupError for one that does not exist."""
+    services.cluster_name_check(name)
+    cluster = models.Cluster.objects.filter(name=name).first()
+    if cluster is None:
+        raise LookupError(f'cluster "{name}" not found')
+    return cluster
 
 
 def _age(clock: datetime, stamp: str | None) -> float:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -56,7 +56,34 @@ class ApplyResult:
 
 
 def cluster_get_or_create(name: str = DEFAULT_CLUSTER) -> models.Cluster:
+    """First-run state only (the default lab cluster); everything else reads clusters and never makes one."""
     cluster, _ = models.Cluster.objects.get_or_create(name=name)
+    return cluster
+
+
+def cluster_name_check(name: str) -> None:
+    """Refuse a name no cluster can have (the model's slug and length rules), naming the field."""
+    if not name:
+        raise ValidationError("cluster: a name is required")
+    try:
+        models.Cluster._meta.get_field("name").run_validators(name)
+    except ValidationError as error:
+        raise ValidationError(f"cluster: {'; '.join(error.messages)}") from None
+
+
+def cluster_create(*, name: str, actor: Actor, mode: str = models.Cluster.Mode.LAB) -> models.Cluster:
+    """Make a cluster (a lab one is then ticked with the others). A web or admin user needs karpui.add_cluster;
+    the CLI is the machine's operator."""
+    if actor.user is not None and not actor.user.has_perm("karpui.add_cluster"):  # type: ignore[attr-defined]
+        raise PermissionDenied(f"{actor.name} may not create clusters")
+    cluster_name_check(name)
+    if mode not in models.Cluster.Mode.values:
+        raise ValidationError(f"mode: must be one of {', '.join(models.Cluster.Mode.values)}, got {mode!r}")
+    with transaction.atomic():
+        if models.Cluster.objects.filter(name=name).exists():
+            raise ValidationError(f'cluster "{name}" already exists')
+        cluster = models.Cluster.objects.create(name=name, mode=mode)
+        _audit(actor, "create", "Cluster", name, None, {"mode": mode})
     return cluster
 
 

@@ -7,7 +7,7 @@ import re
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -18,7 +18,14 @@ from provisioner.durations import DurationError, parse_duration
 
 
 def _cluster(request: HttpRequest) -> Cluster:
-    return services.cluster_get_or_create(request.GET.get("cluster") or services.DEFAULT_CLUSTER)
+    """The cluster `?cluster=` names (the default lab cluster without it). Reads never create one: a name no
+    cluster can have is a 400, an unknown one a 404."""
+    try:
+        return selectors.cluster_get(name=request.GET.get("cluster") or services.DEFAULT_CLUSTER)
+    except ValidationError as error:
+        raise BadRequest("; ".join(error.messages)) from None
+    except LookupError as error:
+        raise Http404(str(error)) from None
 
 
 # ASCII digits, at most nine: str.isdigit() also admits "²" (which int() refuses), and a 20-digit page number

@@ -3,7 +3,8 @@
 apply -f FILE|DIR|-, delete -f FILE | delete KIND NAME, get KIND [NAME] [-n NS|-A] [-l SEL] [-o FORMAT],
 describe KIND NAME, scale deploy/NAME --replicas N, taint node NAME key=value:Effect [--overwrite] | key:Effect-,
 rollout restart deploy/NAME, advance DURATION, logs [--since DURATION], reset,
-kubeconfig [--as USER] [--server URL] [--certificate-authority FILE] (for kubectl, with a new API token).
+kubeconfig [--as USER] [--server URL] [--certificate-authority FILE] (for kubectl, with a new API token);
+cluster create NAME (then --cluster NAME picks it; every verb refuses a cluster that does not exist).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand
 
-from karpui import disruption, lab, models, services
+from karpui import disruption, lab, models, selectors, services
 from karpui.kubeapi.kubeconfig import DEFAULT_SERVER, kubeconfig
 from karpui.kubectl import printers
 from karpui.kubectl.jsonpath import JSONPathError, render
@@ -53,6 +54,7 @@ VERBS = (
     "disrupt",
     "savings",
     "kubeconfig",
+    "cluster",
 )
 OUTPUTS = ("wide", "json", "yaml", "name")
 
@@ -112,9 +114,24 @@ class Command(BaseCommand):
                 f'unable to match a printer suitable for the output format "{output}", '
                 f"allowed formats are: {','.join(OUTPUTS)},jsonpath"
             )
-        cluster = services.cluster_get_or_create(options["cluster"])
         actor = services.Actor(name=f"cli:{getpass.getuser()}", via="cli")
+        if verb == "cluster":
+            self._cluster(rest, actor)
+            return
+        try:
+            cluster = selectors.cluster_get(name=options["cluster"])
+        except LookupError as error:
+            raise KarpError(
+                f"{error}: clusters are made in the admin, or by the operator with `karp cluster create NAME`"
+            ) from None
         getattr(self, f"_{verb}")(cluster, rest, options, actor)
+
+    def _cluster(self, rest: list[str], actor: services.Actor) -> None:
+        """`cluster create NAME`: the machine's operator makes a lab cluster (audited), as an admin can."""
+        if len(rest) != 2 or rest[0] != "create":
+            raise KarpError("usage: karp cluster create NAME")
+        cluster = services.cluster_create(name=rest[1], actor=actor)
+        self.stdout.write(f"cluster.karpui.dev/{cluster.name} created")
 
     # Verbs ------------------------------------------------------------------------------------------------------
 
