@@ -32,6 +32,7 @@ urlpatterns = [
     path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("k8s/clusters/<slug:cluster>/", include("karpui.kubeapi.urls")),

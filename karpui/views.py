@@ -10,9 +10,11 @@ from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import device_selectors, disruption, models, selectors, services
+from karpui import device_selectors, disruption, health, models, selectors, services
 from karpui.models import Cluster
 from provisioner.durations import DurationError, parse_duration
 
@@ -60,7 +62,17 @@ def _page(request: HttpRequest, template: str, partial: str, context: dict[str, 
 @login_not_required
 @require_GET
 def healthz(request: HttpRequest) -> HttpResponse:
+    """Liveness: the web process answers (it checks nothing else, so a restart is never the answer to Redis)."""
     return JsonResponse({"status": "ok"})
+
+
+@login_not_required
+@require_GET
+@never_cache
+def readyz(request: HttpRequest) -> HttpResponse:
+    """Readiness: 200 when the database, the broker and every lab cluster's tick are fine, else 503; each named."""
+    ready, body = health.readiness(timezone.now())
+    return JsonResponse(body, status=200 if ready else 503)
 
 
 @require_GET

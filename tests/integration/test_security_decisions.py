@@ -103,7 +103,7 @@ def _decide_on_own_connection(decide, name, person, outcomes, backends):
             else:
                 disruption.command_deny(cluster=cluster, name=name, actor=actor, reason="racing")
             outcomes[person.username] = "decided"
-        except Exception as error:  # noqa: BLE001 - the loser's refusal is the point of the test
+        except Exception as error:  # the loser's refusal is the point of the test
             outcomes[person.username] = "; ".join(getattr(error, "messages", [str(error)]))
     finally:
         connection.close()
