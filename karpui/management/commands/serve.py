@@ -1,21 +1,88 @@
 """`manage.py serve`: migrate, make sure an admin exists, then run web + Celery worker + beat together.
 
-One Ctrl-C stops all three. The worker uses the configured broker (the filesystem broker when no Redis).
+One Ctrl-C (or SIGTERM) stops them all, in order: the web server first, so nobody acts on a half-stopped karpui,
+then the worker with its embedded beat. Each child runs in its own process group, so the terminal's Ctrl-C reaches
+only serve, which stops each group in turn: SIGTERM to the group's leader (Celery then finishes the running tick
+and stops beat and its pool itself), and after --stop-timeout seconds, or at a second Ctrl-C, SIGKILL to the whole
+group. No process outlives serve: not beat, not a pool child busy in a long tick.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+
+POLL_SECONDS = 0.1
+
+
+@dataclass
+class Stop:
+    """The signals serve has received: the first asks for an orderly stop, a second for an immediate one."""
+
+    signals: list[int] = field(default_factory=list)
+
+    def receive(self, signum: int, frame: Any) -> None:
+        self.signals.append(signum)
+
+    @property
+    def requested(self) -> bool:
+        return bool(self.signals)
+
+    @property
+    def hurried(self) -> bool:
+        return len(self.signals) > 1
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _kill_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group is already empty
+        os.killpg(pgid, signum)
+
+
+def _wait(done: Any, deadline: float, stop: Stop) -> bool:
+    """Poll until `done()`, the deadline, or a second signal; True if done."""
+    while not done():
+        if time.monotonic() >= deadline or stop.hurried:
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+def stop_group(process: subprocess.Popen[bytes], timeout: float, stop: Stop) -> bool:
+    """Stop a child and everything in its process group; SIGKILL whatever is left after `timeout` seconds.
+    True if it stopped by itself, False if it had to be killed."""
+    pgid = process.pid  # started with process_group=0: the child leads a group of its own
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    stopped = _wait(lambda: process.poll() is not None, deadline, stop)
+    if not stopped:
+        _kill_group(pgid, signal.SIGKILL)
+        process.wait()
+    # The leader's own children (beat, the pool) may outlive it for a moment, or for good if it was killed.
+    if not _wait(lambda: not _group_alive(pgid), max(deadline, time.monotonic() + 1.0), stop):
+        _kill_group(pgid, signal.SIGKILL)
+        stopped = False
+    return stopped
 
 
 class Command(BaseCommand):
@@ -24,59 +91,55 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
         parser.add_argument("--no-worker", action="store_true", help="serve the web app only")
+        parser.add_argument(
+            "--stop-timeout",
+            type=float,
+            default=10.0,
+            help="seconds each child gets to stop before it and its process group are killed (default 10)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         self._ensure_admin()
+        stop = Stop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, stop.receive)
         python = sys.executable
-        processes = []
+        children: list[subprocess.Popen[bytes]] = []  # in stopping order: web first
+        children.append(
+            subprocess.Popen([python, "manage.py", "runserver", "--noreload", options["addrport"]], process_group=0)
+        )
         if not options["no_worker"]:
-            schedule = settings.VAR_DIR / "celerybeat-schedule"
-            processes.append(
-                subprocess.Popen(
-                    [
-                        python,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "karpui",
-                        "worker",
-                        "--beat",
-                        "--schedule",
-                        str(schedule),
-                        "--concurrency",
-                        "1",
-                        "--loglevel",
-                        "WARNING",
-                        "--without-mingle",
-                        "--without-gossip",
-                    ]
-                )
-            )
-        processes.append(subprocess.Popen([python, "manage.py", "runserver", "--noreload", options["addrport"]]))
+            children.append(subprocess.Popen(self._worker_command(python), process_group=0))
         self.stdout.write(f"karpui is serving http://{options['addrport']}/ (Ctrl-C stops web and worker)")
-
-        def stop(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt
-
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            while all(p.poll() is None for p in processes):
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-            for process in processes:
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-        failed = [p for p in processes if p.returncode not in (0, -signal.SIGTERM, None)]
-        if failed:
+        self.stdout.flush()
+        while not stop.requested and all(child.poll() is None for child in children):
+            time.sleep(POLL_SECONDS * 5)
+        crashed = [child for child in children if child.poll() is not None]
+        for name, child in zip(("web server", "worker"), children, strict=False):
+            if not stop_group(child, options["stop_timeout"], stop):
+                self.stderr.write(f"the {name} did not stop within {options['stop_timeout']:g} s: killed it")
+        if crashed and not stop.requested:
             sys.exit(1)
+
+    def _worker_command(self, python: str) -> list[str]:
+        return [
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "karpui",
+            "worker",
+            "--beat",
+            "--schedule",
+            str(settings.VAR_DIR / "celerybeat-schedule"),
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "WARNING",
+            "--without-mingle",
+            "--without-gossip",
+        ]
 
     def _ensure_admin(self) -> None:
         """On first run, create user `admin` with a random password and say how to log in."""

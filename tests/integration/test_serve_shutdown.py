@@ -1,0 +1,127 @@
+"""Issue 11, item 7: stopping `manage.py serve` while a tick is stuck leaves no process behind: not the web server,
+not the Celery worker, not its embedded beat, not the pool child busy in the tick.
+
+serve runs for real in a subprocess on its own SQLite database and filesystem broker. The test holds SQLite's write
+lock, so the next tick blocks inside the worker's pool child (as a long tick does) and the warm shutdown cannot
+finish in time; serve must then kill each child's whole process group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.karp import ROOT
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, parent pid, process group) of a live process, None once it is gone or a zombie."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    state, ppid, pgrp = text.rpartition(")")[2].split()[:3]
+    return None if state in ("Z", "X") else (state, int(ppid), int(pgrp))
+
+
+def _processes() -> dict[int, tuple[str, int, int]]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            found[int(entry.name)] = stat
+    return found
+
+
+def descendants(root: int) -> set[int]:
+    table = _processes()
+    family, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, (_, ppid, _) in table.items() if ppid in frontier} - family
+        family |= frontier
+    return family
+
+
+def until(condition, what: str, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.2)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def var_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("serve")
+
+
+def serve_env(var_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
+    return {
+        **env,
+        "KARPUI_VAR_DIR": str(var_dir),
+        "KARPUI_TICK_SECONDS": "1",
+        "DJANGO_SETTINGS_MODULE": "karpui.settings",
+    }
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_serve_during_a_stuck_tick_leaves_no_process_behind(var_dir, signum):
+    port = _free_port()
+    log = (var_dir / f"serve-{signum}.log").open("wb")
+    serve = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--stop-timeout", "3"],
+        cwd=ROOT,
+        env=serve_env(var_dir),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    lock = None
+    try:
+        until(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), "the web server")
+        # runserver, the worker, its beat and its pool child
+        until(lambda: len(descendants(serve.pid)) >= 4, "the worker's beat and pool")
+        lock = sqlite3.connect(var_dir / "karpui.sqlite3", timeout=30, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")  # every later write waits: the next tick is stuck in the pool child
+        queue = var_dir / "broker" / "queue"
+        until(lambda: len(list(queue.iterdir())) >= 3, "ticks to queue up behind the stuck one")
+        family = descendants(serve.pid)
+        groups = {_processes()[pid][2] for pid in family}
+
+        os.kill(serve.pid, signum)
+        serve.wait(timeout=60)
+
+        assert serve.returncode == 0
+        assert "the worker did not stop within 3 s: killed it" in (var_dir / f"serve-{signum}.log").read_text()
+        assert {pid for pid in family if _stat(pid) is not None} == set()
+        assert {pid for pid, (_, _, pgrp) in _processes().items() if pgrp in groups} == set()
+    finally:
+        if lock is not None:
+            lock.execute("ROLLBACK")
+            lock.close()
+        if serve.poll() is None:
+            serve.kill()
+        log.close()
