@@ -24,7 +24,8 @@ SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
-if os.environ.get("SECURE_PROXY_SSL_HEADER", "").lower() in ("1", "true"):
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients): trust it for is_secure().
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
