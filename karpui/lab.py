@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ from django.db import transaction
 from karpui import costs, leases, models, services, store
 from karpui.kubeapi import changelog
 from provisioner.catalog import InstanceType
+from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.objects import key_of
 from provisioner.dra.declarations import declare
 from provisioner.lab import Lab, LabConfig
@@ -131,6 +133,19 @@ def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | 
         result = change(lab)
         save(cluster, lab, lease, recorder.timeline)
         return result
+
+
+@contextmanager
+def writing(cluster_name: str) -> Iterator[ClusterAPI]:
+    """The cluster's object API for one all-or-nothing write from the CLI, the web or the Kubernetes API: what is
+    written inside the block is committed together (or not at all, if the block raises), and the cluster's own
+    components react to it at the current time, as a real cluster's would."""
+    with transaction.atomic():
+        cluster = models.Cluster.objects.select_for_update().get(name=cluster_name)
+        lab = load(cluster)
+        yield lab.store
+        lab.settle()
+        save(cluster, lab)
 
 
 def advance(cluster_name: str, seconds: float) -> Lab:
