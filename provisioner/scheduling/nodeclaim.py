@@ -91,6 +91,22 @@ class NodeClaimTemplate:
     def name(self) -> str:
         return self.nodepool.name
 
+    def never_fits(self, data: PodData) -> Unfit | None:
+        """Why the pod cannot go to this NodePool whatever its limits or its NodeClaims' contents: an untolerated
+        taint, then requirements no instance type of the pool meets. None when only capacity could stop it."""
+        blocking = untolerated(self.nodepool.taints, data.tolerations)
+        if blocking:
+            return Unfit(r.TAINTS, f"did not tolerate taint {blocking[0]}", {"taint": str(blocking[0])})
+        if not data.requirements:
+            return None
+        if not self.requirements.compatible(data.requirements):
+            errors = self.requirements.compatibility_errors(data.requirements)
+            return Unfit(r.REQUIREMENTS, "incompatible requirements, " + errors[0])
+        merged = self.requirements.merged(data.requirements)
+        if not self.index.compatible(merged):
+            return Unfit(r.REQUIREMENTS, lambda: "no instance type satisfied the requirements " + _summary(merged))
+        return None
+
 
 def daemon_fits_template(daemon: Pod, nodepool: NodePool, requirements: Requirements) -> bool:
     """A DaemonSet runs on a pool's nodes if it tolerates the taints (PreferNoSchedule aside) and its node

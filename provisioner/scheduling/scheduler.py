@@ -349,7 +349,13 @@ class Scheduler:
             if remaining is not None:
                 mask, limit_reason = self._within_limits(template, remaining)
                 if limit_reason is not None:
-                    reasons.append(Reason(name, r.LIMITS, limit_reason, {"remaining": format_resources(remaining)}))
+                    # Raising the limits is the fix only if nothing else would stop the pod: a taint or a label
+                    # the pool cannot offer blocks it first, and the dashboard's "nearest fix" follows the reason.
+                    blocked = template.never_fits(data)
+                    if blocked is not None:
+                        reasons.append(Reason(name, blocked.kind, blocked.message, blocked.details))
+                    else:
+                        reasons.append(Reason(name, r.LIMITS, limit_reason, {"remaining": format_resources(remaining)}))
                     continue
             fresh_key = (class_key, name, self.limits_version[name])
             known = self.fresh_dead.get(fresh_key)

@@ -6,6 +6,7 @@ from provisioner.pods import OwnerReference, effective_requests
 from provisioner.quantity import format_resources, parse_resources
 from provisioner.scheduling.logs import created_nodeclaim, first_and_others, found_provisionable, go_duration
 from provisioner.selectors import LabelSelector
+from provisioner.taints import Taint
 from tests.builders import CAPACITY_TYPE, HOSTNAME, KWOK, nodepool, pod, req, schedule, spread, term
 
 AMD64_ON_DEMAND = nodepool("default", req("kubernetes.io/arch", "In", "amd64"), req(CAPACITY_TYPE, "In", "on-demand"))
@@ -96,3 +97,17 @@ def test_match_label_keys_spreads_each_revision_on_its_own():
     # Without matchLabelKeys four pods would need four nodes; per revision, two pods of different revisions may share.
     assert len(schedule(pods).new_nodeclaims) == 2
     assert LabelSelector.parse("app=web").matches({"app": "web"})
+
+
+def test_a_pool_at_its_limits_blames_the_taint_the_pod_does_not_tolerate_not_the_limits():
+    """Raising the limits would not help this pod: the reason it is blocked first is the taint (then the label)."""
+    tainted_full = nodepool("gpu", taints=[Taint("dedicated", "NoSchedule", "gpu")], limits={"cpu": "0"})
+    labelled_full = nodepool("team", labels={"team": "a"}, limits={"cpu": "0"})
+    open_full = nodepool("open", limits={"cpu": "0"})
+    lost = pod(cpu="1", node_selector={"team": "b"})
+    failure = schedule([lost], pools=[tainted_full, labelled_full, open_full], types=KWOK).failures[lost.uid]
+    assert [(r.nodepool, r.kind, r.message) for r in failure.reasons] == [
+        ("team", "requirements", "incompatible requirements, key team, team In ['b'] not in team In ['a']"),
+        ("open", "requirements", 'incompatible requirements, label "team" does not have known values'),
+        ("gpu", "taints", "did not tolerate taint dedicated=gpu:NoSchedule"),
+    ]
