@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -116,13 +116,17 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         key=lambda e: (e.get("lastTimestamp", ""), e["involvedObject"]["kind"]),
         reverse=True,
     )
+    history = timeline(cluster, name)
+    if node is None and not (pods or commands or events or history):
+        # A node that existed keeps its page ("gone", with its record); a name nothing ever recorded is not a node.
+        raise Http404(f'node "{name}" was never seen in cluster "{cluster.name}"')
     context = {
         "cluster": cluster,
         "name": name,
         "node": node.body if node else None,
         "pods": pods,
         "commands": commands,
-        "timeline": timeline(cluster, name),
+        "timeline": history,
         "events": events,
         "known": last_pass(cluster, name, events) if node else None,
         "why": why_not_consolidated(cluster, name) if wanted else None,
