@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from karpui.management.commands.serve import site_url
 from tests.karp import ROOT
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
@@ -125,3 +126,41 @@ def test_stopping_serve_during_a_stuck_tick_leaves_no_process_behind(var_dir, si
         if serve.poll() is None:
             serve.kill()
         log.close()
+
+
+def test_the_first_run_prints_the_login_url_with_the_port_it_serves(tmp_path):
+    """Issue 15, bug 8: `./run.sh 127.0.0.1:8011` said "Log in at http://127.0.0.1:8000/"."""
+    port = _free_port()
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--no-worker"],
+            cwd=ROOT,
+            env=serve_env(tmp_path),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            until(lambda: "karpui is serving" in log_path.read_text(), "serve to start")
+            os.kill(serve.pid, signal.SIGTERM)
+            serve.wait(timeout=60)
+        finally:
+            if serve.poll() is None:
+                serve.kill()
+    said = log_path.read_text()
+    assert f"Created the first admin user. Log in at http://127.0.0.1:{port}/ as admin / " in said
+    assert f"karpui is serving http://127.0.0.1:{port}/ (Ctrl-C stops web and worker)" in said
+
+
+@pytest.mark.parametrize(
+    ("addrport", "url"),
+    [
+        ("127.0.0.1:8011", "http://127.0.0.1:8011/"),
+        ("8011", "http://127.0.0.1:8011/"),
+        ("0.0.0.0:8011", "http://127.0.0.1:8011/"),
+        ("[::1]:8011", "http://[::1]:8011/"),
+        ("karpui.local:9000", "http://karpui.local:9000/"),
+    ],
+)
+def test_the_url_said_is_the_one_a_browser_here_opens(addrport, url):
+    assert site_url(addrport) == url

@@ -25,6 +25,18 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 POLL_SECONDS = 0.1
+DEFAULT_ADDRPORT = "127.0.0.1:8000"
+
+
+def site_url(addrport: str) -> str:
+    """The address a browser on this machine opens for runserver's ADDRPORT ("8011", "0.0.0.0:8011", "[::1]:8011",
+    "host:8011"): a bare port or an all-interfaces host is reached as 127.0.0.1."""
+    host, _, port = addrport.rpartition(":")
+    if not port.isdigit():
+        host, port = addrport, DEFAULT_ADDRPORT.rpartition(":")[2]
+    if host in ("", "0", "0.0.0.0", "[::]"):
+        host = "127.0.0.1"
+    return f"http://{host}:{port}/"
 
 
 @dataclass
@@ -89,7 +101,7 @@ class Command(BaseCommand):
     help = "Run karpui: migrations, web server on ADDRPORT (default 127.0.0.1:8000), Celery worker and beat."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
+        parser.add_argument("addrport", nargs="?", default=DEFAULT_ADDRPORT)
         parser.add_argument("--no-worker", action="store_true", help="serve the web app only")
         parser.add_argument(
             "--stop-timeout",
@@ -100,7 +112,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
-        self._ensure_admin()
+        url = site_url(options["addrport"])
+        self._ensure_admin(url)
         stop = Stop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, stop.receive)
@@ -111,7 +124,7 @@ class Command(BaseCommand):
         )
         if not options["no_worker"]:
             children.append(subprocess.Popen(self._worker_command(python), process_group=0))
-        self.stdout.write(f"karpui is serving http://{options['addrport']}/ (Ctrl-C stops web and worker)")
+        self.stdout.write(f"karpui is serving {url} (Ctrl-C stops web and worker)")
         self.stdout.flush()
         while not stop.requested and all(child.poll() is None for child in children):
             time.sleep(POLL_SECONDS * 5)
@@ -141,7 +154,7 @@ class Command(BaseCommand):
             "--without-gossip",
         ]
 
-    def _ensure_admin(self) -> None:
+    def _ensure_admin(self, url: str) -> None:
         """On first run, create user `admin` with a random password and say how to log in."""
         users = get_user_model()
         if users.objects.filter(is_superuser=True).exists():
@@ -150,7 +163,7 @@ class Command(BaseCommand):
         users.objects.create_superuser("admin", "", password)
         self.stdout.write(
             self.style.SUCCESS(
-                f"Created the first admin user. Log in at http://127.0.0.1:8000/ as admin / {password}\n"
+                f"Created the first admin user. Log in at {url} as admin / {password}\n"
                 "(change it with: python manage.py changepassword admin)"
             )
         )
