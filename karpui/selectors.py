@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Min
+from django.db.models import Count, Min, Q
 from django.urls import reverse
 
 from karpui import costs, disruption, lab, models, services
@@ -222,10 +222,12 @@ def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
         )[:100],
         "ledger": sorted(disruption.savings_ledger(cluster).items()),
         "nodepools": list(models.NodePool.objects.filter(cluster=cluster).order_by("-weight", "-name")),
+        # Approval-mode changes decide what later commands may do, so they belong beside the decisions.
         "audit": list(
-            models.AuditEvent.objects.filter(target_kind__in=("DisruptionCommand", "Cluster")).order_by(
-                "-created_at", "-id"
-            )[:50]
+            models.AuditEvent.objects.filter(
+                Q(target_kind__in=("DisruptionCommand", "Cluster"))
+                | Q(target_kind="NodePool", action="set-approval-mode")
+            ).order_by("-created_at", "-id")[:50]
         ),
     }
 
