@@ -34,7 +34,7 @@ def site_url(addrport: str) -> str:
     host, _, port = addrport.rpartition(":")
     if not port.isdigit():
         host, port = addrport, DEFAULT_ADDRPORT.rpartition(":")[2]
-    if host in ("", "0", "0.0.0.0", "[::]"):
+    if host in ("", "0", "0.0.0.0", "[::]"):  # noqa: S104 - only read, to print a reachable address
         host = "127.0.0.1"
     return f"http://{host}:{port}/"
 
