@@ -9,7 +9,6 @@ from django.db.models import Count, Min, Q
 from django.urls import reverse
 
 from karpui import costs, disruption, lab, models, services
-from provisioner.quantity import parse_resources
 
 FIXES = {
     "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
@@ -78,7 +77,6 @@ def _unschedulable(pod: dict[str, Any]) -> bool:
 
 
 PAGE_SIZE = 200
-NODES_PAGE_SIZE = 80  # a node row is ~0.5 KB: 80 keep the live partial under 50 KB
 
 
 def pending_pods_list(
@@ -118,89 +116,6 @@ def pending_pods_list(
         "pages": pages,
         "nodepools": list(models.NodePool.objects.filter(cluster=cluster).values_list("name", flat=True)),
     }
-
-
-def nodes_list(cluster: models.Cluster, page: int = 1) -> dict[str, Any]:
-    """eks-node-viewer's view: requests against allocatable per node, with price and lifecycle, a page at a time.
-    Requests are summed in SQL from the pods' summary columns."""
-    from django.db.models import Sum
-
-    usage = {
-        row["node_name"]: row
-        for row in models.KubeObject.objects.filter(cluster=cluster, kind="Pod")
-        .exclude(node_name="")
-        .exclude(phase__in=("Succeeded", "Failed"))
-        .values("node_name")
-        .annotate(cpu=Sum("cpu_millis"), memory=Sum("memory_bytes"), pods=Count("id"))
-    }
-    claims = {
-        (c.get("status") or {}).get("nodeName") or c["metadata"]["name"]: c for c in lab.objects(cluster, "NodeClaim")
-    }
-    nodes = models.KubeObject.objects.filter(cluster=cluster, kind="Node").order_by("name")
-    total = nodes.count()
-    offset = (max(page, 1) - 1) * NODES_PAGE_SIZE
-    rows = []
-    for node in (row.body for row in nodes[offset : offset + NODES_PAGE_SIZE]):
-        name = node["metadata"]["name"]
-        labels = node["metadata"].get("labels") or {}
-        allocatable = parse_resources((node.get("status") or {}).get("allocatable") or {})
-        used = usage.get(name, {})
-        claim = claims.get(name)
-        rows.append(
-            {
-                "name": name,
-                "nodepool": labels.get("karpenter.sh/nodepool", ""),
-                "instance_type": labels.get("node.kubernetes.io/instance-type", ""),
-                "capacity_type": labels.get("karpenter.sh/capacity-type", ""),
-                "zone": labels.get("topology.kubernetes.io/zone", ""),
-                "price": costs.claim_price(claim) if claim else 0.0,
-                "age": _age(cluster.clock, node["metadata"].get("creationTimestamp")),
-                "pods": used.get("pods", 0),
-                "state": _state(node, claim),
-                "bars": [
-                    _bar("cpu", used.get("cpu") or 0, allocatable.get("cpu", 0)),
-                    _bar("memory", (used.get("memory") or 0) * 1000, allocatable.get("memory", 0)),
-                ],
-            }
-        )
-    pools: dict[str, dict[str, Any]] = {}
-    for claim in claims.values():
-        pool = pools.setdefault(
-            (claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "?"), {"nodes": 0, "price": 0.0}
-        )
-        pool["nodes"] += 1
-        pool["price"] += costs.claim_price(claim)
-    for row in models.NodePool.objects.filter(cluster=cluster):
-        pool = pools.setdefault(row.name, {"nodes": 0, "price": 0.0})
-        pool["limits"] = row.spec.get("limits", {})
-        pool["usage"] = (row.status or {}).get("resources", {})
-    pages = max((total + NODES_PAGE_SIZE - 1) // NODES_PAGE_SIZE, 1)
-    return {"nodes": rows, "pools": sorted(pools.items()), "page": max(page, 1), "pages": pages, "total": total}
-
-
-def _bar(resource: str, used: int, allocatable: int) -> dict[str, Any]:
-    """Requests against allocatable in one unit people compare at a glance: cores, or GiB."""
-    percent = round(100 * used / allocatable) if allocatable else 0
-    if resource == "cpu":
-        text = f"{used / 1000:.2f} / {allocatable / 1000:.2f} cores"
-    else:
-        text = f"{used / 1000 / 2**30:.1f} / {allocatable / 1000 / 2**30:.1f} GiB"
-    return {"resource": resource, "percent": min(percent, 100), "text": text}
-
-
-def _state(node: dict[str, Any], claim: dict[str, Any] | None) -> str:
-    taints = {t.get("key") for t in (node.get("spec") or {}).get("taints") or []}
-    if node["metadata"].get("deletionTimestamp") or (claim and claim["metadata"].get("deletionTimestamp")):
-        return "deleting"
-    if "karpenter.sh/disrupted" in taints:
-        return "disrupting"
-    if claim is None:
-        return "static"
-    conditions = {c["type"]: c["status"] for c in (claim.get("status") or {}).get("conditions") or []}
-    for state in ("Initialized", "Registered", "Launched"):
-        if conditions.get(state) == "True":
-            return "drifted" if conditions.get("Drifted") == "True" else state.lower()
-    return "pending"
 
 
 def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:

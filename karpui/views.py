@@ -8,13 +8,13 @@ import re
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import device_selectors, disruption, health, models, selectors, services
+from karpui import capacity, device_selectors, disruption, health, models, selectors, services
 from karpui.models import Cluster
 from provisioner.durations import DurationError, parse_duration
 
@@ -78,7 +78,8 @@ def readyz(request: HttpRequest) -> HttpResponse:
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    return _page(request, "karpui/overview/home.html", "summary", {"cluster": cluster, **selectors.overview(cluster)})
+    context = {"cluster": cluster, **selectors.overview(cluster), **capacity.capacity_summary(cluster=cluster)}
+    return _page(request, "karpui/overview/home.html", "summary", context)
 
 
 @require_GET
@@ -94,15 +95,37 @@ def pending(request: HttpRequest) -> HttpResponse:
     return _page(request, "karpui/pods/pending.html", "pending-table", context)
 
 
+def _percent(request: HttpRequest, key: str) -> int | None:
+    """A whole-number filter where 0 means something (0 %): None when absent or not a whole number."""
+    text = _query_text(request, key)
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else None
+
+
+NODE_FILTERS = ("nodepool", "instance_type", "zone", "capacity_type", "q", "min_util", "max_util")
+
+
 @require_GET
 def nodes(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    return _page(
-        request,
-        "karpui/nodes/list.html",
-        "nodes-table",
-        {"cluster": cluster, **selectors.nodes_list(cluster, _page_number(request))},
+    filters = capacity.NodeFilters(
+        nodepool=_query_text(request, "nodepool"),
+        instance_type=_query_text(request, "instance_type"),
+        zone=_query_text(request, "zone"),
+        capacity_type=_query_text(request, "capacity_type"),
+        search=_query_text(request, "q"),
+        min_utilisation=_percent(request, "min_util"),
+        max_utilisation=_percent(request, "max_util"),
     )
+    listing = capacity.nodes_page(
+        cluster=cluster, filters=filters, sort=_query_text(request, "sort", "name"), page=_page_number(request)
+    )
+    # Links keep the filters: sorting keeps them and starts at page 1; paging keeps them and the sort.
+    narrowed = QueryDict(mutable=True)
+    for key in NODE_FILTERS:
+        if request.GET.get(key):
+            narrowed[key] = _query_text(request, key)
+    context = {"cluster": cluster, "filters": filters, "narrowed": narrowed.urlencode(), **listing}
+    return _page(request, "karpui/nodes/list.html", "nodes-table", context)
 
 
 @require_GET
