@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from karpui import lab, models
-from karpui.selectors import pending_pods_list
+from karpui.pending import pending_pods
 from provisioner.cluster.dra import declare
 from provisioner.dra.cel import Device, matches
 from provisioner.dra.claims import dra_config_pools
@@ -29,7 +29,8 @@ def devices_overview(cluster: models.Cluster) -> dict[str, Any]:
     nodes = {(s["spec"]["driver"], s["spec"]["pool"]["name"]): s["spec"].get("nodeName", "") for s in slices}
     for allocation in allocations:
         allocation["node"] = nodes.get((allocation.get("driver"), allocation.get("pool")), "")
-    pending = [p for p in pending_pods_list(cluster)["pods"] if any(v.get("kind") == "devices" for v in p["verdicts"])]
+    waiting = pending_pods(cluster=cluster, group="none")["pods"]
+    pending = [p for p in waiting if any(v.get("kind") == "devices" for v in p["verdicts"])]
     classes = _requested_classes(cluster, [(p["namespace"], p["name"]) for p in pending]) if pending else {}
     for pod in pending:
         pod["classes"] = classes.get((pod["namespace"], pod["name"]), [])

@@ -67,57 +67,6 @@ def overview(cluster: models.Cluster) -> dict[str, Any]:
     }
 
 
-def _unschedulable(pod: dict[str, Any]) -> bool:
-    if pod["spec"].get("nodeName"):
-        return False
-    return any(
-        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
-
-
-PAGE_SIZE = 200
-
-
-def pending_pods_list(
-    cluster: models.Cluster, namespace: str = "", nodepool: str = "", page: int = 1
-) -> dict[str, Any]:
-    """Pods waiting for a node, by namespace and name, a page at a time; only those rows' bodies are read.
-    `nodepool` narrows each pod's verdicts to that NodePool's."""
-    verdicts = ((cluster.lab_state or {}).get("provisioning") or {}).get("verdicts") or {}
-    waiting = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", unschedulable=True)
-    if namespace:
-        waiting = waiting.filter(namespace=namespace)
-    total = waiting.count()
-    pages = max((total + PAGE_SIZE - 1) // PAGE_SIZE, 1)
-    page = min(max(page, 1), pages)
-    offset = (page - 1) * PAGE_SIZE
-    rows = []
-    for pod in (row.body for row in waiting.order_by("namespace", "name")[offset : offset + PAGE_SIZE]):
-        if not _unschedulable(pod):
-            continue
-        reasons = verdicts.get(pod["metadata"]["uid"], [])
-        if nodepool:
-            reasons = [r for r in reasons if r.get("nodepool") == nodepool]
-        condition = next(c for c in pod["status"]["conditions"] if c.get("type") == "PodScheduled")
-        rows.append(
-            {
-                "namespace": pod["metadata"].get("namespace", "default"),
-                "name": pod["metadata"]["name"],
-                "waiting": _age(cluster.clock, pod["metadata"].get("creationTimestamp")),
-                "scheduler": condition.get("message", ""),
-                "verdicts": [{**r, "fix": FIXES.get(r.get("kind", ""), "")} for r in reasons],
-            }
-        )
-    return {
-        "pods": rows,
-        "total": total,
-        "page": page,
-        "pages": pages,
-        "nodepools": list(models.NodePool.objects.filter(cluster=cluster).values_list("name", flat=True)),
-    }
-
-
 def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
     commands = lab.objects(cluster, "DisruptionCommand")
     live = ("Proposed", "AwaitingApproval", "Approved", "Executing")

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from karpui import capacity, device_selectors, disruption, health, models, selectors, services
 from karpui.models import Cluster
+from karpui.pending import pending_pods
 from provisioner.durations import DurationError, parse_duration
 
 
@@ -85,13 +86,18 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pending(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    namespace, nodepool = _query_text(request, "namespace"), _query_text(request, "nodepool")
-    context = {
-        "cluster": cluster,
-        **selectors.pending_pods_list(cluster, namespace, nodepool, _page_number(request)),
-        "namespace": namespace,
-        "nodepool": nodepool,
-    }
+    filters = {key: _query_text(request, key) for key in ("namespace", "nodepool", "q", "owner", "reason")}
+    listing = pending_pods(
+        cluster=cluster,
+        namespace=filters["namespace"],
+        nodepool=filters["nodepool"],
+        search=filters["q"],
+        owner=filters["owner"],
+        reason=filters["reason"],
+        group=_query_text(request, "group", "owner"),
+        page=_page_number(request),
+    )
+    context = {"cluster": cluster, **filters, **listing}
     return _page(request, "karpui/pods/pending.html", "pending-table", context)
 
 

@@ -338,24 +338,27 @@ def test_events_and_logs_filter_and_link_to_the_objects_they_name(lab):
 
 
 def test_pending_pods_page_through_with_a_total_and_keep_the_filters(lab, monkeypatch):
-    from karpui import selectors
+    from karpui import pending
 
-    monkeypatch.setattr(selectors, "PAGE_SIZE", 4)
+    monkeypatch.setattr(pending, "PAGE_SIZE", 4)
     ok("apply", "-f", str(EXAMPLES / "limits"))
     ok("scale", "deploy/big", "--replicas", "10")
     ok("advance", "60s")  # the capped pool takes 4 (16 CPU); 6 wait
     client = logged_in(user())
-    first = client.get("/pods/pending/", {"namespace": "default", "nodepool": "capped"})
-    second = client.get("/pods/pending/", {"namespace": "default", "nodepool": "capped", "page": "2"})
+    flat = {"namespace": "default", "nodepool": "capped", "group": "none"}
+    first = client.get("/pods/pending/", flat)
+    second = client.get("/pods/pending/", {**flat, "page": "2"})
 
     assert (first.context["total"], first.context["pages"], len(first.context["pods"])) == (6, 2, 4)
     assert len(second.context["pods"]) == 2
     names = [p["name"] for p in first.context["pods"] + second.context["pods"]]
     assert len(set(names)) == 6 and names == sorted(names)
-    assert 'href="?namespace=default&amp;nodepool=capped&amp;page=2">next →</a>' in first.content.decode()
-    assert 'nodepool=capped&amp;page=2" hx-trigger="every 2s"' in second.content.decode()  # the poll stays on page 2
+    assert (
+        'href="?namespace=default&amp;nodepool=capped&amp;group=none&amp;page=2">next →</a>' in first.content.decode()
+    )
+    assert 'group=none&amp;page=2" hx-trigger="every 2s"' in second.content.decode()  # the poll stays on page 2
     assert {v["nodepool"] for p in first.context["pods"] for v in p["verdicts"]} == {"capped"}
-    assert client.get("/pods/pending/", {"page": "99"}).context["page"] == 2  # past the end: the last page
+    assert client.get("/pods/pending/", {"group": "none", "page": "99"}).context["page"] == 2  # the last page
 
 
 def test_people_who_are_not_staff_log_in_on_karpuis_own_page_and_out_again(client, lab):
