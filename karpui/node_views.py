@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from karpui import lab, models, store
+from karpui import drilldown, lab, models, node_services, store
 from karpui.views import _cluster
 from provisioner.cluster.objects import parse_timestamp
 from provisioner.controllers.snapshot import cluster_view
@@ -90,6 +90,11 @@ def timeline(cluster: models.Cluster, node: str) -> list[dict[str, Any]]:
     return [e.as_dict() for e in entries.order_by("time", "id")[:200]]
 
 
+def _facts(cluster: models.Cluster, node: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    claim = drilldown.node_claim(cluster, node["metadata"]["name"])
+    return {"facts": drilldown.node_facts(node=node, claim=claim), **drilldown.pods_requested(pods, node)}
+
+
 @require_GET
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     """The page shows what the last disruption passes said about the node at once; simulating its consolidation
@@ -100,12 +105,7 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     if request.htmx and wanted:  # type: ignore[attr-defined]
         context = {"name": name, "node": node, "why": why_not_consolidated(cluster, name)}
         return render(request, "karpui/nodes/detail.html#why", context)
-    pods = [
-        row.body
-        for row in models.KubeObject.objects.filter(cluster=cluster, kind="Pod", node_name=name).order_by(
-            "namespace", "name"
-        )
-    ]
+    pods = drilldown.node_pods(cluster=cluster, node=name)
     commands = [
         c.body
         for c in models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand")
@@ -125,6 +125,8 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "name": name,
         "node": node.body if node else None,
         "pods": pods,
+        **(_facts(cluster, node.body, pods) if node else {}),
+        "can_act": request.user.has_perm(node_services.PERMISSION),
         "commands": commands,
         "timeline": history,
         "events": events,

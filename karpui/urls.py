@@ -4,13 +4,18 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from karpui import catalog_views, login, metrics, node_views, nodepool_views, views
+from karpui import catalog_views, login, metrics, node_actions, node_views, nodepool_views, object_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("pods/pending/", views.pending, name="pending"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<str:name>/", node_views.node_detail, name="node-detail"),
+    path("nodes/<str:name>/cordon", node_actions.node_cordon, name="node-cordon"),
+    path("nodes/<str:name>/uncordon", node_actions.node_uncordon, name="node-uncordon"),
+    path("nodes/<str:name>/disrupt", node_actions.node_disrupt, name="node-disrupt"),
+    path("objects/<str:kind>/<str:name>/", object_views.object_detail, name="object-detail"),
+    path("objects/<str:kind>/<str:namespace>/<str:name>/", object_views.object_detail, name="object-detail-namespaced"),
     path("disruption/", views.disruption_queue, name="disruption"),
     path("disruption/pause", views.pause, name="disruption-pause"),
     path("disruption/resume", views.resume, name="disruption-resume"),

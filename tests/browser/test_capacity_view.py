@@ -7,72 +7,38 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import LiveKarpui
+from tests.browser.workloads import pool_and_deployment
 
 WAIT_MS = 60_000
 RED = "rgb(179, 38, 30)"  # --full in karpui.css
-
-POOL = """\
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata:
-  name: default
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: gauge
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: ["c-4x-amd64-linux"]}
-  limits:
-    cpu: "CPU"
-  disruption:
-    consolidationPolicy: WhenEmpty
-    consolidateAfter: 1h
-"""
-
-WORKLOAD = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: gauged
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: gauged}}
-  template:
-    metadata: {labels: {app: gauged}}
-    spec:
-      nodeSelector: {karpenter.sh/nodepool: gauge}
-      containers:
-        - {name: app, image: pause, resources: {requests: {cpu: "3"}}}
-"""
-
-
-def _pool(folder: Path, cpu: str) -> str:
-    path = folder / f"gauge-{cpu}.yaml"
-    path.write_text(POOL.replace('"CPU"', f'"{cpu}"'))
-    return str(path)
 
 
 def test_a_nodepool_over_its_limit_turns_red_on_the_live_overview(
     live_karpui: LiveKarpui, browser_page: Page, tmp_path: Path
 ) -> None:
     page = browser_page
-    live_karpui.karp("apply", "-f", _pool(tmp_path, "100"))
-    workload = tmp_path / "gauged.yaml"
-    workload.write_text(WORKLOAD)
-    live_karpui.karp("apply", "-f", str(workload))
+
+    def gauge(cpu_limit: str) -> str:
+        return str(
+            pool_and_deployment(
+                tmp_path,
+                "gauge",
+                "gauged",
+                replicas=2,
+                requests='{cpu: "3"}',
+                instance_type="c-4x-amd64-linux",
+                cpu_limit=cpu_limit,
+            )
+        )
+
+    live_karpui.karp("apply", "-f", gauge("100"))
     row = page.locator("#capacity-gauge")
     # Two 3-CPU pods on two c-4x nodes: the NodeClaims hold 8 of the 100 CPU allowed.
     expect(row.locator(".limit")).to_contain_text("cpu 8 / 100 8%", timeout=WAIT_MS)
     expect(row).to_have_class("level-ok")
     page.evaluate("window.karpuiTestMarker = 'kept'")
 
-    live_karpui.karp("apply", "-f", _pool(tmp_path, "4"))  # lowered below what the pool already holds
+    live_karpui.karp("apply", "-f", gauge("4"))  # lowered below what the pool already holds
     expect(row.locator(".limit")).to_contain_text("cpu 8 / 4 200% over limit", timeout=WAIT_MS)
     expect(row).to_have_class("level-full")
     expect(row.locator(".limit")).to_have_css("color", RED)

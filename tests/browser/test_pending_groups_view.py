@@ -8,49 +8,16 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import LiveKarpui
+from tests.browser.workloads import pool_and_deployment
 
 WAIT_MS = 60_000
-WORKLOAD = """\
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata:
-  name: default
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: shut
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
-  limits:
-    cpu: "0"
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: crowd
-spec:
-  replicas: 500
-  selector: {matchLabels: {app: crowd}}
-  template:
-    metadata: {labels: {app: crowd}}
-    spec:
-      nodeSelector: {karpenter.sh/nodepool: shut}
-      containers:
-        - {name: app, image: pause, resources: {requests: {cpu: "1"}}}
-"""
 
 
 def test_five_hundred_pending_pods_of_one_deployment_are_one_folded_row(
     live_karpui: LiveKarpui, browser_page: Page, tmp_path: Path
 ) -> None:
     page = browser_page
-    workload = tmp_path / "crowd.yaml"
-    workload.write_text(WORKLOAD)
+    workload = pool_and_deployment(tmp_path, "shut", "crowd", replicas=500, requests='{cpu: "1"}', cpu_limit="0")
     live_karpui.karp("apply", "-f", str(workload))
     page.goto(f"{live_karpui.url}/pods/pending/")
     expect(page.locator("#pending-total")).to_have_text("500", timeout=WAIT_MS)
