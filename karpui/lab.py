@@ -49,6 +49,7 @@ def lab_config(cluster: models.Cluster) -> LabConfig:
         feature_gates=settings.KARPUI_FEATURE_GATES,
         paused_until=cluster.paused_until.timestamp() if cluster.paused_until else 0.0,
         ignore_dra_requests=settings.KARPUI_IGNORE_DRA_REQUESTS,
+        components=cluster.lab_components,
     )
 
 

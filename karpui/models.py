@@ -19,12 +19,20 @@ class Cluster(models.Model):
         KWOK = "kwok", "kwok (real API server)"
         OBSERVE = "observe", "observe (real Karpenter)"
 
+    class LabComponents(models.TextChoices):
+        ALL = "all", "the simulated cluster side and karpui's controllers"
+        CLUSTER = "cluster", "the simulated cluster side only (karpui drives it over its API, as a real cluster)"
+        NONE = "none", "nothing: a bare API server"
+
     name = models.SlugField(max_length=63, unique=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.LAB)
     clock = models.DateTimeField(default=timezone.now, help_text="The cluster's current time (virtual in the lab).")
     ticked_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last periodic tick.")
     created_at = models.DateTimeField(auto_now_add=True)
     lab_state = models.JSONField(default=dict, blank=True, help_text="The lab's controller state (batcher, RNG).")
+    # A lab run as a stand-in for a real cluster (served over the Kubernetes API to a kwok- or observe-mode engine)
+    # runs only its cluster side: kube-scheduler, kubelets, workload controllers, kwok nodes, DRA driver.
+    lab_components = models.CharField(max_length=16, choices=LabComponents.choices, default=LabComponents.ALL)
     # The lease that keeps two workers from reconciling this cluster at once (DB mode; Redis has its own lock).
     lease_holder = models.CharField(max_length=128, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)

@@ -28,6 +28,7 @@ from provisioner.sim.cluster import SimulatedCluster
 # A settle normally needs a handful of rounds (a Deployment's pods are made, bound and started in one); more means a
 # component keeps reporting changes that change nothing, which is a bug to log, not a loop to run on.
 MAX_SETTLE_ROUNDS = 12
+COMPONENTS = ("all", "cluster", "none")
 
 
 @dataclass
@@ -39,6 +40,9 @@ class LabConfig:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     paused_until: float = 0.0
     ignore_dra_requests: bool = False
+    # What runs on the store: "all" (the cluster side and karpui's controllers), "cluster" (the cluster side only:
+    # a stand-in for a real cluster that an engine drives over the Kubernetes API), "none" (a bare API server).
+    components: str = "all"
 
 
 class Lab:
@@ -69,6 +73,9 @@ class Lab:
             nominations=dict(state.get("nominations") or {}),
             views=self.store.views,
         )
+        if config.components not in COMPONENTS:
+            raise ValueError(f"components must be one of {', '.join(COMPONENTS)}, got {config.components!r}")
+        self.components = config.components
         self.cluster = SimulatedCluster(self.store, self.rng, config.nodepool_uids.values(), state)
         self.manager = Manager(state)
         # Called with the lab each time it has settled at a moment of virtual time (e.g. to sample costs as they
@@ -87,11 +94,14 @@ class Lab:
     def _step(self) -> list[str]:
         """One step; the names of the parts that reported a change."""
         self.ctx.now = self.now
+        if self.components == "none":
+            return []
         changed = self.cluster.step(self.now)
         for error in self.cluster.errors:
             self.ctx.log(LogRecord("cluster component error", {"error": error}, level="ERROR", logger="lab"))
         self.cluster.errors.clear()
-        changed += self.manager.step(self.ctx)
+        if self.components == "all":
+            changed += self.manager.step(self.ctx)
         self.cluster.after_step()
         return changed
 
@@ -116,7 +126,12 @@ class Lab:
             observe(self)
 
     def next_due(self) -> float | None:
-        dues = (self.manager.next_due(self.ctx), self.cluster.next_due(self.now))
+        if self.components == "none":
+            return None
+        dues = (
+            self.manager.next_due(self.ctx) if self.components == "all" else None,
+            self.cluster.next_due(self.now),
+        )
         times = [t for t in dues if t is not None and t > self.now]
         return min(times) if times else None
 

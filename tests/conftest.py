@@ -20,3 +20,13 @@ def _own_cache_keys(settings):
     default = dict(settings.CACHES["default"])
     default["KEY_PREFIX"] = f"karpui-test-{uuid.uuid4().hex[:12]}"
     settings.CACHES = {**settings.CACHES, "default": default}
+
+
+@pytest.fixture(scope="session")
+def lab_api(tmp_path_factory):
+    """The lab's Kubernetes API served by a process of its own (tests.kube.labserver), for the kube adapter."""
+    from tests.kube.harness import LabServer
+
+    server = LabServer(tmp_path_factory.mktemp("labapi")).start()
+    yield server
+    server.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import copy
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from provisioner.apimachinery.mergepatch import merge_patch
@@ -52,6 +52,28 @@ def field_value(obj: Obj, path: str) -> str:
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return "" if value is None else str(value)
+
+
+def select(
+    objects: Mapping[Key, Obj],
+    keys: Iterable[Key],
+    kind: str,
+    namespace: str | None,
+    selector: LabelSelector | None,
+    fields: Mapping[str, str],
+) -> Iterator[Obj]:
+    """The objects at `keys` (in that order) in `namespace` (None: any) that match the label selector and the
+    exact-match field selectors: `list`'s filter, for every cache shaped like this store."""
+    wanted = None if namespace is None else namespace_of(kind, namespace)
+    for key in keys:
+        if wanted is not None and key[1] != wanted:
+            continue
+        obj = objects[key]
+        if selector is not None and not selector.matches(obj["metadata"].get("labels") or {}):
+            continue
+        if fields and any(field_value(obj, path) != value for path, value in fields.items()):
+            continue
+        yield obj
 
 
 def _controller_uid(obj: Obj) -> str:
@@ -182,18 +204,7 @@ class ObjectStore:
             keys: Iterable[Key] = sorted(self._index.get((kind, indexed), {}).get(fields.pop(indexed), ()))
         else:
             keys = self._keys(kind)
-        wanted = None if namespace is None else namespace_of(kind, namespace)
-        result = []
-        for key in keys:
-            if wanted is not None and key[1] != wanted:
-                continue
-            obj = objects[key]
-            if selector is not None and not selector.matches(obj["metadata"].get("labels") or {}):
-                continue
-            if fields and any(field_value(obj, path) != value for path, value in fields.items()):
-                continue
-            result.append(obj)
-        return result
+        return builtins.list(select(objects, keys, kind, namespace, selector, fields))
 
     def owned_by(self, kind: str, uid: str) -> builtins.list[Obj]:
         """Objects of `kind` whose controller is the object with `uid`, in list order."""

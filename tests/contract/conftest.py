@@ -1,16 +1,28 @@
 """The cluster port's implementations, as fixtures the contract suites run against.
 
-Every implementation of `provisioner.cluster.api.ClusterAPI` must pass tests/contract: today the lab's in-memory
-API server; the kube adapter (over HTTP, against the lab's Kubernetes API or a real cluster) joins the list.
+Every implementation of `provisioner.cluster.api.ClusterAPI` must pass tests/contract: the lab's in-memory API
+server; the kube adapter over HTTP against the lab's Kubernetes API served by a separate process (a fresh bare
+cluster per test, at the same fixed clock); and, when KUBECONFIG is set, the kube adapter against that real
+cluster (skipped otherwise), so a user can run the suite on kind.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
 import pytest
 
 from provisioner.cluster.memory import ObjectStore
+from provisioner.cluster.objects import Obj
 
 NOW = 1_800_000_000.0
+NOW_TEXT = "2027-01-15T08:00:00Z"
+# The kinds the contract suites write: their informers are all a kube adapter needs to start here.
+CONTRACT_KINDS = ("Pod", "Node", "Namespace", "PodDisruptionBudget", "Event")
 
 
 class Clock:
@@ -21,9 +33,132 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory"])
-def api(request):
-    """A fresh, empty cluster behind the port."""
+@dataclass
+class Implementation:
+    """A fresh, empty cluster behind the port, and what a test may expect of it."""
+
+    api: Any
+    # The creationTimestamp the cluster gives objects made now; None where the server's own clock decides.
+    created_at: str | None = NOW_TEXT
+    # Whether resourceVersions go up by exactly one per write (false on a real cluster, where others write too).
+    exact_versions: bool = True
+    # Bring the api's reads up to date with the server (a no-op in memory; a cache sync for the kube adapter).
+    sync: Callable[[], Any] = lambda: None
+    # Writes made by someone else (the lab's operator, another client), not through the api under test.
+    seed: Callable[[list[Obj]], list[Obj]] | None = None
+    # Why the api cannot write, if it cannot (the lab's API before karpui.objects landed answers 405).
+    no_writes: str = ""
+    cleanup: list[Callable[[], Any]] = field(default_factory=list)
+
+
+PARAMS = ["memory", "kube"] + (["real"] if os.environ.get("KUBECONFIG") else [])
+
+
+def _memory() -> Implementation:
+    store = ObjectStore(clock=Clock())
+    return Implementation(store, seed=lambda objects: [store.create(obj) for obj in objects])
+
+
+def _kube(lab_api: Any, tmp_path: Any) -> Implementation:
+    from provisioner.adapters.errors import MethodNotAllowed
+    from provisioner.adapters.kinds import BY_KIND
+    from provisioner.adapters.kube import KubeCluster
+    from provisioner.adapters.transport import Transport
+    from tests.kube.harness import eventually
+
+    name = lab_api.new_cluster("contract", components="none", clock=NOW)
+    transport = Transport.from_kubeconfig(str(lab_api.kubeconfig(name, tmp_path / "kubeconfig")))
+    cluster = KubeCluster(transport, kinds=[BY_KIND[k] for k in CONTRACT_KINDS])
+    cluster.start()
+    assert cluster.wait_synced(30), "the informers did not list within 30 s"
+
+    def seed(objects: list[Obj]) -> list[Obj]:
+        written = lab_api.command("write", cluster=name, objects=objects)["objects"]
+        versions = {
+            (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", "")): o["metadata"]["resourceVersion"]
+            for o in written
+        }
+
+        def seen() -> bool:
+            return all(
+                (got := cluster.get(*key)) is not None and got["metadata"]["resourceVersion"] == version
+                for key, version in versions.items()
+            )
+
+        eventually(seen, sync=cluster.sync)
+        return list(written)
+
+    implementation = Implementation(cluster, sync=cluster.sync, seed=seed)
+    implementation.cleanup.append(cluster.stop)
+    try:
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    except MethodNotAllowed:
+        implementation.no_writes = "the lab's Kubernetes API serves no writes yet (405: karpui.objects is missing)"
+    return implementation
+
+
+def _real(tmp_path: Any) -> Implementation:
+    """The cluster KUBECONFIG names: everything a test creates is deleted afterwards."""
+    from provisioner.adapters.kinds import BY_KIND
+    from provisioner.adapters.kube import KubeCluster
+    from provisioner.adapters.transport import Transport
+
+    cluster = KubeCluster(Transport.from_kubeconfig(), kinds=[BY_KIND[k] for k in CONTRACT_KINDS])
+    cluster.start()
+    assert cluster.wait_synced(60)
+    for namespace in ("team", "other"):
+        if cluster.get("Namespace", namespace) is None:
+            cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    created: list[Obj] = []
+    create = cluster.create
+
+    def tracked(obj: Obj) -> Obj:
+        result = create(obj)
+        created.append(result)
+        return result
+
+    cluster.create = tracked  # type: ignore[method-assign]
+
+    def clean() -> None:
+        for obj in reversed(created):
+            meta = obj["metadata"]
+            current = cluster.get(obj["kind"], meta["name"], meta.get("namespace", ""))
+            if current is not None and current["metadata"].get("finalizers"):
+                current["metadata"]["finalizers"] = []
+                cluster.update(current)
+            try:
+                cluster.delete(obj["kind"], meta["name"], meta.get("namespace", ""))
+            except Exception:  # noqa: S112 - already gone
+                continue
+        cluster.stop()
+
+    implementation = Implementation(cluster, created_at=None, exact_versions=False, sync=cluster.sync)
+    implementation.cleanup.append(clean)
+    return implementation
+
+
+@pytest.fixture(params=PARAMS)
+def implementation(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Implementation]:
     if request.param == "memory":
-        return ObjectStore(clock=Clock())
-    raise AssertionError(request.param)
+        made = _memory()
+    elif request.param == "kube":
+        made = _kube(request.getfixturevalue("lab_api"), tmp_path)
+    else:
+        made = _real(tmp_path)
+    yield made
+    for clean in made.cleanup:
+        clean()
+
+
+@pytest.fixture
+def api(implementation: Implementation) -> Any:
+    """A fresh, empty cluster behind the port, written through the port."""
+    if implementation.no_writes:
+        pytest.skip(implementation.no_writes)
+    return implementation.api
+
+
+def timestamp_ok(implementation: Implementation, text: str) -> bool:
+    if implementation.created_at is not None:
+        return text == implementation.created_at
+    return re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", text) is not None

@@ -92,3 +92,68 @@ def test_events_expire_an_hour_after_they_were_last_seen():
     assert store.expire_events() == 1
     assert [e["metadata"]["name"] for e in store.list("Event")] == ["recent"]
     assert ("Event", "default", "old") in store.removed
+
+
+def _lab(components):
+    from provisioner.catalog.kwok import kwok_catalog
+    from provisioner.lab import Lab, LabConfig
+    from provisioner.manifests.nodepool import parse_nodepool
+    from provisioner.objects import NodeClass
+
+    nodepool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "default"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                    "requirements": [],
+                }
+            }
+        },
+    }
+    config = LabConfig(
+        nodepools=[parse_nodepool(nodepool)],
+        nodepool_uids={"default": "uid-default"},
+        nodeclasses={("KWOKNodeClass", "default"): NodeClass("karpenter.kwok.sh/v1alpha1", "KWOKNodeClass", "default")},
+        catalogs={"KWOKNodeClass": list(kwok_catalog().instance_types)},
+        components=components,
+    )
+    lab = Lab([], config, {}, now=1_800_000_000.0)
+    lab.store.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "inflate", "namespace": "default"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "inflate"}},
+                "template": {
+                    "metadata": {"labels": {"app": "inflate"}},
+                    "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]},
+                },
+            },
+        }
+    )
+    lab.advance(60)
+    return lab
+
+
+def test_a_lab_running_only_its_cluster_side_makes_pods_but_never_nodeclaims():
+    everything, cluster_side, bare = _lab("all"), _lab("cluster"), _lab("none")
+    assert len(everything.store.list("NodeClaim")) == 1
+    assert len(everything.store.list("Pod", fields={"status.phase": "Running"})) == 2
+    # The Deployment and ReplicaSet controllers and the scheduler ran; no karpui controller did.
+    assert len(cluster_side.store.list("Pod")) == 2
+    assert cluster_side.store.list("NodeClaim") == []
+    assert [(p["status"]["phase"], p["spec"].get("nodeName", "")) for p in cluster_side.store.list("Pod")] == [
+        ("Pending", ""),
+        ("Pending", ""),
+    ]
+    assert [o["kind"] for o in bare.store.all_objects()] == ["Deployment"]
+
+
+def test_an_unknown_components_setting_is_refused():
+    with pytest.raises(ValueError, match="components must be one of all, cluster, none, got 'some'"):
+        _lab("some")

@@ -1,0 +1,184 @@
+"""The engine's view of a real cluster: the objects its informers listed and watched, plus what its own writes
+returned, by kind, with the reads the cluster port offers (get, list with selectors, kind versions).
+
+Only the engine's thread touches it: informers hand their deltas over a queue, applied at `sync` points, so a
+reconcile step reads one consistent state. Events can arrive after the engine's own write returned a newer
+version of the same object (they were queued before it), so an event older than what is cached is ignored, and an
+object the engine saw deleted never comes back from a late event (its uid is remembered).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from provisioner.cluster.memory import copy_json, select
+from provisioner.cluster.objects import Key, Obj, key_of, namespace_of
+from provisioner.selectors import LabelSelector
+
+DELETED_UIDS_KEPT = 50_000
+
+
+@dataclass(frozen=True)
+class Replace:
+    """An informer's (re-)list: every object of `kind` as of `resource_version`."""
+
+    kind: str
+    items: tuple[Obj, ...]
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """One watch event: ADDED, MODIFIED or DELETED."""
+
+    kind: str
+    type: str
+    obj: Obj
+
+
+def _version(obj: Mapping[str, Any]) -> int | None:
+    text = obj.get("metadata", {}).get("resourceVersion")
+    return int(text) if isinstance(text, str) and text.isdigit() else None
+
+
+def older(candidate: Mapping[str, Any], cached: Mapping[str, Any]) -> bool:
+    """Whether `candidate` is an older version of the object than `cached`. resourceVersions are opaque to clients,
+    but etcd's (and the lab's) are increasing integers; when one is not, nothing is taken to be older."""
+    a, b = _version(candidate), _version(cached)
+    return a is not None and b is not None and a < b
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("metadata", {}).get("uid") or "")
+
+
+class Cache:
+    def __init__(self) -> None:
+        self._objects: dict[str, dict[Key, Obj]] = {}
+        self._sorted: dict[str, builtins.list[Key]] = {}
+        self._pods_by_node: dict[str, set[Key]] = {}
+        self._deleted: OrderedDict[str, None] = OrderedDict()  # uids seen deleted, oldest first
+        self.kind_versions: dict[str, int] = {}
+        self.listed: set[str] = set()  # kinds whose first list has been applied
+
+    # Applying what the informers and the engine's writes saw -------------------------------------------------
+
+    def replace(self, delta: Replace) -> None:
+        """A (re-)list: the kind's objects become the listed ones, except that an object the engine wrote (or
+        created) after the list was taken is kept, and one it deleted stays deleted."""
+        current = self._objects.get(delta.kind, {})
+        listed_version = {"metadata": {"resourceVersion": delta.resource_version}}
+        fresh: dict[Key, Obj] = {}
+        for item in delta.items:
+            item = {**item, "kind": delta.kind}
+            if _uid(item) in self._deleted:
+                continue
+            key = key_of(item)
+            cached = current.get(key)
+            fresh[key] = cached if cached is not None and older(item, cached) else item
+        for key, cached in current.items():
+            if key not in fresh and older(listed_version, cached):
+                fresh[key] = cached  # created by the engine after the list was taken
+        for key in list(current):
+            self._unindex(key, current[key])
+        self._objects[delta.kind] = fresh
+        for key, obj in fresh.items():
+            self._index(key, obj)
+        self._sorted.pop(delta.kind, None)
+        self.listed.add(delta.kind)
+        self._bump(delta.kind)
+
+    def apply(self, delta: Event) -> bool:
+        """A watch event; False when it is older than what the cache holds (and so changes nothing)."""
+        obj = {**delta.obj, "kind": delta.kind}
+        if delta.type == "DELETED":
+            return self.remove(obj)
+        return self.store(obj)
+
+    def store(self, obj: Obj) -> bool:
+        """An object as the server returned it (from a watch or a write): kept unless the cache has a newer one or
+        saw the object deleted."""
+        uid = _uid(obj)
+        if uid and uid in self._deleted:
+            return False
+        key = key_of(obj)
+        objects = self._objects.setdefault(obj["kind"], {})
+        cached = objects.get(key)
+        if cached is not None and _uid(cached) == uid and older(obj, cached):
+            return False
+        if cached is None:
+            self._sorted.pop(obj["kind"], None)
+        else:
+            self._unindex(key, cached)
+        objects[key] = obj
+        self._index(key, obj)
+        self._bump(obj["kind"])
+        return True
+
+    def remove(self, obj: Obj) -> bool:
+        """An object gone from the server; another object that has since taken its name is left alone."""
+        uid = _uid(obj)
+        if uid:
+            self._deleted[uid] = None
+            self._deleted.move_to_end(uid)
+            while len(self._deleted) > DELETED_UIDS_KEPT:
+                self._deleted.popitem(last=False)
+        key = key_of(obj)
+        objects = self._objects.get(obj["kind"], {})
+        cached = objects.get(key)
+        if cached is None or (uid and _uid(cached) != uid):
+            return False
+        del objects[key]
+        self._unindex(key, cached)
+        self._sorted.pop(obj["kind"], None)
+        self._bump(obj["kind"])
+        return True
+
+    def _bump(self, kind: str) -> None:
+        self.kind_versions[kind] = self.kind_versions.get(kind, 0) + 1
+
+    def _index(self, key: Key, obj: Obj) -> None:
+        if key[0] == "Pod":
+            node = str((obj.get("spec") or {}).get("nodeName") or "")
+            self._pods_by_node.setdefault(node, set()).add(key)
+
+    def _unindex(self, key: Key, obj: Obj) -> None:
+        if key[0] == "Pod":
+            node = str((obj.get("spec") or {}).get("nodeName") or "")
+            self._pods_by_node.get(node, set()).discard(key)
+
+    # Reads: copies, so a caller may change what it got and hand it back as a write -------------------------
+
+    def peek(self, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """The cached object itself (not a copy): for comparisons, never to change."""
+        return self._objects.get(kind, {}).get((kind, namespace_of(kind, namespace), name))
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
+        obj = self.peek(kind, name, namespace)
+        return copy_json(obj) if obj is not None else None
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        selector: LabelSelector | None = None,
+        fields: Mapping[str, str] | None = None,
+    ) -> builtins.list[Obj]:
+        objects = self._objects.get(kind, {})
+        fields = dict(fields or {})
+        keys: Iterable[Key]
+        if kind == "Pod" and "spec.nodeName" in fields:
+            keys = sorted(self._pods_by_node.get(fields.pop("spec.nodeName"), ()))
+        else:
+            keys = self._sorted.get(kind) or self._sorted.setdefault(kind, sorted(objects))
+        return [copy_json(obj) for obj in select(objects, keys, kind, namespace, selector, fields)]
+
+    def kind_version(self, kind: str) -> int:
+        return self.kind_versions.get(kind, 0)
+
+    def count(self, kind: str) -> int:
+        return len(self._objects.get(kind, {}))

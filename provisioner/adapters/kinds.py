@@ -1,0 +1,86 @@
+"""The kinds the engine reads and writes on a real cluster: where each lives in the REST API, and which version of
+it the cluster serves (found by discovery; a kind whose group the cluster does not serve is absent, not an error)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    group: str  # "" for the core group
+    plural: str
+    namespaced: bool
+    versions: tuple[str, ...]  # the versions whose shape the engine reads, preferred first
+    status: bool  # has a status subresource: a PUT of the object leaves its status alone
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("Pod", "", "pods", True, ("v1",), True),
+    Kind("Node", "", "nodes", False, ("v1",), True),
+    Kind("Namespace", "", "namespaces", False, ("v1",), True),
+    Kind("Event", "", "events", True, ("v1",), False),
+    Kind("PodDisruptionBudget", "policy", "poddisruptionbudgets", True, ("v1",), True),
+    Kind("Deployment", "apps", "deployments", True, ("v1",), True),
+    Kind("ReplicaSet", "apps", "replicasets", True, ("v1",), True),
+    Kind("DaemonSet", "apps", "daemonsets", True, ("v1",), True),
+    Kind("NodePool", "karpenter.sh", "nodepools", False, ("v1",), True),
+    Kind("NodeClaim", "karpenter.sh", "nodeclaims", False, ("v1",), True),
+    Kind("KWOKNodeClass", "karpenter.kwok.sh", "kwoknodeclasses", False, ("v1alpha1",), True),
+    # DRA objects are read in resource.k8s.io/v1's shape (Kubernetes 1.34 and later).
+    Kind("DeviceClass", "resource.k8s.io", "deviceclasses", False, ("v1",), False),
+    Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, ("v1",), True),
+    Kind("ResourceClaimTemplate", "resource.k8s.io", "resourceclaimtemplates", True, ("v1",), False),
+    Kind("ResourceSlice", "resource.k8s.io", "resourceslices", False, ("v1",), False),
+    Kind("DRAConfig", "test.karpenter.sh", "draconfigs", False, ("v1alpha1",), True),
+    Kind("Lease", "coordination.k8s.io", "leases", True, ("v1",), False),
+)
+BY_KIND: Mapping[str, Kind] = {k.kind: k for k in KINDS}
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A kind at the version the cluster serves: its REST paths."""
+
+    kind: Kind
+    version: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.kind.group}/{self.version}" if self.kind.group else self.version
+
+    def collection(self, namespace: str | None = None) -> str:
+        """The list/watch/create path: across all namespaces when `namespace` is None."""
+        root = f"/apis/{self.kind.group}/{self.version}" if self.kind.group else f"/api/{self.version}"
+        if self.kind.namespaced and namespace is not None:
+            root += f"/namespaces/{quote(namespace, safe='')}"
+        return f"{root}/{self.kind.plural}"
+
+    def item(self, name: str, namespace: str = "", subresource: str = "") -> str:
+        scope = (namespace or "default") if self.kind.namespaced else None
+        path = f"{self.collection(scope)}/{quote(name, safe='')}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+def resolve(kinds: Iterable[Kind], served: Mapping[str, Iterable[str]]) -> dict[str, Resource]:
+    """Each kind at the first of its versions the cluster serves; `served` maps a group ("" core) to its versions.
+    Kinds the cluster does not serve are left out."""
+    result = {}
+    for kind in kinds:
+        versions = set(served.get(kind.group, ()))
+        version = next((v for v in kind.versions if v in versions), None)
+        if version is not None:
+            result[kind.kind] = Resource(kind, version)
+    return result
+
+
+def served_versions(core: Mapping[str, Any], groups: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Group -> versions, from the bodies of GET /api (APIVersions) and GET /apis (APIGroupList)."""
+    served: dict[str, list[str]] = {"": [str(v) for v in core.get("versions") or []]}
+    for group in groups.get("groups") or []:
+        served[str(group["name"])] = [str(v["version"]) for v in group.get("versions") or []]
+    return served
