@@ -91,7 +91,8 @@ def _kube(lab_api: Any, tmp_path: Any) -> Implementation:
     implementation = Implementation(cluster, sync=cluster.sync, seed=seed)
     implementation.cleanup.append(cluster.stop)
     try:
-        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+        for namespace in ("team", "other"):  # pods are refused in a namespace that does not exist
+            cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     except MethodNotAllowed:
         implementation.no_writes = "the lab's Kubernetes API serves no writes yet (405: karpui.objects is missing)"
     return implementation
