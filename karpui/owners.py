@@ -45,17 +45,17 @@ def pod_owners(cluster: models.Cluster, pods: Iterable[tuple[str, Any]]) -> list
     direct = [(namespace, controller(refs)) for namespace, refs in pods]
     replicasets = {(ns, ref.get("name", "")) for ns, ref in direct if ref and ref.get("kind") == "ReplicaSet"}
     deployments: dict[Key, str] = {}
-    if replicasets:
-        rows = models.KubeObject.objects.filter(
-            cluster=cluster,
-            kind="ReplicaSet",
-            namespace__in={ns for ns, _ in replicasets},
-            name__in={name for _, name in replicasets},
-        ).values_list("namespace", "name", KeyTransform("ownerReferences", KeyTransform("metadata", "body")))
-        for namespace, name, refs in rows:
-            ref = controller(refs)
-            if ref and ref.get("kind") == "Deployment":
-                deployments[namespace, name] = str(ref.get("name", ""))
+    # Queried even for no ReplicaSet ("" matches none), so a page's query count does not depend on its pods.
+    rows = models.KubeObject.objects.filter(
+        cluster=cluster,
+        kind="ReplicaSet",
+        namespace__in={ns for ns, _ in replicasets} or {""},
+        name__in={name for _, name in replicasets} or {""},
+    ).values_list("namespace", "name", KeyTransform("ownerReferences", KeyTransform("metadata", "body")))
+    for namespace, name, refs in rows:
+        ref = controller(refs)
+        if ref and ref.get("kind") == "Deployment" and (namespace, name) in replicasets:
+            deployments[namespace, name] = str(ref.get("name", ""))
     owners = []
     for namespace, ref in direct:
         if ref is None:

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Min, Q
 from django.urls import reverse
 
-from karpui import costs, disruption, lab, models, services
+from karpui import costs, disruption, grouping, lab, models, services
 
 FIXES = {
     "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
@@ -189,10 +189,16 @@ def _log_objects(fields: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def events_list(
-    cluster: models.Cluster, search: str = "", kind: str = "", event_type: str = "", logger: str = ""
+    cluster: models.Cluster,
+    search: str = "",
+    kind: str = "",
+    event_type: str = "",
+    logger: str = "",
+    group: str = "object",
 ) -> dict[str, Any]:
-    """The latest Kubernetes events and controller log records, filtered, each linked to the objects it names.
-    Events expire after an hour (the API server's TTL), so they are few enough to filter in Python."""
+    """The latest Kubernetes events, grouped (karpui.grouping), and controller log records, filtered, each linked
+    to the objects it names. Events expire after an hour (the API server's TTL), so they are few enough to filter
+    in Python."""
     needle = search.lower()
     events = []
     for event in sorted(lab.objects(cluster, "Event"), key=lambda e: e.get("lastTimestamp", ""), reverse=True):
@@ -201,7 +207,8 @@ def events_list(
             continue
         if needle and needle not in (event.get("message", "") + event.get("reason", "") + involved["name"]).lower():
             continue
-        events.append({**event, "link": _link(involved.get("kind", ""), involved["name"])})
+        events.append(event)
+    group = group if group in grouping.EVENT_GROUPINGS else "object"
     logs = models.LogEntry.objects.filter(cluster=cluster).order_by("-time", "-id")
     if search:
         logs = logs.filter(message__icontains=search)
@@ -209,7 +216,10 @@ def events_list(
         logs = logs.filter(logger=logger)
     loggers = models.LogEntry.objects.filter(cluster=cluster).values_list("logger", flat=True).distinct()
     return {
-        "events": events[:EVENTS_SHOWN],
+        "events": grouping.event_rows(cluster, events, group)[:EVENTS_SHOWN],
+        "event_count": len(events),
+        "group": group,
+        "groupings": grouping.EVENT_GROUPINGS,
         "logs": [{**entry.as_dict(), "objects": _log_objects(entry.fields)} for entry in logs[:EVENTS_SHOWN]],
         "kinds": ("DisruptionCommand", "Node", "NodeClaim", "NodePool", "Pod"),
         "loggers": sorted(loggers),

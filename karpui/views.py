@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import capacity, device_selectors, disruption, health, models, selectors, services
+from karpui import capacity, device_selectors, disruption, grouping, health, models, selectors, services
 from karpui.models import Cluster
 from karpui.pending import pending_pods
 from provisioner.durations import DurationError, parse_duration
@@ -145,6 +145,7 @@ def disruption_queue(request: HttpRequest) -> HttpResponse:
         "approval_modes": disruption.APPROVAL_MODES,
         **selectors.disruption_queue(cluster),
     }
+    context["evictions"] = grouping.evictions(cluster, context["live"])  # type: ignore[arg-type]
     return _page(request, "karpui/disruption/queue.html", "queue", context)
 
 
@@ -163,7 +164,12 @@ def events(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
     filters = {key: _query_text(request, key) for key in ("q", "kind", "type", "logger")}
     listing = selectors.events_list(
-        cluster, filters["q"], kind=filters["kind"], event_type=filters["type"], logger=filters["logger"]
+        cluster,
+        filters["q"],
+        kind=filters["kind"],
+        event_type=filters["type"],
+        logger=filters["logger"],
+        group=_query_text(request, "group", "object"),
     )
     query = request.GET.copy()
     context = {"cluster": cluster, **filters, "query": query.urlencode(), **listing}

@@ -13,6 +13,18 @@ def lab(db):
     return Cluster.objects.get(name="lab")
 
 
+@pytest.fixture
+def node(lab):
+    """The provisioning example with three one-CPU inflate pods, all on one c-4x on-demand node: its name."""
+    from tests.karp import EXAMPLES, ok, rows
+
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "3")
+    ok("advance", "30s")
+    [[name, *_]] = rows("get", "nodes")
+    return name
+
+
 @pytest.fixture(autouse=True)
 def _own_cache_keys(settings):
     """Each test gets its own cache key prefix, so counters such as failed logins never leak between tests or

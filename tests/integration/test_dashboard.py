@@ -324,9 +324,11 @@ def test_events_and_logs_filter_and_link_to_the_objects_they_name(lab):
     client = logged_in(user())
 
     response = client.get("/events/", {"kind": "NodeClaim"})
-    assert [(e["reason"], e["link"]) for e in response.context["events"]] == [("Launched", f"/nodes/{node}/")]
+    launched = [(e["reason"], e["objects"]) for e in response.context["events"]]
+    assert launched == [("Launched", [{"label": f"NodeClaim/{node}", "url": f"/nodes/{node}/"}])]
     assert f'<a href="/nodes/{node}/">NodeClaim/{node}</a>' in response.content.decode()
-    assert {e["involvedObject"]["kind"] for e in client.get("/events/", {"kind": "Pod"}).context["events"]} == {"Pod"}
+    pods = client.get("/events/", {"kind": "Pod"}).context["events"]
+    assert {o["label"].split("/")[0] for e in pods for o in e["objects"]} == {"Pod"}
     assert client.get("/events/", {"type": "Warning"}).context["events"] == []
 
     logs = client.get("/events/", {"logger": "controller.provisioner"}).context["logs"]

@@ -3,21 +3,9 @@ actions (cordon, uncordon, ask for it to go) as audited, permission-checked POST
 
 from __future__ import annotations
 
-import pytest
-
 from karpui import models
 from tests.integration.test_dashboard import logged_in, user
 from tests.karp import EXAMPLES, ok, rows
-
-
-@pytest.fixture
-def node(lab):
-    """Three one-CPU inflate pods on one c-4x on-demand node."""
-    ok("apply", "-f", str(EXAMPLES / "provisioning"))
-    ok("scale", "deploy/inflate", "--replicas", "3")
-    ok("advance", "30s")
-    [[name, *_]] = rows("get", "nodes")
-    return name
 
 
 def test_a_node_page_shows_what_and_where_the_node_is_and_its_pods_requests(node):
