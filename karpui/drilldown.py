@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
 from karpui import models
 from karpui.capacity import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, PRICE, ZONE, Usage, node_state
+from karpui.kubectl import printers
 from karpui.kubectl.resources import BY_KIND, LAB, NAMESPACED, resolve
 from karpui.owners import pod_owners
 from provisioner.quantity import QuantityError, is_byte_resource, parse_quantity
@@ -206,7 +206,7 @@ def object_detail(*, cluster: models.Cluster, kind: str, namespace: str, name: s
         "namespace": namespace,
         "name": name,
         "manifest": manifest,
-        "yaml": yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False),
+        "yaml": printers.as_yaml(manifest),
         "owners": owners,
         "events": sorted(
             (e.body for e in events), key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "", reverse=True

@@ -68,13 +68,19 @@ def as_list(manifests: Sequence[Manifest]) -> Manifest:
     return {"apiVersion": "v1", "kind": "List", "items": list(manifests), "metadata": {"resourceVersion": ""}}
 
 
+def as_yaml(body: Any) -> str:
+    """YAML with keys sorted, as kubectl prints it: the order keys were stored in is not kept (PostgreSQL's jsonb
+    orders them by length), so sorting is the only order every database gives alike."""
+    return yaml.safe_dump(body, sort_keys=True, default_flow_style=False)
+
+
 def render(manifests: Sequence[Manifest], output: str, *, single: bool) -> str:
-    """yaml/json: one object when a name was asked for, otherwise a List."""
+    """yaml/json: one object when a name was asked for, otherwise a List; keys sorted, as kubectl prints them."""
     body: Any = manifests[0] if single else as_list(manifests)
     if output == "json":
-        return json.dumps(body, indent=4)
+        return json.dumps(body, indent=4, sort_keys=True)
     if output == "yaml":
-        return yaml.safe_dump(body, sort_keys=False, default_flow_style=False).rstrip()
+        return as_yaml(body).rstrip()
     raise ValueError(output)
 
 

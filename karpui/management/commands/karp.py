@@ -246,9 +246,7 @@ class Command(BaseCommand):
             for section in ("spec", "status"):
                 if manifest.get(section):
                     lines.append(f"{section.capitalize()}:")
-                    lines.extend(
-                        "  " + line for line in yaml.safe_dump(manifest[section], sort_keys=False).rstrip().splitlines()
-                    )
+                    lines.extend("  " + line for line in printers.as_yaml(manifest[section]).rstrip().splitlines())
             events = [
                 e
                 for e in lab.objects(cluster, "Event")
