@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -20,6 +21,7 @@ from provisioner.manifests import ManifestError
 from provisioner.manifests.documents import load_document
 from provisioner.manifests.fields import type_name
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
+from provisioner.objects import NodePool
 
 # form field -> the manifest path an error names when it is that field's fault
 FIELD_PATHS = {
@@ -33,9 +35,14 @@ FIELD_PATHS = {
 
 
 _FORM_SECTIONS = ("spec", "spec.disruption", "spec.limits", "metadata", "metadata.annotations")
+# How many errors one preview or save collects before it stops looking for more.
+MAX_ERRORS = 20
 
 
 class NodePoolForm(forms.Form):
+    """The common fields over the YAML. Built with the current manifest's values as `initial`, so a field the
+    person did not touch leaves the YAML as written: only the fields they changed are written into it."""
+
     weight = forms.IntegerField(required=False, help_text="1-100; higher NodePools are tried first")
     consolidation_policy = forms.ChoiceField(
         choices=[("WhenEmptyOrUnderutilized", "WhenEmptyOrUnderutilized"), ("WhenEmpty", "WhenEmpty")]
@@ -48,24 +55,34 @@ class NodePoolForm(forms.Form):
     )
     manifest = forms.CharField(widget=forms.Textarea(attrs={"rows": 28, "spellcheck": "false"}), label="YAML")
 
-    @classmethod
-    def for_manifest(cls, manifest: dict[str, Any]) -> NodePoolForm:
+    @staticmethod
+    def initial_for(manifest: dict[str, Any]) -> dict[str, Any]:
         spec = manifest["spec"]
         annotations = manifest["metadata"].get("annotations") or {}
-        return cls(
-            initial={
-                "weight": spec.get("weight"),
-                "consolidation_policy": spec["disruption"]["consolidationPolicy"],
-                "consolidate_after": spec["disruption"]["consolidateAfter"],
-                "cpu_limit": (spec.get("limits") or {}).get("cpu", ""),
-                "approval_mode": annotations.get(APPROVAL_MODE, "auto"),
-                "approval_threshold": annotations.get(APPROVAL_THRESHOLD),
-                "manifest": yaml.safe_dump(manifest, sort_keys=False),
-            }
-        )
+        return {
+            "weight": spec.get("weight"),
+            "consolidation_policy": spec["disruption"]["consolidationPolicy"],
+            "consolidate_after": spec["disruption"]["consolidateAfter"],
+            "cpu_limit": (spec.get("limits") or {}).get("cpu", ""),
+            "approval_mode": annotations.get(APPROVAL_MODE, "auto"),
+            "approval_threshold": annotations.get(APPROVAL_THRESHOLD),
+            "manifest": yaml.safe_dump(manifest, sort_keys=False),
+        }
+
+    @classmethod
+    def for_manifest(cls, manifest: dict[str, Any]) -> NodePoolForm:
+        return cls(initial=cls.initial_for(manifest))
+
+    def _changed(self, name: str) -> bool:
+        """The person changed this field, and it is valid (an invalid one already has its error)."""
+        return name in self.changed_data and name in self.cleaned_data
 
     def proposed(self) -> dict[str, Any] | None:
-        """The YAML with the form's fields written into it; errors are added to the form."""
+        """The YAML with the fields the person changed written into it; None (with the error added) when the YAML
+        cannot be read as one NodePool. Call after is_valid(): fields that failed their own checks are left out,
+        so the YAML's own errors are still found and shown with theirs."""
+        if "manifest" not in self.cleaned_data:
+            return None
         try:
             doc = load_document(self.cleaned_data["manifest"])  # the bounds `karp apply` has
         except ManifestError as error:
@@ -84,40 +101,130 @@ class NodePoolForm(forms.Form):
             if section is not None and not isinstance(section, dict):
                 self.add_error("manifest", f"{path}: expected an object, got {type_name(section)}")
                 return None
+        data = self.cleaned_data
         spec = doc.setdefault("spec", {})
-        disruption = spec.setdefault("disruption", {})
-        if self.cleaned_data.get("weight") is not None:
-            spec["weight"] = self.cleaned_data["weight"]
-        else:
-            spec.pop("weight", None)
-        disruption["consolidationPolicy"] = self.cleaned_data["consolidation_policy"]
-        disruption["consolidateAfter"] = self.cleaned_data["consolidate_after"]
-        limits = spec.setdefault("limits", {})
-        if self.cleaned_data.get("cpu_limit"):
-            limits["cpu"] = self.cleaned_data["cpu_limit"]
-        else:
-            limits.pop("cpu", None)
-        if not limits:
-            spec.pop("limits")
-        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
-        annotations[APPROVAL_MODE] = self.cleaned_data["approval_mode"]
-        threshold = self.cleaned_data.get("approval_threshold")
-        if threshold is not None:
-            annotations[APPROVAL_THRESHOLD] = f"{threshold:.4f}"
-        else:
-            annotations.pop(APPROVAL_THRESHOLD, None)
-        if self.cleaned_data["approval_mode"] == "auto-below" and threshold is None:
+        if self._changed("weight"):
+            if data["weight"] is not None:
+                spec["weight"] = data["weight"]
+            else:
+                spec.pop("weight", None)
+        for name, key in (("consolidation_policy", "consolidationPolicy"), ("consolidate_after", "consolidateAfter")):
+            if self._changed(name):
+                spec.setdefault("disruption", {})[key] = data[name]
+        if self._changed("cpu_limit"):
+            limits = spec.setdefault("limits", {})
+            if data["cpu_limit"]:
+                limits["cpu"] = data["cpu_limit"]
+            else:
+                limits.pop("cpu", None)
+            if not limits:
+                spec.pop("limits")
+        metadata = doc.setdefault("metadata", {})
+        if self._changed("approval_mode"):
+            metadata.setdefault("annotations", {})[APPROVAL_MODE] = data["approval_mode"]
+        if self._changed("approval_threshold"):
+            annotations = metadata.setdefault("annotations", {})
+            if data["approval_threshold"] is not None:
+                annotations[APPROVAL_THRESHOLD] = f"{data['approval_threshold']:.4f}"
+            else:
+                annotations.pop(APPROVAL_THRESHOLD, None)
+        annotations = metadata.get("annotations") or {}
+        if annotations.get(APPROVAL_MODE) == "auto-below" and annotations.get(APPROVAL_THRESHOLD) is None:
             self.add_error("approval_threshold", "auto-below needs a threshold")
-            return None
         return doc
 
     def attach(self, error: ManifestError) -> None:
         """Show a validation error at its form field when there is one, else on the YAML with its path."""
         for name, path in FIELD_PATHS.items():
             if error.field == path or error.field.startswith(path + "."):
-                self.add_error(name, error.message)
+                if error.message not in self.errors.get(name, []):
+                    self.add_error(name, error.message)
                 return
         self.add_error("manifest", f"{error.field}: {error.message}" if error.field else error.message)
+
+
+_MISSING = object()
+
+
+def _steps(obj: Any, path: str) -> list[str | int] | None:
+    """The keys and indexes of an error's field path, such as `spec.template.spec.requirements[2].operator` or
+    `metadata.annotations.karpui.dev/approval-mode`, read against `obj` (keys may hold dots: the longest key `obj`
+    has that fits wins; a last key it lacks is taken whole). None when the path cannot be followed in `obj`."""
+    steps: list[str | int] = []
+    while path:
+        if isinstance(obj, list) and path.startswith("["):
+            index, _, path = path[1:].partition("]")
+            path = path.removeprefix(".")
+            if not index.isdigit() or int(index) >= len(obj):
+                return None
+            steps.append(int(index))
+            obj = obj[int(index)]
+        elif isinstance(obj, dict):
+            fitting = [k for k in obj if isinstance(k, str) and (path == k or path.startswith((k + ".", k + "[")))]
+            if not fitting:
+                return [*steps, path] if "[" not in path else None
+            key = max(fitting, key=len)
+            steps.append(key)
+            obj, path = obj[key], path[len(key) :].removeprefix(".")
+        else:
+            return None
+    return steps
+
+
+def _value(obj: Any, steps: list[str | int]) -> Any:
+    for step in steps:
+        in_dict = isinstance(obj, dict) and isinstance(step, str) and step in obj
+        if in_dict or (isinstance(obj, list) and isinstance(step, int) and step < len(obj)):
+            obj = obj[step]
+        else:
+            return _MISSING
+    return obj
+
+
+def _set_back(doc: dict[str, Any], current: dict[str, Any], field: str) -> bool:
+    """Put the field an error names back as the current version has it (or drop it if that has none), so that
+    checking again finds the next error; False when that changes nothing."""
+    steps = _steps(doc, field)
+    if not steps:
+        return False
+    parent, last = _value(doc, steps[:-1]), steps[-1]
+    was = _value(current, steps)
+    if _value(doc, steps) is _MISSING and was is _MISSING:
+        return False  # a required field neither version has: nothing to put back
+    if was is not _MISSING:
+        if _value(doc, steps) == was:
+            return False
+        parent[last] = copy.deepcopy(was)
+    else:
+        del parent[last]
+    return True
+
+
+def check_all(
+    cluster: models.Cluster, row: models.NodePool | None, doc: dict[str, Any], current: dict[str, Any]
+) -> tuple[NodePool | None, list[ManifestError]]:
+    """The proposed NodePool, or every error in it: parsing stops at the first error, so each erroneous field is
+    put back as it is now and the rest checked again, until none is left (at most MAX_ERRORS)."""
+    errors: list[ManifestError] = []
+    doc = copy.deepcopy(doc)
+    for _ in range(MAX_ERRORS):
+        try:
+            name = (doc.get("metadata") or {}).get("name")
+            if row is not None and name != row.name:
+                raise ManifestError(f"cannot rename {row.name!r}; create a new NodePool instead", field="metadata.name")
+            proposed = parse_nodepool(doc)
+            services.nodepool_check(cluster=cluster, nodepool=proposed)
+            if row is None and models.NodePool.objects.filter(cluster=cluster, name=proposed.name).exists():
+                raise ManifestError(
+                    f"NodePool {proposed.name!r} already exists; edit it instead", field="metadata.name"
+                )
+        except ManifestError as error:
+            errors.append(error)
+            if not error.field or error.field == "metadata.name" or not _set_back(doc, current, error.field):
+                break
+        else:
+            return (proposed if not errors else None), errors
+    return None, errors
 
 
 @require_GET
@@ -177,40 +284,31 @@ def nodepool_new(request: HttpRequest) -> HttpResponse:
 def _editor(
     request: HttpRequest, cluster: models.Cluster, row: models.NodePool | None, current: dict[str, Any]
 ) -> HttpResponse:
-    """Form + YAML; Preview shows the diff and the what-if, Save applies (audited). Nothing is written otherwise."""
+    """Form + YAML; Preview shows the diff and the what-if, Save applies (audited). Nothing is written otherwise.
+    Every error is shown at once, each at its field."""
     context: dict[str, Any] = {"cluster": cluster, "nodepool": row}
     if request.method == "GET":
         context["form"] = NodePoolForm.for_manifest(current)
         return render(request, "karpui/nodepools/edit.html", context)
     if not request.user.has_perm("karpui.change_nodepool" if row else "karpui.add_nodepool"):
         raise PermissionDenied
-    form = NodePoolForm(request.POST)
+    form = NodePoolForm(request.POST, initial=NodePoolForm.initial_for(current))
     context["form"] = form
-    if form.is_valid() and (doc := form.proposed()) is not None:
-        try:
-            name = (doc.get("metadata") or {}).get("name")
-            if row is not None and name != row.name:
-                raise ManifestError(f"cannot rename {row.name!r}; create a new NodePool instead", field="metadata.name")
-            proposed = parse_nodepool(doc)
-            services.nodepool_check(cluster=cluster, nodepool=proposed)
-            if row is None and models.NodePool.objects.filter(cluster=cluster, name=proposed.name).exists():
-                raise ManifestError(
-                    f"NodePool {proposed.name!r} already exists; edit it instead", field="metadata.name"
-                )
-        except ManifestError as error:
-            form.attach(error)
-        else:
-            canonical = nodepool_to_manifest(proposed)
-            context["diff"] = whatif.nodepool_diff(row, canonical)
-            context["whatif"] = whatif.preview(cluster, proposed)
-            if request.POST.get("action") == "save":
-                actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
-                result = services.nodepool_apply(cluster=cluster, nodepool=proposed, actor=actor)
-                messages.success(request, str(result))
-                return redirect("nodepool-edit", name=proposed.name)
-    return render(
-        request, "karpui/nodepools/edit.html", context, status=200 if form.is_valid() and not form.errors else 400
-    )
+    form.is_valid()
+    doc = form.proposed()
+    proposed, errors = check_all(cluster, row, doc, current) if doc is not None else (None, [])
+    for error in errors:
+        form.attach(error)
+    if proposed is not None and not form.errors:
+        canonical = nodepool_to_manifest(proposed)
+        context["diff"] = whatif.nodepool_diff(row, canonical)
+        context["whatif"] = whatif.preview(cluster, proposed)
+        if request.POST.get("action") == "save":
+            actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+            result = services.nodepool_apply(cluster=cluster, nodepool=proposed, actor=actor)
+            messages.success(request, str(result))
+            return redirect("nodepool-edit", name=proposed.name)
+    return render(request, "karpui/nodepools/edit.html", context, status=400 if form.errors else 200)
 
 
 @require_POST

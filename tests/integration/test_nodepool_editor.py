@@ -128,8 +128,9 @@ def test_a_new_nodepool_is_previewed_then_created_and_audited(lab):
 
     preview = client.post("/nodepools/new/", {**data, "action": "preview"})
     diff = preview.context["diff"].splitlines()
-    assert diff[:4] == ["--- current", "+++ proposed", "@@ -0,0 +1,25 @@", "+apiVersion: karpenter.sh/v1"]
+    assert diff[:4] == ["--- current", "+++ proposed", "@@ -0,0 +1,23 @@", "+apiVersion: karpenter.sh/v1"]
     assert "+  name: batch" in diff and "+  weight: 20" in diff
+    assert not any("approval-mode" in line for line in diff)  # left at its default, so not written
     assert not models.NodePool.objects.filter(name="batch").exists()
     created = client.post("/nodepools/new/", {**data, "action": "save"})
 
@@ -190,3 +191,98 @@ def test_a_change_no_instance_type_can_satisfy_is_refused_at_the_requirement(lab
         "satisfies karpenter.sh/capacity-type In [reserved] together with the requirements before it"
     ]
     assert models.NodePool.objects.get(name="capped").resource_version == before  # nothing written
+
+
+C8X, M8X = 0.217179869184, 0.268719476736  # c-8x-amd64-linux and m-8x-amd64-linux on demand
+
+
+def test_restricting_a_nodepool_so_its_node_drifts_prices_the_replacement_instead_of_the_drifted_node(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "5")
+    ok("advance", "30s")
+    [[_, instance_type, _, _, node, *_]] = rows("get", "nodeclaims")
+    assert instance_type == "c-8x-amd64-linux"
+    client = editor("change_nodepool")
+    data = form_for(client, "default")
+    doc = yaml.safe_load(data["manifest"])
+    family = {"key": "karpenter.kwok.sh/instance-family", "operator": "In", "values": ["m"]}
+    doc["spec"]["template"]["spec"]["requirements"].append(family)
+    response = client.post("/nodepools/default/", {**data, "manifest": yaml.safe_dump(doc), "action": "preview"})
+
+    preview = response.context["whatif"]
+    assert [(d["node"], d["reason"]) for d in preview["drifting"]] == [(node, "RequirementsDrifted")]
+    assert preview["new_nodeclaims_after"] == [("default", "m-8x-amd64-linux", 5)]  # its five pods move
+    assert (preview["replacements"], preview["stranded"]) == (1, [])
+    assert (round(preview["cost_before"], 6), round(preview["cost_after"], 6)) == (round(C8X, 6), round(M8X, 6))
+    page = response.content.decode()
+    assert "<b>$0.2172</b> → <b>$0.2687</b>" in page
+    assert "1 new NodeClaim would replace them" in page
+
+
+def test_a_form_save_writes_only_the_fields_that_changed(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "preview"})
+    changed = [line for line in response.context["diff"].splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
+    assert changed == ["-    cpu: '16'", "+    cpu: '24'"]  # no approval-mode annotation the YAML never had
+    client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "save"})
+    assert models.NodePool.objects.get(name="capped").annotations == {}
+
+
+def test_a_yaml_edit_is_kept_when_the_form_field_was_not_touched(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    doc = yaml.safe_load(data["manifest"])
+    doc["metadata"]["annotations"] = {"karpui.dev/approval-mode": "manual"}
+    client.post("/nodepools/capped/", {**data, "manifest": yaml.safe_dump(doc), "action": "save"})
+    assert models.NodePool.objects.get(name="capped").annotations == {"karpui.dev/approval-mode": "manual"}
+
+
+def test_every_invalid_field_shows_its_error_at_once(lab):
+    capped_lab()
+    before = models.NodePool.objects.get(name="capped").resource_version
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    bad = {**data, "weight": "0", "consolidate_after": "soon", "cpu_limit": "-5", "action": "preview"}
+    bad["manifest"] = data["manifest"].replace("operator: Lt", "operator: Below")
+    response = client.post("/nodepools/capped/", bad)
+
+    assert response.status_code == 400 and "whatif" not in response.context
+    assert response.context["form"].errors == {
+        "weight": ["must be greater than or equal to 1, got 0"],
+        "consolidate_after": ["invalid duration 'soon': expected \"Never\" or a sequence like 720h, 1h30m or 10s"],
+        "cpu_limit": ["must be greater than or equal to 0, got -5"],
+        "manifest": [
+            'spec.template.spec.requirements[2].operator: Unsupported value: "Below": supported values: In, NotIn, '
+            "Exists, DoesNotExist, Gt, Lt, Gte, Lte"
+        ],
+    }
+    typed = client.post("/nodepools/capped/", {**bad, "weight": "many"}).context["form"].errors
+    assert typed["weight"] == ["Enter a whole number."] and len(typed) == 4  # a form error hides none of the others
+    assert models.NodePool.objects.get(name="capped").resource_version == before
+
+
+def test_a_preview_refuses_a_negative_cpu_limit(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "-5", "action": "preview"})
+    assert response.status_code == 400 and "whatif" not in response.context
+    assert response.context["form"].errors == {"cpu_limit": ["must be greater than or equal to 0, got -5"]}
+
+
+def test_an_unchanged_limit_is_not_warned_about_even_when_usage_is_over_it(lab):
+    capped_lab()  # 16 CPU in use
+    client = editor("change_nodepool")
+    client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "8", "action": "save"})
+    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "weight": "7", "action": "preview"})
+    assert response.context["whatif"]["over_limits"] == []
+    assert "Already over" not in response.content.decode()
+
+
+def test_the_preview_comes_right_under_the_form_before_the_delete_section(lab):
+    capped_lab()
+    client = editor("change_nodepool", "delete_nodepool")
+    page = client.post("/nodepools/capped/", {**form_for(client, "capped"), "action": "preview"}).content.decode()
+    assert page.index('<form method="post" class="editor"') < page.index('id="whatif"') < page.index("Delete this")
+    assert 'action="#whatif"' in page  # the browser scrolls to the answer
