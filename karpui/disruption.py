@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models.fields.json import KT
 
 from karpui import lab, models
 from karpui.costs import CONSOLIDATION_REASONS
@@ -251,12 +252,48 @@ def realised(command: dict[str, Any], now: datetime) -> float:
     return float(command["spec"]["savings"]) * max((now - done).total_seconds(), 0) / 3600
 
 
-def savings_ledger(cluster: models.Cluster) -> dict[str, dict[str, float]]:
-    """Per NodePool: realised $ (price difference × hours since each executed consolidation command), and
-    forgone $/h of denied and dry-run ones. Drift and expiry commands are counted but save nothing."""
+FORGONE_PHASES = ("Denied", "DryRun")
+
+
+def forgone(commands: list[dict[str, Any]], nodeclaims: set[str]) -> dict[str, float]:
+    """The $/h each denied or dry-run consolidation command still forgoes, by command name.
+
+    A forgone saving is one the cluster could still take, so it counts only while every node of the command is
+    there (its NodeClaim exists and is not being deleted): once another command, a person or a NodePool's deletion
+    removed one, nothing is forgone any more. Several such commands about one node are alternatives for it, not
+    savings to add up (a dry-run pool records a new one whenever the node's pods change): only the newest of them
+    counts."""
+    result: dict[str, float] = {}
+    taken: set[str] = set()
+    candidates = [
+        c
+        for c in commands
+        if (c.get("status") or {}).get("phase") in FORGONE_PHASES and c["spec"].get("reason") in CONSOLIDATION_REASONS
+    ]
+    newest_first = sorted(candidates, key=lambda c: (c["status"].get("finishedAt") or "", c["metadata"]["name"]))
+    for command in reversed(newest_first):
+        claims = {n.get("nodeclaim") or n["node"] for n in command["spec"].get("candidates") or []}
+        if claims and claims <= nodeclaims and not claims & taken:
+            result[command["metadata"]["name"]] = float(command["spec"]["savings"])
+            taken |= claims
+    return result
+
+
+def live_nodeclaims(cluster: models.Cluster) -> set[str]:
+    """The names of the cluster's NodeClaims that are not being deleted (one query)."""
+    rows = models.KubeObject.objects.filter(cluster=cluster, kind="NodeClaim").values_list(
+        "name", KT("body__metadata__deletionTimestamp")
+    )
+    return {name for name, deleting in rows if not deleting}
+
+
+def savings_accounts(cluster: models.Cluster) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """The ledger per NodePool (savings_ledger) and the $/h each command still forgoes (forgone)."""
     now = cluster.clock
+    commands = lab.objects(cluster, "DisruptionCommand")
+    still_forgone = forgone(commands, live_nodeclaims(cluster))
     ledger: dict[str, dict[str, float]] = {}
-    for command in lab.objects(cluster, "DisruptionCommand"):
+    for command in commands:
         spec, status = command["spec"], command.get("status") or {}
         pool = (spec.get("nodepools") or [""])[0]
         entry = ledger.setdefault(
@@ -268,9 +305,15 @@ def savings_ledger(cluster: models.Cluster) -> dict[str, dict[str, float]]:
         if status.get("phase") == "Succeeded" and status.get("completedAt"):
             entry["realised"] += realised(command, now)
             entry["saving_per_hour"] += spec["savings"]
-        elif status.get("phase") in ("Denied", "DryRun"):
-            entry["forgone_per_hour"] += spec["savings"]
-    return ledger
+        entry["forgone_per_hour"] += still_forgone.get(command["metadata"]["name"], 0.0)
+    return ledger, still_forgone
+
+
+def savings_ledger(cluster: models.Cluster) -> dict[str, dict[str, float]]:
+    """Per NodePool: realised $ (price difference × hours since each executed consolidation command), and the
+    forgone $/h of denied and dry-run ones whose nodes are still there. Drift and expiry commands are counted but
+    save nothing."""
+    return savings_accounts(cluster)[0]
 
 
 __all__ = [
@@ -283,5 +326,7 @@ __all__ = [
     "node_disruption_request",
     "nodepool_approval_mode_set",
     "realised",
+    "forgone",
+    "savings_accounts",
     "savings_ledger",
 ]

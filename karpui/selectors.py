@@ -105,7 +105,7 @@ SAVINGS_WINDOWS = {
 }
 COMMANDS_PAGE_SIZE = 50  # a row is ~0.4 KB: the polled section stays well under 50 KB
 LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
-FORGONE_PHASES = ("Denied", "DryRun")
+FORGONE_PHASES = disruption.FORGONE_PHASES
 
 
 def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 1) -> dict[str, Any]:
@@ -124,6 +124,7 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
         phase__in=LIVE_PHASES
     )
     total = finished.count()
+    ledger, still_forgone = disruption.savings_accounts(cluster)
     offset = (max(page, 1) - 1) * COMMANDS_PAGE_SIZE
     commands = []
     for row in finished.order_by("-updated_at", "-id")[offset : offset + COMMANDS_PAGE_SIZE]:
@@ -140,11 +141,12 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
                 "nodes": [c["node"] for c in spec.get("candidates") or []],
                 "savings": spec["savings"],
                 "realised": disruption.realised(row.body, end),
-                "forgone": spec["savings"] if status.get("phase") in FORGONE_PHASES else 0.0,
+                "forgone": still_forgone.get(row.name, 0.0),
+                # Denied or dry-run, but its node went another way (or a newer command speaks for it).
+                "no_longer_forgone": status.get("phase") in FORGONE_PHASES and row.name not in still_forgone,
                 "message": status.get("message", ""),
             }
         )
-    ledger = disruption.savings_ledger(cluster)
     return {
         "window": window,
         "windows": ["auto", *SAVINGS_WINDOWS],

@@ -141,3 +141,50 @@ def test_the_cards_show_the_cost_now_not_the_last_buckets_average(lab):
 
     assert (response.context["cost_now"], response.context["baseline_now"]) == (PRICE, PRICE)
     assert response.context["chart"]["pools"][0]["cost"][-1] < PRICE
+
+
+def test_a_denied_saving_stops_counting_once_another_command_removes_its_node(lab):
+    from tests.integration.test_dashboard import awaiting_command
+
+    approver, denied = awaiting_command()
+    logged_in(approver).post(f"/disruption/{denied}/deny", {"reason": "release freeze"})
+    ok("advance", "5s")
+    [[node, *_]] = rows("get", "nodes")
+    requester = logged_in(user("olga", "request_disruption"))
+    requester.post(f"/nodes/{node}/disrupt", {"reason": "retire it by hand"})
+    ok("advance", "15s")  # validated: awaiting a second person
+    [manual] = [r[0] for r in rows("get", "disruptioncommands") if r[0].startswith("manual-")]
+    logged_in(approver).post(f"/disruption/{manual}/approve")
+    ok("advance", "30s")
+    assert rows("get", "nodes") == []
+
+    response = logged_in(user()).get("/savings/")
+    page = response.content.decode()
+    assert 'id="forgone">$0.0000<' in page
+    row = page.split(f'id="saving-{denied}"')[1].split("</tr>")[0]
+    assert "Denied" in row and "no longer: its node is gone" in row
+    [entry] = [e for pool, e in response.context["ledger"] if pool == "default"]
+    assert entry["forgone_per_hour"] == 0.0
+    assert ok("savings").splitlines()[1].split() == ["default", "2", "0.0000", "0.0000", "0.0000"]  # karp savings
+
+
+def command(name, phase, nodes, finished, savings=0.05, reason="Underutilized"):
+    return {
+        "metadata": {"name": name},
+        "spec": {"reason": reason, "savings": savings, "candidates": [{"node": n, "nodeclaim": n} for n in nodes]},
+        "status": {"phase": phase, "finishedAt": finished},
+    }
+
+
+def test_several_forgone_commands_about_one_node_count_once_the_newest():
+    from karpui.disruption import forgone
+
+    commands = [
+        command("dry-1", "DryRun", ["a"], "2026-12-01T10:00:00Z", 0.05),
+        command("dry-2", "DryRun", ["a"], "2026-12-01T11:00:00Z", 0.04),  # newer, about the same node
+        command("denied-b", "Denied", ["b", "c"], "2026-12-01T09:00:00Z", 0.10),  # c is gone
+        command("denied-d", "Denied", ["d"], "2026-12-01T09:00:00Z", 0.02),
+        command("drift-d", "DryRun", ["d"], "2026-12-01T12:00:00Z", 0.0, reason="Drifted"),  # saves nothing
+        command("done-e", "Succeeded", ["e"], "2026-12-01T09:00:00Z", 0.07),
+    ]
+    assert forgone(commands, {"a", "b", "d", "e"}) == {"dry-2": 0.04, "denied-d": 0.02}
