@@ -323,10 +323,10 @@ __all__ = [
     "commands_approve",
     "disruption_pause",
     "disruption_resume",
+    "forgone",
     "node_disruption_request",
     "nodepool_approval_mode_set",
     "realised",
-    "forgone",
     "savings_accounts",
     "savings_ledger",
 ]
