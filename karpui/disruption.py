@@ -19,7 +19,15 @@ from karpui import lab, models
 from karpui.costs import CONSOLIDATION_REASONS
 from karpui.services import Actor, _audit
 from provisioner.cluster.objects import timestamp
-from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS
+from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS, live_commands
+
+# The proposer's own serialisation of a command, so a person's command reads exactly like the engine's.
+from provisioner.controllers.disruption import _candidate_spec, _plan_spec, _risks
+from provisioner.controllers.snapshot import cluster_view, without
+from provisioner.disruption.candidates import disruption_cost
+from provisioner.disruption.consolidation import simulate, simulation_problems
+from provisioner.disruption.logs import command_text
+from provisioner.disruption.types import Candidate, Command
 from provisioner.lab import Lab
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 
@@ -162,8 +170,37 @@ def disruption_resume(*, cluster: models.Cluster, actor: Actor) -> models.Cluste
     return row
 
 
+MANUAL = "Manual"
+
+
+def manual_command(running: Lab, node: str) -> Command:
+    """A person's request for `node` to go, as a single-node command: the pods it would evict, the NodeClaims the
+    scheduler would need for them (on the cluster without the node and without nodes other live commands are
+    taking), and savings = its price − the replacements' cheapest offerings (Karpenter's single-node
+    consolidation math, but with no "must be cheaper" rule: a person may pay for a replacement). Like drift, it
+    takes however many replacements the pods need. New NodeClaims that would hold only pods pending already are
+    not replacements: they are the provisioner's business."""
+    ctx = running.ctx
+    view, claimed = cluster_view(ctx)
+    mine = next((c for c in claimed if c.name == node), None)
+    if mine is None:
+        raise ValidationError(f'node "{node}" has no registered NodeClaim yet: try again once it has joined')
+    pool = ctx.nodepool(mine.nodepool)
+    if pool is None:
+        raise ValidationError(f'node "{node}" belongs to NodePool "{mine.nodepool}", which is gone: it is going anyway')
+    busy = {c["node"] for cmd in live_commands(ctx) for c in cmd["spec"]["candidates"]}
+    view = without(view, busy - {node})
+    pods = tuple(p for p in mine.node.pods if p.is_reschedulable())
+    candidate = Candidate(mine, pool, pods, disruption_cost(mine, pool, pods, view.now))
+    result = simulate([candidate], view)
+    moving = {p.uid for p in pods}
+    replacements = tuple(nc for nc in result.new_nodeclaims if any(p.uid in moving for p in nc.pods))
+    return Command(MANUAL, (candidate,), replacements, "manual", tuple(simulation_problems(result, [candidate], view)))
+
+
 def node_disruption_request(*, cluster: models.Cluster, node: str, actor: Actor, reason: str) -> dict[str, Any]:
-    """A person asks for a node to go; another person approves it (four eyes), then it is drained and deleted."""
+    """A person asks for a node to go; another person approves it (four eyes), then its replacements launch and
+    it is drained and deleted. The command is priced and planned as a single-node disruption (manual_command)."""
     _require(actor, "request_disruption")
 
     def change(running: Lab) -> dict[str, Any]:
@@ -172,39 +209,30 @@ def node_disruption_request(*, cluster: models.Cluster, node: str, actor: Actor,
         )
         if claim is None:
             raise ValidationError(f'node "{node}" has no NodeClaim: karpui only disrupts the nodes it manages')
-        labels = claim["metadata"].get("labels") or {}
-        price = float((claim["metadata"].get("annotations") or {}).get("karpui.dev/price", 0))
+        command = manual_command(running, node)
         name = f"manual-{int(running.now)}-{node}"[:63]
         return running.store.create(
             {
                 "apiVersion": "karpui.dev/v1alpha1",
                 "kind": "DisruptionCommand",
-                "metadata": {"name": name, "labels": {"karpui.dev/reason": "Manual", "karpui.dev/decision": "delete"}},
+                "metadata": {
+                    "name": name,
+                    "labels": {"karpui.dev/reason": MANUAL, "karpui.dev/decision": command.decision},
+                },
                 "spec": {
-                    "reason": "Manual",
+                    "reason": MANUAL,
                     "method": "manual",
-                    "decision": "delete",
-                    "nodepools": [labels.get("karpenter.sh/nodepool", "")],
-                    "text": f"Manual/{name}: delete: nodepools=[{labels.get('karpenter.sh/nodepool', '')}]: [{node}] (savings: ${price:.2f})",
-                    "savings": price,
+                    "decision": command.decision,
+                    "nodepools": command.nodepools,
+                    "text": command_text(command, name),
+                    "savings": round(command.savings, 6),
                     "fingerprint": name,
                     "approvalMode": "manual",
                     "requestedBy": actor.name,
                     "requestReason": reason,
-                    "candidates": [
-                        {
-                            "node": node,
-                            "nodeclaim": claim["metadata"]["name"],
-                            "nodepool": labels.get("karpenter.sh/nodepool", ""),
-                            "instanceType": labels.get("node.kubernetes.io/instance-type", ""),
-                            "capacityType": labels.get("karpenter.sh/capacity-type", ""),
-                            "zone": labels.get("topology.kubernetes.io/zone", ""),
-                            "price": price,
-                            "pods": [],
-                        }
-                    ],
-                    "replacements": [],
-                    "risks": [],
+                    "candidates": [_candidate_spec(c) for c in command.candidates],
+                    "replacements": [_plan_spec(r) for r in command.replacements],
+                    "risks": [*command.notes, *_risks(running.ctx, command)],
                 },
                 "status": {
                     "phase": "Proposed",
@@ -324,6 +352,7 @@ __all__ = [
     "disruption_pause",
     "disruption_resume",
     "forgone",
+    "manual_command",
     "node_disruption_request",
     "nodepool_approval_mode_set",
     "realised",

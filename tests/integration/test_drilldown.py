@@ -3,7 +3,9 @@ actions (cordon, uncordon, ask for it to go) as audited, permission-checked POST
 
 from __future__ import annotations
 
-from karpui import models
+from django.contrib.auth.models import Permission, User
+
+from karpui import disruption, models, services
 from tests.integration.test_dashboard import logged_in, user
 from tests.karp import EXAMPLES, ok, rows
 
@@ -152,3 +154,59 @@ def test_a_node_of_no_nodeclaim_cannot_be_disrupted_from_its_page(lab):
     assert "Disrupt this node" not in page and "Cordon</button>" in page
     response = client.post("/nodes/kind-worker/disrupt", {"reason": "x"}, follow=True)
     assert "karpui only disrupts the nodes it manages" in response.content.decode()
+
+
+C4X, C2X = 0.108590, 0.054295  # c-4x- and c-2x-amd64-linux on demand
+
+
+def manual_request(node_name):
+    [command] = [c for c in models.KubeObject.objects.filter(kind="DisruptionCommand") if c.name.startswith("manual-")]
+    assert command.body["spec"]["candidates"][0]["node"] == node_name
+    return command.body["spec"]
+
+
+def test_asking_for_a_node_with_pods_to_go_prices_the_replacement_its_pods_need(node):
+    logged_in(user("olga", "request_disruption")).post(f"/nodes/{node}/disrupt", {"reason": "noisy neighbour"})
+    spec = manual_request(node)
+
+    assert (spec["decision"], round(spec["savings"], 6)) == ("replace", 0.0)  # three 1-CPU pods need a c-4x again
+    assert len(spec["candidates"][0]["pods"]) == 3 and all(
+        p.startswith("default/inflate-") for p in spec["candidates"][0]["pods"]
+    )
+    [replacement] = spec["replacements"]
+    assert replacement["instanceTypes"][0] == "c-4x-amd64-linux" and replacement["prices"][0] == C4X
+    assert spec["text"].endswith(f"[{node}] -> [1 replacement] (savings: $0.00)")
+    ok("advance", "15s")
+    logged_in(user("alice", "approve_disruption")).post(f"/disruption/{spec['fingerprint']}/approve")
+    ok("advance", "60s")  # the replacement launches first, then the node is drained
+    [[_, instance_type, *_]] = rows("get", "nodeclaims")
+    assert instance_type == "c-4x-amd64-linux" and [n[0] for n in rows("get", "nodes")] != [node]
+    assert [p[2] for p in rows("get", "pods")] == ["Running"] * 3
+
+
+def test_asking_for_a_node_to_go_saves_its_price_less_a_smaller_replacement_and_the_cli_agrees(node):
+    User.objects.create_user("olga").user_permissions.add(Permission.objects.get(codename="request_disruption"))
+    lab = models.Cluster.objects.get(name="lab")
+    disruption.nodepool_approval_mode_set(  # so consolidation itself only proposes
+        cluster=lab,
+        nodepool="default",
+        mode="manual",
+        actor=services.Actor.for_user(user("ed", "change_nodepool"), "web"),
+    )
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    ok("disrupt", "node", node, "--as", "olga", "--reason", "too big now")
+    spec = manual_request(node)
+
+    assert spec["decision"] == "replace" and len(spec["candidates"][0]["pods"]) == 1
+    assert spec["replacements"][0]["instanceTypes"][0] == "c-2x-amd64-linux"
+    assert round(spec["savings"], 6) == round(C4X - C2X, 6)  # not the node's whole price
+
+
+def test_asking_for_an_empty_node_to_go_saves_its_whole_price(node):
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "2s")
+    logged_in(user("olga", "request_disruption")).post(f"/nodes/{node}/disrupt", {"reason": "empty"})
+    spec = manual_request(node)
+    assert (spec["decision"], spec["replacements"], spec["candidates"][0]["pods"]) == ("delete", [], [])
+    assert round(spec["savings"], 6) == C4X
