@@ -163,15 +163,24 @@ TICK_BUDGET_SECONDS = 5.0
 
 
 def tick(cluster: models.Cluster, *, now: datetime, budget: float = TICK_BUDGET_SECONDS) -> bool:
-    """Move a lab cluster's clock toward the wall time `now` (never back: after a manual `karp advance` it waits),
-    reacting to every write on the way, if no other worker holds the cluster; False if one does."""
+    """Move a lab cluster's clock on with wall time, reacting to every write on the way, if no other worker holds
+    the cluster; False if one does.
+
+    The clock moves by the wall time since the last tick, or up to wall time when it is further behind than that
+    (it catches up after a slow tick or a restart). A lab that `karp advance` put ahead of wall time so keeps
+    running at wall time's rate, that far ahead, instead of standing still until wall time caught up with it.
+    """
     with leases.held(cluster.id) as lease:
         if lease is None:
             return False
         stop_at = time.monotonic() + budget
+        # Read under the lease: another worker may have ticked since `cluster` was loaded.
+        last = models.Cluster.objects.filter(id=cluster.id).values_list("ticked_at", flat=True).first()
+        elapsed = max((now - last).total_seconds(), 0.0) if last is not None else 0.0
 
         def step(lab: Lab) -> None:
-            lab.advance(max(now.timestamp() - lab.now, 0.0), out_of_time=lambda: time.monotonic() > stop_at)
+            seconds = max(now.timestamp() - lab.now, elapsed)
+            lab.advance(seconds, out_of_time=lambda: time.monotonic() > stop_at)
 
         with leases.renewing(lease):
             run(cluster.name, step, lease=lease)

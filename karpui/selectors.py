@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Count, Min, Q
 from django.urls import reverse
+from django.utils import timezone
 
 from karpui import costs, disruption, grouping, lab, models, services
 
@@ -68,10 +69,17 @@ def overview(cluster: models.Cluster) -> dict[str, Any]:
 
 
 def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
+    """The live commands, the history, the ledger and the audit trail. The audit is recorded on wall time and the
+    commands on the cluster's clock, so the page shows ages and time left (the same on either clock) rather than
+    times on two clocks."""
+    wall = timezone.now()
     commands = lab.objects(cluster, "DisruptionCommand")
     live = ("Proposed", "AwaitingApproval", "Approved", "Executing")
     for command in commands:
-        command["age"] = _age(cluster.clock, (command.get("status") or {}).get("proposedAt"))
+        status = command.get("status") or {}
+        command["age"] = _age(cluster.clock, status.get("proposedAt"))
+        # Durations, not times: a time here would be on the lab's clock, beside an audit trail on wall time.
+        command["expires_in"] = -_age(cluster.clock, status["expiresAt"]) if status.get("expiresAt") else None
         command["monthly"] = command["spec"]["savings"] * 730
     order = {"AwaitingApproval": 0, "Proposed": 1, "Approved": 2, "Executing": 3}
     return {
@@ -87,12 +95,16 @@ def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
         "ledger": sorted(disruption.savings_ledger(cluster).items()),
         "nodepools": list(models.NodePool.objects.filter(cluster=cluster).order_by("-weight", "-name")),
         # Approval-mode changes decide what later commands may do, so they belong beside the decisions.
-        "audit": list(
-            models.AuditEvent.objects.filter(
+        "audit": [
+            {"event": event, "ago": max((wall - event.created_at).total_seconds(), 0.0)}
+            for event in models.AuditEvent.objects.filter(
                 Q(target_kind__in=("DisruptionCommand", "Cluster"))
                 | Q(target_kind="NodePool", action="set-approval-mode")
             ).order_by("-created_at", "-id")[:50]
-        ),
+        ],
+        "paused_left": (cluster.paused_until - cluster.clock).total_seconds()
+        if cluster.is_paused(cluster.clock)
+        else 0,
     }
 
 

@@ -8,6 +8,7 @@ from karpui import catalog_views, login, metrics, node_actions, node_views, node
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("banners/", views.banners, name="banners"),
     path("pods/pending/", views.pending, name="pending"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<str:name>/", node_views.node_detail, name="node-detail"),
@@ -36,6 +37,7 @@ urlpatterns = [
     path("nodepools/<str:name>/approval-mode", views.nodepool_approval_mode, name="nodepool-approval-mode"),
     path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
@@ -60,6 +61,18 @@ def _page(request: HttpRequest, template: str, partial: str, context: dict[str, 
     return render(request, name, context)
 
 
+FAVICON = settings.BASE_DIR / "static" / "karpui" / "favicon.ico"
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for on every page whatever the page links (the pages link the SVG)."""
+    response = HttpResponse(FAVICON.read_bytes(), content_type="image/vnd.microsoft.icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 @login_not_required
 @require_GET
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -74,6 +87,13 @@ def readyz(request: HttpRequest) -> HttpResponse:
     """Readiness: 200 when the database, the broker and every lab cluster's tick are fine, else 503; each named."""
     ready, body = health.readiness(timezone.now())
     return JsonResponse(body, status=200 if ready else 503)
+
+
+@require_GET
+def banners(request: HttpRequest) -> HttpResponse:
+    """The base template's live region alone (the page's clock, the pause and reconcile-error banners): every page
+    polls it, so a pause's banner goes when its TTL passes, without a reload."""
+    return render(request, "karpui/base.html#banners")
 
 
 @require_GET

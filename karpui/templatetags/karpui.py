@@ -29,3 +29,21 @@ def resources(mapping: Any) -> str:
 def get(mapping: Any, key: str) -> Any:
     """`{{ annotations|get:"karpui.dev/approval-mode" }}`: keys with dots and slashes."""
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def ahead(offset: Any) -> str:
+    """A clock's distance from wall time, as a person says it: "about 10m ahead of", "45s behind" (to the minute
+    from two minutes on: the clocks are compared when the page is made, between two ticks)."""
+    total = offset.total_seconds() if hasattr(offset, "total_seconds") else float(offset or 0)
+    size = abs(total)
+    said = f"about {human_duration(round(size / 60) * 60)}" if size >= 120 else human_duration(size)
+    return f"{said} {'ahead of' if total >= 0 else 'behind'}"
+
+
+@register.filter
+def clock(cluster: Any) -> str:
+    """The name of the clock a cluster's times are on: "lab time" for a lab, "UTC" (wall time) otherwise."""
+    from karpui.context_processors import clock_name
+
+    return clock_name(cluster)

@@ -296,17 +296,20 @@ def test_the_role_groups_exist_with_their_permissions(lab):
 
     assert codenames("viewers") == []
     assert codenames("approvers") == ["approve_disruption", "pause_disruption", "request_disruption"]
-    assert codenames("editors") == [
+    assert codenames("editors") == [  # the lab's objects (workloads, nodes) are "kubeobject"
         "add_catalog",
         "add_devicedeclaration",
+        "add_kubeobject",
         "add_nodeclass",
         "add_nodepool",
         "change_catalog",
         "change_devicedeclaration",
+        "change_kubeobject",
         "change_nodeclass",
         "change_nodepool",
         "delete_catalog",
         "delete_devicedeclaration",
+        "delete_kubeobject",
         "delete_nodeclass",
         "delete_nodepool",
     ]
@@ -397,3 +400,42 @@ def test_pods_pending_on_devices_show_the_classes_they_ask_for_and_which_types_w
     page = response.content.decode()
     assert '<a href="#class-gpu.example.com">gpu.example.com</a>' in page
     assert "no instance type declares a device these selectors accept" in page
+
+
+def test_every_page_says_which_clock_its_times_are_on_and_the_clock_is_live(lab):
+    client = logged_in(user())
+    for page in PAGES:
+        body = client.get(page).content.decode()
+        assert "Times on this page: <b>lab time</b> of cluster lab" in body, page
+        assert 'id="banners" hx-get="/banners/?cluster=lab" hx-trigger="every 5s"' in body, page
+    ok("advance", "10m")  # now ten minutes ahead of wall time
+    lab.refresh_from_db()
+    live = client.get("/banners/?cluster=lab", HTTP_HX_REQUEST="true").content.decode()
+    assert live.lstrip().startswith('<div id="banners"') and "<html" not in live
+    assert f'<time id="page-clock-now" datetime="{lab.clock.isoformat()}">{lab.clock:%Y-%m-%d %H:%M:%S}</time>' in live
+    assert "(about 10m ahead of wall time, after <code>karp advance</code>)" in live
+
+
+def test_a_pause_banner_and_the_resume_button_go_by_themselves_when_the_ttl_passes(lab):
+    client = logged_in(user("alice", "pause_disruption"))
+    ok("advance", "10m")  # the lab is ahead of wall time: a pause's end is on its clock, the audit on wall time
+    client.post("/disruption/pause", {"duration": "5m", "reason": "incident 4711"})
+    banner = client.get("/banners/", HTTP_HX_REQUEST="true").content.decode()
+    assert "is paused for another <b>5m</b> by alice: incident 4711" in banner
+    queue = client.get("/disruption/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="paused-for">Paused for another <b>5m</b>' in queue and "Resume disruption" in queue
+    assert '<time datetime="' in queue and "0s ago</time>" in queue  # the audit row: an age, not a wall-clock time
+    assert "UTC (wall clock)" in queue
+
+    ok("advance", "5m")  # the TTL passes; no reload, the next polls say so
+    assert "incident 4711" not in client.get("/banners/", HTTP_HX_REQUEST="true").content.decode()
+    queue = client.get("/disruption/", HTTP_HX_REQUEST="true").content.decode()
+    assert "Resume disruption" not in queue and "Pause disruption" in queue
+
+
+def test_the_favicon_is_served_at_favicon_ico_and_linked_from_every_page(client, lab):
+    response = client.get("/favicon.ico")  # no login: browsers ask before anyone logs in
+    assert response.status_code == 200 and response["Content-Type"] == "image/vnd.microsoft.icon"
+    assert response.content[:4] == b"\x00\x00\x01\x00"  # an ICO header
+    page = logged_in(user()).get("/").content.decode()
+    assert '<link rel="icon" href="/static/karpui/favicon.svg" type="image/svg+xml">' in page

@@ -24,6 +24,28 @@ def test_the_tick_advances_the_lab_clock_by_wall_time(lab):
     assert lab.ticked_at == start + timedelta(seconds=7)
 
 
+def test_a_lab_ahead_of_wall_time_keeps_moving_at_wall_times_rate(lab):
+    from tests.karp import ok
+
+    start = timezone.now()
+    services.clusters_tick(now=start)
+    ok("advance", "10m")  # `karp advance` while the server runs: the lab is now ten minutes ahead
+    lab.refresh_from_db()
+    ahead = lab.clock
+    services.clusters_tick(now=start + timedelta(seconds=7))
+    services.clusters_tick(now=start + timedelta(seconds=9))
+    lab.refresh_from_db()
+    assert lab.clock - ahead == timedelta(seconds=9)  # it did not stand still for ten minutes
+
+
+def test_a_lab_behind_wall_time_catches_up(lab):
+    start = timezone.now()
+    services.clusters_tick(now=start)
+    services.clusters_tick(now=start + timedelta(hours=1))
+    lab.refresh_from_db()
+    assert lab.clock == start + timedelta(hours=1)
+
+
 def test_the_tick_task_body_runs(lab):
     from karpui.tasks import clusters_tick
 
