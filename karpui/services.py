@@ -19,8 +19,8 @@ from provisioner.catalog.aws import aws_catalog
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.dra.declarations import API_VERSION as DECLARATION_API
 from provisioner.dra.declarations import DeviceDeclaration, parse_declaration
-from provisioner.manifests import Document, ManifestError, load_documents
-from provisioner.manifests.cluster import VALIDATORS, check_pods_per_apply, validate_cluster_object
+from provisioner.manifests import Document, ManifestError
+from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
 from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, parse_nodeclass
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 from provisioner.objects import NodeClass, NodePool
@@ -221,57 +221,6 @@ def parse_document(document: Document) -> Any:
         raise error.located(document=document.index, kind=document.kind, name=document.name) from None
 
 
-def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list[ApplyResult]:
-    """Apply every document of a file, all or nothing: every document is validated before anything is written.
-
-    Configuration (NodePools, node classes) is stored in its tables; cluster objects go into the lab, whose
-    controllers then react at the current time (a Deployment gets its pods at once, as on a real cluster).
-    """
-    documents = load_documents(text)
-    values = [(document, parse_document(document)) for document in documents]
-    check_pods_per_apply([document.body for document in documents])
-    with transaction.atomic():
-        results = []
-        for document, value in values:
-            if document.kind in APPLIERS:
-                try:
-                    results.append(APPLIERS[document.kind][1](cluster, value, actor))
-                except ManifestError as error:  # raised before writing; leaving the block undoes earlier documents
-                    raise error.located(document=document.index, kind=document.kind, name=document.name) from None
-        objects = [(d, value) for d, value in values if d.kind not in APPLIERS]
-        if objects:
-            results += lab.run(cluster.name, lambda running: _apply_objects(running, objects))
-        return results
-
-
-def _apply_objects(running: Any, objects: list[tuple[Document, dict[str, Any]]]) -> list[ApplyResult]:
-    results = []
-    for _, obj in objects:
-        _, outcome = running.store.apply(obj)
-        results.append(ApplyResult(resource_name(obj["kind"], obj["apiVersion"]), obj["metadata"]["name"], outcome))
-    _check_device_classes(running, objects)
-    running.settle()
-    return results
-
-
-def _check_device_classes(running: Any, objects: list[tuple[Document, dict[str, Any]]]) -> None:
-    """A claim or template must name a DeviceClass that exists (this file's own count); raising rolls back."""
-    classes = {c["metadata"]["name"] for c in running.store.list("DeviceClass")}
-    for document, obj in objects:
-        if obj["kind"] not in ("ResourceClaim", "ResourceClaimTemplate"):
-            continue
-        spec, path = (
-            (obj["spec"]["spec"], "spec.spec") if obj["kind"] == "ResourceClaimTemplate" else (obj["spec"], "spec")
-        )
-        for index, request in enumerate(((spec.get("devices") or {}).get("requests")) or []):
-            exact = request.get("exactly") or (request.get("firstAvailable") or [{}])[0]
-            name = exact.get("deviceClassName")
-            if name not in classes:
-                raise ManifestError(
-                    f'DeviceClass "{name}" not found', field=f"{path}.devices.requests[{index}].exactly.deviceClassName"
-                ).located(document=document.index, kind=document.kind, name=document.name)
-
-
 def resource_name(kind: str, api_version: str) -> str:
     """kubectl's `deployment.apps` style: lowercase kind, then the API group if there is one."""
     group = api_version.split("/")[0] if "/" in api_version else ""
@@ -380,13 +329,15 @@ def clusters_tick(*, now: datetime | None = None) -> None:
             )
 
 
-# The dashboard's roles as Django groups. Viewers only need a login; a group that exists is left as an admin
-# made it, so removing a permission from it sticks.
+# The dashboard's roles as Django groups. Viewers only need a login; editors write NodePools, node classes,
+# catalogs, device declarations and the lab's objects (workloads, nodes: "kubeobject"), wherever they write them
+# (dashboard, admin, Kubernetes API). A group that exists is left as an admin made it, so removing a permission
+# from it sticks.
 ROLES = {
     "viewers": (),
     "editors": tuple(
         f"{action}_{model}"
-        for model in ("nodepool", "nodeclass", "catalog", "devicedeclaration")
+        for model in ("nodepool", "nodeclass", "catalog", "devicedeclaration", "kubeobject")
         for action in ("add", "change", "delete")
     ),
     "approvers": ("approve_disruption", "pause_disruption", "request_disruption"),

@@ -98,6 +98,9 @@ def group_version(request: HttpRequest, ctx: Context, version: str, group: str =
 
 @endpoint()
 def openapi_v2(request: HttpRequest, ctx: Context) -> HttpResponse:
+    accept = request.headers.get("Accept", "")
+    if "protobuf" in accept and "json" not in accept:
+        return HttpResponse(openapi.V2_PROTOBUF, content_type=openapi.V2_PROTOBUF_TYPE)
     return HttpResponse(openapi.v2_document(), content_type="application/json")
 
 

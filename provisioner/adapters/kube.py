@@ -159,9 +159,16 @@ class KubeCluster:
         return answer
 
     def create(self, obj: Obj) -> Obj:
+        """POST the object; where status is a subresource (the server starts it afresh on create) and `obj` has
+        one, a PUT of `/status` follows, so the object is stored as given, as the port promises."""
         resource = self._resource(obj["kind"])
         namespace = (obj["metadata"].get("namespace") or "default") if resource.kind.namespaced else None
         answer = self.transport.request("POST", resource.collection(namespace), body=self._body(resource, obj))
+        if resource.kind.status and obj.get("status") and obj["status"] != answer.get("status"):
+            name = answer["metadata"]["name"]
+            answer = self.transport.request(
+                "PUT", resource.item(name, namespace or "", "status"), body={**answer, "status": obj["status"]}
+            )
         return self._stored(answer, resource)
 
     def update(self, obj: Obj, *, spec_changed: bool = False) -> Obj:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from provisioner.apimachinery.apply import applied, with_last_applied
 from provisioner.apimachinery.mergepatch import merge_patch
 from provisioner.cluster import pdb
 from provisioner.cluster.objects import (
@@ -289,27 +290,26 @@ class ObjectStore:
         return self.update(patched, spec_changed=patched.get("spec") != stored.get("spec"))
 
     def apply(self, obj: Obj) -> tuple[Obj, str]:
-        """Create or replace spec/metadata from a manifest, keeping identity and status: kubectl apply."""
+        """kubectl apply: create, or three-way merge the manifest into the stored object (the fields it last
+        applied are its own; fields other writers set stay), keeping identity and status. A static Node's
+        manifest carries its status, which is how it registers."""
         existing = self.get(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
         if existing is None:
-            return self.create(obj), "created"
-        changed = False
-        for field in ("spec", "data"):
-            if field in obj and obj[field] != existing.get(field):
-                existing[field] = copy.deepcopy(obj[field])
-                changed = True
-        for field in ("labels", "annotations"):
-            given = obj["metadata"].get(field) or {}
-            if given != (existing["metadata"].get(field) or {}):
-                existing["metadata"][field] = copy.deepcopy(given)
-                changed = True
+            return self.create(with_last_applied(obj)), "created"
+        merged = applied(existing, obj)
         if obj["kind"] == "Node" and obj.get("status") and obj["status"] != existing.get("status"):
-            existing["status"] = copy.deepcopy(obj["status"])  # static nodes: the manifest is their status
-            changed = True
-        if not changed:
+            merged = merged or copy.deepcopy(existing)
+            merged["status"] = copy.deepcopy(obj["status"])
+        if merged is None:
             return existing, "unchanged"
-        self.update(existing, spec_changed=True)
-        return existing, "configured"
+        if obj["kind"] != "Node":
+            merged["status"] = copy.deepcopy(existing.get("status") or {}) if "status" in existing else None
+            if merged["status"] is None:
+                merged.pop("status")
+        merged["metadata"]["resourceVersion"] = existing["metadata"].get("resourceVersion")
+        if merged == existing:
+            return existing, "unchanged"
+        return self.update(merged, spec_changed=merged.get("spec") != existing.get("spec")), "configured"
 
     def delete(self, kind: str, name: str, namespace: str = "") -> Obj:
         """Delete, or mark for deletion while finalizers remain (as the API server does)."""

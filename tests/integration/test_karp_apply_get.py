@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from karpui import models
+from provisioner.apimachinery.apply import LAST_APPLIED
 from tests.karp import karp
 
 ROOT = Path(__file__).parent.parent.parent
@@ -59,9 +60,19 @@ def test_documented_nodepools_round_trip_through_get_yaml(lab, fixture):
     assert code == 0
     assert printed["spec"] == given["spec"]
     assert printed["metadata"]["name"] == "default"
-    assert set(printed["metadata"]) == {"name", "uid", "resourceVersion", "generation", "creationTimestamp"}
-    # What get prints can be applied back unchanged.
-    assert karp("apply", "-f", "-", stdin=out)[1] == "nodepool.karpenter.sh/default unchanged\n"
+    assert set(printed["metadata"]) == {
+        "name",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "annotations",  # kubectl.kubernetes.io/last-applied-configuration: apply's record of what it owns
+    }
+    assert json.loads(printed["metadata"]["annotations"][LAST_APPLIED]) == given
+    # What get prints can be applied back: as with kubectl, that records the printed object as last applied, and
+    # changes nothing else.
+    assert karp("apply", "-f", "-", stdin=out)[1] == "nodepool.karpenter.sh/default configured\n"
+    assert yaml.safe_load(karp("get", "nodepool", "default", "-o", "yaml")[1])["spec"] == given["spec"]
 
 
 def test_v1beta1_example_is_stored_as_v1(lab):

@@ -145,7 +145,12 @@ def test_jsonpath_and_namespaces(lab):
         .read_text()
         .replace("name: web\n", "name: web\n  namespace: team-a\n", 1)
     )
-    ok("apply", "-f", "-", stdin=other)
+    # As on a real cluster, a namespace must exist before anything is made in it.
+    assert karp("apply", "-f", "-", stdin=other)[2] == (
+        'error: document 1 Deployment/web: metadata.namespace: namespaces "team-a" not found\n'
+    )
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n---\n"
+    ok("apply", "-f", "-", stdin=namespace + other)
     assert rows("get", "pods") == []
     assert len(rows("get", "pods", "-n", "team-a")) == 4
     assert {r[0] for r in rows("get", "pods", "-A")} == {"team-a"}

@@ -62,9 +62,32 @@ def test_re_applying_an_edited_manifest_changes_only_what_changed(kubectl: Any, 
     )
     pool = models.NodePool.objects.get(name="default")
     assert (pool.spec["disruption"]["consolidateAfter"], pool.generation) == ("30s", 2)
-    # The Deployment's manifest says 0 replicas, and was not edited: the 3 it was scaled to stay.
+    # kubectl's three-way rule: the manifest owns replicas (it says 0), so the apply scales back to 0, as kubectl
+    # does on a real cluster; a label someone else added is not the manifest's and stays.
+    assert kubectl.ok("label", "deployment", "inflate", "team=a") == "deployment.apps/inflate labeled\n"
+    assert kubectl.ok("apply", "-f", "examples/provisioning/deployment.yaml") == "deployment.apps/inflate configured\n"
+    deployment = models.KubeObject.objects.get(kind="Deployment").body
+    assert (deployment["spec"]["replicas"], deployment["metadata"]["labels"]) == (0, {"team": "a"})
     assert kubectl.ok("apply", "-f", "examples/provisioning/deployment.yaml") == "deployment.apps/inflate unchanged\n"
-    assert models.KubeObject.objects.get(kind="Deployment").body["spec"]["replicas"] == 3
+
+
+def test_an_apply_keeps_the_approval_mode_the_dashboard_set(kubectl: Any) -> None:
+    from django.contrib.auth.models import User
+
+    from karpui import disruption, services
+
+    kubectl.ok("apply", "-f", "examples/provisioning/")
+    admin = User.objects.create_superuser("ops", password="ops-pass-1")
+    disruption.nodepool_approval_mode_set(
+        cluster=models.Cluster.objects.get(name="lab"),
+        nodepool="default",
+        mode="manual",
+        actor=services.Actor.for_user(admin, "web"),
+    )
+    assert kubectl.ok("apply", "-f", "examples/provisioning/nodepool.yaml") == (
+        "kwoknodeclass.karpenter.kwok.sh/default unchanged\nnodepool.karpenter.sh/default unchanged\n"
+    )
+    assert models.NodePool.objects.get(name="default").annotations["karpui.dev/approval-mode"] == "manual"
 
 
 def test_static_nodes_taints_and_rollout_restart(kubectl: Any) -> None:
@@ -134,8 +157,8 @@ def test_bad_manifests_are_refused_as_the_api_server_refuses_them_and_write_noth
     )
     done = kubectl.run("apply", "-f", str(weight))
     assert (
-        'NodePool.karpenter.sh "default" is invalid: spec.weight: must be less than or equal to 100, got 101'
-        in done.stderr
+        # kubectl words a 422 with causes as "The KIND NAME is invalid: FIELD: MESSAGE"; the message is karp apply's.
+        done.stderr == 'The NodePool "default" is invalid: spec.weight: must be less than or equal to 100, got 101\n'
     )
     unknown = tmp_path / "widget.yaml"
     unknown.write_text("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n")

@@ -111,3 +111,13 @@ def test_kubectl_explain_reads_karpenter_s_and_the_built_in_schemas(kubectl: Any
     assert "ConsolidateAfter is the duration the controller will wait" in text
     assert "Number of desired pods" in kubectl.ok("explain", "deployment.spec.replicas")
     assert "VERSION:    v1beta1" in kubectl.ok("explain", "nodepools", "--api-version", "karpenter.sh/v1beta1")
+
+
+def test_the_engines_patch_strategies_are_those_of_the_vendored_openapi() -> None:
+    """provisioner/apimachinery/strategies.json is written from kubernetes.json by the vendor tool; they agree."""
+    import json
+
+    from karpui.kubeapi.openapi import vendor
+
+    definitions = json.loads((vendor.HERE / "kubernetes.json").read_text())["definitions"]
+    assert json.loads(vendor.STRATEGIES.read_text()) == vendor.patch_strategies(definitions)

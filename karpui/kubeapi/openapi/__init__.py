@@ -418,6 +418,14 @@ def v2_document() -> bytes:
     return json.dumps(document, separators=(",", ":")).encode()
 
 
+# client-go asks for the v2 document only as protobuf (gnostic's openapi_v2.Document) and fails on anything else.
+# kubectl reads it for one thing: checking a kind the v3 documents do not describe (a CRD that is not installed).
+# This is that message with only `swagger: "2.0"` (field 1, a string): a document without definitions, so kubectl
+# skips its client-side check and the server's own answer ("no matches for kind ...") reaches the user.
+V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"  # as kube-openapi answers
+V2_PROTOBUF = b"\x0a\x032.0"
+
+
 # Field validation -----------------------------------------------------------------------------------------------
 
 

@@ -4,7 +4,8 @@
         --crd karpenter.sh_nodepools.yaml --crd karpenter.sh_nodeclaims.yaml ... [--crd-version NAME=FILE ...]
 
 `--swagger` is Kubernetes' api/openapi-spec/swagger.json of the release the API stands for; only the definitions
-the served kinds reach are kept (kubernetes.json). `--crd` files are CustomResourceDefinitions whose versions are
+the served kinds reach are kept (kubernetes.json), and their strategic-merge-patch rules are written for the pure
+engine (provisioner/apimachinery/strategies.json, `patch_strategies`). `--crd` files are CustomResourceDefinitions whose versions are
 kept with their schemas and printer columns (crds.json); `--crd-version v1beta1=FILE` takes one more version of a
 CRD from another release's file (Karpenter stopped serving v1beta1 after v1.0). See NOTICE.md for the sources used.
 """
@@ -59,6 +60,50 @@ def trim_definitions(swagger: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(kept.items()))
 
 
+STRATEGIES = HERE.parent.parent.parent / "provisioner" / "apimachinery" / "strategies.json"
+
+
+def _field_rule(prop: dict[str, Any]) -> list[str] | None:
+    """[child type, container ("", "list" or "map"), patch strategy, merge key] of one property, or None for a
+    scalar without a patch strategy (nothing a strategic merge needs to know)."""
+    container, target = "", prop
+    if prop.get("type") == "array":
+        container, target = "list", prop.get("items") or {}
+    elif isinstance(prop.get("additionalProperties"), dict):
+        container, target = "map", prop["additionalProperties"]
+    child = _REF.findall(json.dumps(target))
+    child_type = child[0] if "$ref" in target and child else ""
+    strategy = str(prop.get("x-kubernetes-patch-strategy", ""))
+    key = str(prop.get("x-kubernetes-patch-merge-key", ""))
+    if not child_type and not strategy:
+        return None
+    return [child_type, container, strategy, key]
+
+
+def patch_strategies(definitions: dict[str, Any]) -> dict[str, Any]:
+    """Each served built-in kind's root type, and for every type the fields a strategic merge patch walks into or
+    merges specially (`x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`)."""
+    roots: dict[str, str] = {}
+    for name, schema in definitions.items():
+        kinds = schema.get("x-kubernetes-group-version-kind") or []
+        for gvk in kinds if len(kinds) == 1 else []:  # DeleteOptions, WatchEvent: in every group, never patched
+            if name in ROOTS:
+                api_version = f"{gvk['group']}/{gvk['version']}" if gvk["group"] else gvk["version"]
+                roots[f"{api_version}/{gvk['kind']}"] = name
+                if gvk["group"] == "resource.k8s.io":  # served as v1beta1 too, with the same shape
+                    roots[f"resource.k8s.io/v1beta1/{gvk['kind']}"] = name
+    types: dict[str, dict[str, list[str]]] = {}
+    for name, schema in definitions.items():
+        rules = {}
+        for field, prop in (schema.get("properties") or {}).items():
+            rule = _field_rule(prop)
+            if rule is not None:
+                rules[field] = rule
+        if rules:
+            types[name] = rules
+    return {"roots": dict(sorted(roots.items())), "types": types}
+
+
 def crd_versions(crd: dict[str, Any], only: str | None = None) -> list[dict[str, Any]]:
     return [
         {
@@ -78,9 +123,11 @@ def main() -> None:
     parser.add_argument("--crd-version", action="append", default=[], help="VERSION=FILE: one more served version")
     args = parser.parse_args()
     swagger = json.loads(args.swagger.read_text())
+    definitions = trim_definitions(swagger)
     (HERE / "kubernetes.json").write_text(
-        json.dumps({"definitions": trim_definitions(swagger)}, separators=(",", ":"), sort_keys=True) + "\n"
+        json.dumps({"definitions": definitions}, separators=(",", ":"), sort_keys=True) + "\n"
     )
+    STRATEGIES.write_text(json.dumps(patch_strategies(definitions), separators=(",", ":"), sort_keys=True) + "\n")
     crds: dict[str, dict[str, Any]] = {}
     for path in args.crd:
         crd = yaml.safe_load(path.read_text())

@@ -1,10 +1,16 @@
 """`manage.py karp`: kubectl for karpui's lab cluster.
 
-apply -f FILE|DIR|-, delete -f FILE | delete KIND NAME, get KIND [NAME] [-n NS|-A] [-l SEL] [-o FORMAT],
-describe KIND NAME, scale deploy/NAME --replicas N, taint node NAME key=value:Effect [--overwrite] | key:Effect-,
-rollout restart deploy/NAME, advance DURATION, logs [--since DURATION], reset,
-kubeconfig [--as USER] [--server URL] [--certificate-authority FILE] (for kubectl, with a new API token);
-cluster create NAME (then --cluster NAME picks it; every verb refuses a cluster that does not exist).
+kubectl's verbs, writing through the same path as the Kubernetes API (karpui.objects):
+  apply -f FILE|DIR|- (three-way, as kubectl's), delete -f FILE | delete KIND NAME,
+  get KIND[,KIND...] [NAME] [-n NS|-A] [-l SEL] [-o wide|json|yaml|name|jsonpath=...] [--no-headers],
+  describe KIND NAME, scale deploy/NAME --replicas N, rollout restart deploy/NAME,
+  label|annotate KIND NAME key=value key2- [--overwrite], taint node NAME key=value:Effect [--overwrite] | key:Effect-,
+  cordon NODE, uncordon NODE, drain NODE [--ignore-daemonsets] [--force].
+The lab: advance DURATION, logs [--since DURATION], reset, cluster create NAME (then --cluster NAME picks it; every
+  verb refuses a cluster that does not exist), kubeconfig [--as USER] [--server URL] [--certificate-authority FILE].
+Decisions, each made as a karpui user and audited: approve NAME|deny NAME --as USER [--reason TEXT],
+  pause --as USER --for 2h --reason TEXT, resume --as USER, disrupt node NAME --as USER --reason TEXT (another
+  person approves), savings (realised and forgone per NodePool).
 """
 
 from __future__ import annotations
@@ -15,21 +21,20 @@ import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand
 
-from karpui import disruption, lab, models, selectors, services
+from karpui import disruption, lab, models, objects, selectors, services
 from karpui.kubeapi.kubeconfig import DEFAULT_SERVER, kubeconfig
 from karpui.kubectl import printers
 from karpui.kubectl.jsonpath import JSONPathError, render
 from karpui.kubectl.resources import NAMESPACED, Resource, resolve
-from provisioner.cluster.objects import NotFound
+from provisioner.cluster.objects import NotFound, TooManyRequests, controller_of
 from provisioner.durations import DurationError, format_duration, parse_duration
-from provisioner.lab import Lab
 from provisioner.manifests import ManifestError, load_documents
 from provisioner.manifests.cluster import MAX_REPLICAS
 from provisioner.manifests.documents import MAX_BYTES, decode, read_stream
@@ -43,6 +48,11 @@ VERBS = (
     "describe",
     "scale",
     "taint",
+    "label",
+    "annotate",
+    "cordon",
+    "uncordon",
+    "drain",
     "rollout",
     "advance",
     "logs",
@@ -57,6 +67,7 @@ VERBS = (
     "cluster",
 )
 OUTPUTS = ("wide", "json", "yaml", "name")
+T = TypeVar("T")
 
 
 class KarpError(Exception):
@@ -76,6 +87,9 @@ class Command(BaseCommand):
         parser.add_argument("-l", "--selector", default="")
         parser.add_argument("--replicas", type=int, default=None)
         parser.add_argument("--overwrite", action="store_true")
+        parser.add_argument("--ignore-daemonsets", action="store_true", help="drain: leave DaemonSet pods")
+        parser.add_argument("--force", action="store_true", help="drain: evict pods no controller manages")
+        parser.add_argument("--delete-emptydir-data", action="store_true", help="drain: accepted, as kubectl's")
         parser.add_argument("--since", default=None)
         parser.add_argument("--no-headers", action="store_true")
         parser.add_argument(
@@ -140,7 +154,7 @@ class Command(BaseCommand):
             raise KarpError("must specify one of -f and -k")
         if rest:
             raise KarpError(f"unexpected arguments {rest}")
-        for result in services.manifests_apply(cluster=cluster, text=_read_files(options["filename"]), actor=actor):
+        for result in objects.manifests_apply(cluster=cluster, text=_read_files(options["filename"]), actor=actor):
             self.stdout.write(str(result))
 
     def _delete(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
@@ -153,17 +167,9 @@ class Command(BaseCommand):
             namespace = options["namespace"] or "default"
             targets = [(r.kind, name or "", namespace) for r, name in _kind_and_names(rest, require_name=True)]
         for kind, name, namespace in targets:
-            if kind in ("NodePool", "KWOKNodeClass", "EC2NodeClass", "DeviceDeclaration"):
-                self.stdout.write(services.object_delete(cluster=cluster, kind=kind, name=name, actor=actor))
-                continue
             resource = resolve(kind)
-
-            def delete(running: Lab, kind: str = kind, name: str = name, namespace: str = namespace) -> None:
-                running.store.delete(kind, name, namespace)
-                running.settle()
-
             try:
-                lab.run(cluster.name, delete)
+                objects.object_delete(cluster=cluster, kind=resource.kind, name=name, namespace=namespace, actor=actor)
             except NotFound:
                 raise KarpError(f'Error from server (NotFound): {resource.qualified} "{name}" not found') from None
             self.stdout.write(f'{resource.aliases[0]}{"." + resource.group if resource.group else ""} "{name}" deleted')
@@ -171,6 +177,9 @@ class Command(BaseCommand):
     def _get(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
         selector = LabelSelector.parse(options["selector"])
         output = options["output"]
+        if rest and "," in rest[0] and "/" not in rest[0]:
+            self._get_kinds([resolve(word) for word in rest[0].split(",") if word], rest[1:], cluster, options)
+            return
         for resource, name in _kind_and_names(rest, require_name=False):
             manifests = self._select(cluster, resource, name, options, selector)
             if output.startswith("jsonpath="):
@@ -180,24 +189,59 @@ class Command(BaseCommand):
                 self.stdout.write(printers.render(manifests, output, single=name is not None))
             elif output == "name":
                 for manifest in manifests:
-                    prefix = f"{resource.aliases[0]}.{resource.group}" if resource.group else resource.aliases[0]
-                    self.stdout.write(f"{prefix}/{manifest['metadata']['name']}")
+                    self.stdout.write(f"{_prefix(resource)}/{manifest['metadata']['name']}")
             elif not manifests:
-                where = (
-                    f" in {options['namespace'] or 'default'} namespace"
-                    if resource.kind in NAMESPACED and not options["all_namespaces"]
-                    else ""
-                )
-                self.stderr.write(f"No resources found{where}.")
+                self.stderr.write(f"No resources found{self._where(resource, options)}.")
             else:
-                columns = resource.columns
-                if options["all_namespaces"] and resource.kind in NAMESPACED:
-                    columns = (
-                        printers.Column("NAMESPACE", lambda m, now: m["metadata"].get("namespace", "")),
-                        *columns,
-                    )
-                table = printers.table(manifests, columns, cluster.clock, wide=output == "wide")
-                self.stdout.write("\n".join(table.splitlines()[1:]) if options["no_headers"] else table)
+                self.stdout.write(self._table(cluster, resource, manifests, options))
+
+    def _get_kinds(
+        self, resources: list[Resource], names: list[str], cluster: models.Cluster, options: dict[str, Any]
+    ) -> None:
+        """`get nodeclaims,nodes`: each kind's table in turn, names prefixed with their kind, as kubectl prints."""
+        if names:
+            raise KarpError(
+                "there is no need to specify a resource type as a separate argument when passing arguments in resource/name form"
+            )
+        selector = LabelSelector.parse(options["selector"])
+        output = options["output"]
+        found = [(r, self._select(cluster, r, None, options, selector)) for r in resources]
+        if output in ("json", "yaml") or output.startswith("jsonpath="):
+            body = printers.as_list([m for _, manifests in found for m in manifests])
+            text = render(output[len("jsonpath=") :], body) if output.startswith("jsonpath=") else None
+            self.stdout.write(text if text is not None else printers.render(body["items"], output, single=False))
+            return
+        blocks = []
+        for resource, manifests in found:
+            if output == "name":
+                blocks.extend(f"{_prefix(resource)}/{m['metadata']['name']}" for m in manifests)
+            elif manifests:
+                named = [
+                    {**m, "metadata": {**m["metadata"], "name": f"{_prefix(resource)}/{m['metadata']['name']}"}}
+                    for m in manifests
+                ]
+                blocks.append(self._table(cluster, resource, named, options) + ("\n" if output != "name" else ""))
+        if not any(manifests for _, manifests in found):
+            self.stderr.write(f"No resources found{self._where(resources[0], options)}.")
+            return
+        self.stdout.write("\n".join(blocks).rstrip("\n"))
+
+    def _where(self, resource: Resource, options: dict[str, Any]) -> str:
+        if resource.kind in NAMESPACED and not options["all_namespaces"]:
+            return f" in {options['namespace'] or 'default'} namespace"
+        return ""
+
+    def _table(
+        self, cluster: models.Cluster, resource: Resource, manifests: list[dict[str, Any]], options: dict[str, Any]
+    ) -> str:
+        columns = resource.columns
+        if options["all_namespaces"] and resource.kind in NAMESPACED:
+            columns = (
+                printers.Column("NAMESPACE", lambda m, now: m["metadata"].get("namespace", "")),
+                *columns,
+            )
+        table = printers.table(manifests, columns, cluster.clock, wide=options["output"] == "wide")
+        return "\n".join(table.splitlines()[1:]) if options["no_headers"] else table
 
     def _select(
         self,
@@ -283,11 +327,19 @@ class Command(BaseCommand):
         [(resource, name)] = _kind_and_names(rest, require_name=True)
         if resource.kind not in ("Deployment", "ReplicaSet"):
             raise KarpError(f"cannot scale {resource.plural}: only deployments and replicasets")
-
-        def scale(obj: dict[str, Any], now: float) -> None:
-            obj["spec"]["replicas"] = replicas
-
-        _edit_spec(cluster, resource, name or "", options["namespace"] or "default", scale)
+        namespace = options["namespace"] or "default"
+        _not_found_as_kubectl(
+            resource,
+            name or "",
+            lambda: objects.workload_scale(
+                cluster=cluster,
+                kind=resource.kind,
+                name=name or "",
+                namespace=namespace,
+                replicas=replicas,
+                actor=actor,
+            ),
+        )
         self.stdout.write(f"{resource.aliases[0]}.{resource.group}/{name} scaled")
 
     def _taint(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
@@ -295,16 +347,13 @@ class Command(BaseCommand):
             raise KarpError("usage: karp taint node NAME key[=value]:Effect [--overwrite] | key[:Effect]-")
         name, specs = rest[1], rest[2:]
 
-        def taint(running: Lab) -> None:
-            node = _must(running, resolve("node"), name, "")
+        def taint(node: dict[str, Any]) -> None:
             taints: list[dict[str, str]] = list((node.get("spec") or {}).get("taints") or [])
             for spec in specs:
                 taints = _apply_taint(taints, spec, overwrite=options["overwrite"], node=name)
             node.setdefault("spec", {})["taints"] = taints
-            running.store.update(node)
-            running.settle()
 
-        lab.run(cluster.name, taint)
+        self._edit(cluster, resolve("node"), name, "", taint, actor)
         self.stdout.write(f"node/{name} {'untainted' if all(s.endswith('-') for s in specs) else 'tainted'}")
 
     def _rollout(
@@ -316,12 +365,149 @@ class Command(BaseCommand):
         if resource.kind not in ("Deployment", "DaemonSet"):
             raise KarpError(f"cannot restart {resource.plural}")
 
-        def restart(obj: dict[str, Any], now: float) -> None:
-            template_meta = obj["spec"].setdefault("template", {}).setdefault("metadata", {})
-            template_meta.setdefault("annotations", {})["kubectl.kubernetes.io/restartedAt"] = printers.iso(now)
+        now = printers.iso(cluster.clock.timestamp())
 
-        _edit_spec(cluster, resource, name or "", options["namespace"] or "default", restart)
+        def restart(obj: dict[str, Any]) -> None:
+            template_meta = obj["spec"].setdefault("template", {}).setdefault("metadata", {})
+            template_meta.setdefault("annotations", {})["kubectl.kubernetes.io/restartedAt"] = now
+
+        self._edit(cluster, resource, name or "", options["namespace"] or "default", restart, actor)
         self.stdout.write(f"{resource.aliases[0]}.{resource.group}/{name} restarted")
+
+    def _edit(
+        self,
+        cluster: models.Cluster,
+        resource: Resource,
+        name: str,
+        namespace: str,
+        edit: Callable[[dict[str, Any]], None],
+        actor: services.Actor,
+    ) -> bool:
+        """Change one object through the shared write path; whether it changed. A missing one is kubectl's error."""
+        _, changed = _not_found_as_kubectl(
+            resource,
+            name,
+            lambda: objects.object_edit(
+                cluster=cluster, kind=resource.kind, name=name, namespace=namespace, edit=edit, actor=actor
+            ),
+        )
+        return changed
+
+    def _label(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        self._metadata_map("labels", "label", cluster, rest, options, actor)
+
+    def _annotate(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        self._metadata_map("annotations", "annotate", cluster, rest, options, actor)
+
+    def _metadata_map(
+        self,
+        field: str,
+        verb: str,
+        cluster: models.Cluster,
+        rest: list[str],
+        options: dict[str, Any],
+        actor: services.Actor,
+    ) -> None:
+        """`label|annotate KIND NAME key=value key2- [--overwrite]` (or KIND/NAME): kubectl's rules and words."""
+        changes = [word for word in rest if "=" in word or word.endswith("-")]
+        targets = _kind_and_names([word for word in rest if word not in changes], require_name=True)
+        if not changes:
+            raise KarpError(f"at least one {field[:-1]} update is required")
+        for resource, name in targets:
+            namespace = options["namespace"] or "default"
+
+            def edit(obj: dict[str, Any]) -> None:
+                values = obj["metadata"].setdefault(field, {})
+                for change in changes:
+                    if change.endswith("-") and "=" not in change:
+                        values.pop(change[:-1], None)
+                        continue
+                    key, _, value = change.partition("=")
+                    if key in values and values[key] != value and not options["overwrite"]:
+                        raise KarpError(
+                            f"'{key}' already has a value ({values[key]}), and --overwrite is false"
+                            if field == "labels"
+                            else f"--overwrite is false but found the following declared annotation(s): "
+                            f"'{key}' already has a value ({values[key]})"
+                        )
+                    values[key] = value
+                if not values:
+                    obj["metadata"].pop(field)
+
+            changed = self._edit(cluster, resource, name or "", namespace, edit, actor)
+            prefix = _prefix(resource)
+            if field == "annotations":
+                outcome = "annotated"
+            elif not changed:
+                outcome = "not labeled"
+            else:
+                outcome = "labeled" if any("=" in c for c in changes) else "unlabeled"
+            self.stdout.write(f"{prefix}/{name} {outcome}")
+
+    def _cordon(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        for name in _node_names(rest, "cordon"):
+            self._set_unschedulable(cluster, name, True, actor)
+
+    def _uncordon(
+        self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
+    ) -> None:
+        for name in _node_names(rest, "uncordon"):
+            self._set_unschedulable(cluster, name, False, actor)
+
+    def _set_unschedulable(self, cluster: models.Cluster, name: str, cordoned: bool, actor: services.Actor) -> None:
+        def edit(node: dict[str, Any]) -> None:
+            spec = node.setdefault("spec", {})
+            if cordoned:
+                spec["unschedulable"] = True
+            else:
+                spec.pop("unschedulable", None)
+
+        changed = self._edit(cluster, resolve("node"), name, "", edit, actor)
+        word = "cordoned" if cordoned else "uncordoned"
+        self.stdout.write(f"node/{name} {word if changed else 'already ' + word}")
+
+    def _drain(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        """kubectl drain: cordon, then evict every pod on the node through the eviction API (PodDisruptionBudgets
+        are honoured: a refused eviction is reported and the drain fails, the node stays cordoned)."""
+        [name] = _node_names(rest, "drain")[:1] or [""]
+        self._set_unschedulable(cluster, name, True, actor)
+        pods = [p for p in lab.objects(cluster, "Pod") if (p.get("spec") or {}).get("nodeName") == name]
+        daemons = [p for p in pods if _owner_kind(p) == "DaemonSet"]
+        bare = [p for p in pods if not _owner_kind(p)]
+        problems = []
+        if daemons and not options["ignore_daemonsets"]:
+            problems.append(
+                "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): " + _pod_names(daemons)
+            )
+        if bare and not options["force"]:
+            problems.append(
+                "cannot delete Pods that declare no controller (use --force to override): " + _pod_names(bare)
+            )
+        if problems:
+            raise KarpError(f'unable to drain node "{name}" due to error: {", ".join(problems)}')
+        if daemons:
+            self.stderr.write(f"Warning: ignoring DaemonSet-managed Pods: {_pod_names(daemons)}")
+        refused = []
+        for pod in (p for p in pods if p not in daemons):
+            meta = pod["metadata"]
+            self.stdout.write(f"evicting pod {meta['namespace']}/{meta['name']}")
+            try:
+                objects.pod_evict(cluster=cluster, name=meta["name"], namespace=meta["namespace"], actor=actor)
+            except TooManyRequests:
+                refused.append(pod)
+                self.stderr.write(
+                    f'error when evicting pods/"{meta["name"]}" -n "{meta["namespace"]}": Cannot evict pod as it '
+                    "would violate the pod's disruption budget."
+                )
+                continue
+            except NotFound:
+                pass  # gone meanwhile: nothing to evict
+            self.stdout.write(f"pod/{meta['name']} evicted")
+        if refused:
+            raise KarpError(f'unable to drain node "{name}": {len(refused)} pod(s) could not be evicted')
+        self.stdout.write(f"node/{name} drained")
 
     def _advance(
         self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
@@ -468,29 +654,32 @@ def _person(options: dict[str, Any]) -> services.Actor:
     return services.Actor.for_user(user, "cli")
 
 
-def _edit_spec(
-    cluster: models.Cluster,
-    resource: Resource,
-    name: str,
-    namespace: str,
-    edit: Callable[[dict[str, Any], float], None],
-) -> None:
-    """Change one object's spec in the lab and let the controllers react at the current time."""
-
-    def change(running: Lab) -> None:
-        obj = _must(running, resource, name, namespace)
-        edit(obj, running.now)
-        running.store.update(obj, spec_changed=True)
-        running.settle()
-
-    lab.run(cluster.name, change)
+def _not_found_as_kubectl(resource: Resource, name: str, write: Callable[[], T]) -> T:
+    try:
+        return write()
+    except NotFound:
+        raise KarpError(f'Error from server (NotFound): {resource.qualified} "{name}" not found') from None
 
 
-def _must(running: Lab, resource: Resource, name: str, namespace: str) -> dict[str, Any]:
-    obj = running.store.get(resource.kind, name, namespace)
-    if obj is None:
-        raise KarpError(f'Error from server (NotFound): {resource.qualified} "{name}" not found')
-    return obj
+def _prefix(resource: Resource) -> str:
+    """kubectl's `deployment.apps` / `pod` form before a name."""
+    return f"{resource.aliases[0]}.{resource.group}" if resource.group else resource.aliases[0]
+
+
+def _node_names(rest: list[str], verb: str) -> list[str]:
+    names = [word.partition("/")[2] if word.startswith("node/") else word for word in rest if word != "node"]
+    if not names:
+        raise KarpError(f"usage: karp {verb} NODE")
+    return names
+
+
+def _owner_kind(pod: dict[str, Any]) -> str:
+    owner = controller_of(pod)
+    return str(owner.get("kind", "")) if owner else ""
+
+
+def _pod_names(pods: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods)
 
 
 def _apply_taint(taints: list[dict[str, str]], spec: str, *, overwrite: bool, node: str) -> list[dict[str, str]]:
