@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Max
 
-from karpui import models
+from karpui import models, timeseries, trends
 from provisioner.disruption.types import EMPTY, UNDERUTILIZED
 from provisioner.lab import Lab
 
@@ -21,7 +20,7 @@ CONSOLIDATION_REASONS = (EMPTY, UNDERUTILIZED)
 # A NodePool whose cost has not changed for a day still gets a sample, so pruning never removes the row that the
 # oldest chart window carries forward from.
 KEYFRAME = timedelta(days=1)
-MAX_POINTS = 120
+MAX_POINTS = timeseries.MAX_POINTS
 
 
 @dataclass(frozen=True)
@@ -70,22 +69,41 @@ def breakdown(claims: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return {key: dict(sorted(counts.items())) for key, counts in by.items()}
 
 
+class Moment(tuple):
+    """One entry of a Recorder's timeline: the (time, pools) pair lab.save passes to `record` with every other
+    entry, carrying what karpui.trends observed at that moment as `seen`."""
+
+    seen: trends.Observation
+
+    def __new__(cls, time: datetime, pools: dict[str, PoolCost], seen: trends.Observation) -> Moment:
+        moment = super().__new__(cls, (time, pools))
+        moment.seen = seen
+        return moment
+
+
 class Recorder:
     """A lab observer: each NodePool's cost as of every moment the lab settled after NodeClaims or commands
-    changed, so a run that advances 30 minutes still dates each change when it happened."""
+    changed, so a run that advances 30 minutes still dates each change when it happened; and, at the same moments
+    and whenever pods or nodes changed, what karpui.trends samples (pending pods, nodes, starts, disruptions)."""
 
     def __init__(self) -> None:
         self.timeline: list[tuple[datetime, dict[str, PoolCost]]] = []
         self._seen: tuple[int, int] | None = None
+        self._pools: dict[str, PoolCost] = {}
+        self._trends = trends.Observer()
+        self._gauges: dict[tuple[str, str], float] | None = None
 
     def __call__(self, running: Lab) -> None:
         versions = running.store.kind_versions
         seen = (versions.get("NodeClaim", 0), versions.get("DisruptionCommand", 0))
-        if seen == self._seen:
-            return
-        self._seen = seen
-        pools = by_nodepool(running.store.list("NodeClaim"), running.store.list("DisruptionCommand"))
-        self.timeline.append((datetime.fromtimestamp(running.now, UTC), pools))
+        costs_changed = seen != self._seen
+        if costs_changed:
+            self._seen = seen
+            self._pools = by_nodepool(running.store.list("NodeClaim"), running.store.list("DisruptionCommand"))
+        observed = self._trends(running)
+        if costs_changed or observed.gauges != self._gauges or observed.latencies or observed.disrupted:
+            self._gauges = observed.gauges
+            self.timeline.append(Moment(datetime.fromtimestamp(running.now, UTC), self._pools, observed))
 
 
 def record(
@@ -136,6 +154,13 @@ def record(
         state["pruned"] = now.isoformat()
     state["last"] = last
     cluster.cost_state = state
+    moments = [(entry[0], entry.seen) for entry in timeline if isinstance(entry, Moment)]
+    if moments and timeline[-1][0] > moments[-1][0]:
+        # The run ends later than its last change: the gauges hold until then (for their daily keyframe).
+        moments.append((timeline[-1][0], replace(moments[-1][1], latencies=(), disrupted={})))
+    trends.record(cluster, moments)
+    if now is not None and state.get("pruned") == now.isoformat():
+        trends.prune(cluster, now)  # with the cost samples, once an hour
 
 
 @dataclass(frozen=True)
@@ -147,13 +172,12 @@ class Series:
     pools: dict[str, list[float]]
     baseline: list[float]
     cost: list[float]
+    labels: list[str]
 
     def as_chart(self) -> dict[str, Any]:
         """The JSON the page's script hands to Chart.js; times in UTC, with the date only when the span needs it."""
-        span = self.times[-1] - self.times[0]
-        layout = "%H:%M" if span <= timedelta(days=1) else "%m-%d %H:%M"
         return {
-            "labels": [t.strftime(layout) for t in self.times],
+            "labels": self.labels,
             "pools": [{"name": name or "(none)", "cost": values} for name, values in self.pools.items()],
             "baseline": self.baseline,
         }
@@ -169,38 +193,18 @@ def series(
     minute), so the area under the chart is the money spent and a node that lived 40 s still shows.
     `samples` is (time, nodepool, cost, saved) ordered by time, starting with each NodePool's last sample at or
     before `start` so values carry in."""
-    width = max((end - start) / max(points, 1), timedelta(minutes=1))
-    count = max(math.ceil((end - start) / width), 1)
-    edges = [start + width * i for i in range(count)] + [end]
-    cost: dict[str, list[float]] = {}
-    saved: dict[str, list[float]] = {}
-    value: dict[str, tuple[float, float]] = {}
-
-    def spread(since: datetime, until: datetime) -> None:
-        """Add the current values × seconds to each bucket that [since, until) overlaps."""
-        first = max(int((since - start) / width), 0)
-        for index in range(first, count):
-            if edges[index] >= until:
-                break
-            overlap = (min(until, edges[index + 1]) - max(since, edges[index])).total_seconds()
-            for pool, (pool_cost, pool_saved) in value.items():
-                cost.setdefault(pool, [0.0] * count)[index] += pool_cost * overlap
-                saved.setdefault(pool, [0.0] * count)[index] += pool_saved * overlap
-
-    cursor = start
-    for time, pool, pool_cost, pool_saved in samples:
-        if time > cursor:
-            spread(cursor, min(time, end))
-            cursor = min(time, end)
-        value[pool] = (pool_cost, pool_saved)
-    spread(cursor, end)
-    seconds = [max((edges[i + 1] - edges[i]).total_seconds(), 1e-9) for i in range(count)]
-    pools = {pool: [round(v / seconds[i], 6) for i, v in enumerate(values)] for pool, values in sorted(cost.items())}
+    buckets = timeseries.Buckets.over(start, end, points)
+    sums = timeseries.integrate(
+        ((time, pool, (cost, saved)) for time, pool, cost, saved in samples), buckets, dimensions=2
+    )
+    seconds = buckets.seconds()
+    count = buckets.count
+    cost = {pool: [row[0] for row in rows] for pool, rows in sorted(sums.items())}
+    saved = [sum(rows[i][1] for rows in sums.values()) for i in range(count)]
+    pools = {pool: [round(v / seconds[i], 6) for i, v in enumerate(values)] for pool, values in cost.items()}
     totals = [round(sum(values[i] for values in cost.values()) / seconds[i], 6) for i in range(count)]
-    baseline = [
-        round(sum(values[i] for values in (*cost.values(), *saved.values())) / seconds[i], 6) for i in range(count)
-    ]
-    return Series(times=edges[:count], pools=pools, baseline=baseline, cost=totals)
+    baseline = [round((sum(values[i] for values in cost.values()) + saved[i]) / seconds[i], 6) for i in range(count)]
+    return Series(times=buckets.times, pools=pools, baseline=baseline, cost=totals, labels=buckets.labels())
 
 
 def history(cluster: models.Cluster, start: datetime, end: datetime, points: int = MAX_POINTS) -> Series:

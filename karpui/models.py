@@ -385,3 +385,44 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.description or self.digest[:8]}"
+
+
+class TrendSample(models.Model):
+    """A gauge of a cluster from `time` (cluster time, to the second) until its next sample, written on change only
+    (karpui.trends): `series` "pending" (pods waiting for a node, `key` empty) or "nodes" (the Nodes of NodePool
+    `key`; empty for nodes of no NodePool)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="trend_samples")
+    time = models.DateTimeField()
+    series = models.CharField(max_length=32)
+    key = models.CharField(max_length=253, blank=True)
+    value = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "series", "key", "time"], name="trendsample_unique_second")
+        ]
+        indexes = [models.Index(fields=["cluster", "time"])]
+        ordering = ["time", "series", "key"]
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%d %H:%M} {self.series} {self.key} {self.value:g}"
+
+
+class ActivitySample(models.Model):
+    """What happened in one minute of a cluster (cluster time): the pods that started running, each one's seconds
+    from creation to running counted in `latency` ({"seconds": pods}), and the nodes disruption took, by reason.
+    Only minutes in which something happened have a row (karpui.trends)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="activity_samples")
+    time = models.DateTimeField()
+    started = models.PositiveIntegerField(default=0, help_text="Pods that went from created to Running.")
+    latency = models.JSONField(default=dict, blank=True, help_text="Pods per whole second from creation to Running.")
+    disrupted = models.JSONField(default=dict, blank=True, help_text="Nodes disrupted, by reason.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "time"], name="activitysample_unique_minute")]
+        ordering = ["time"]
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%d %H:%M} started {self.started} disrupted {sum(self.disrupted.values())}"

@@ -9,7 +9,7 @@ from django.db.models import Count, Min, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from karpui import costs, disruption, grouping, lab, models, services
+from karpui import costs, disruption, grouping, lab, models, services, trends
 
 FIXES = {
     "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
@@ -120,16 +120,20 @@ LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
 FORGONE_PHASES = disruption.FORGONE_PHASES
 
 
+def _window(window: str, end: datetime, samples: Any) -> tuple[str, datetime]:
+    """A chart's window and its start: one of SAVINGS_WINDOWS back from `end`, or "auto": from the first of
+    `samples` (a queryset with a `time`), at least 10 minutes and at most 30 days."""
+    if window in SAVINGS_WINDOWS:
+        return window, end - SAVINGS_WINDOWS[window]
+    first = samples.aggregate(first=Min("time"))["first"]
+    return "auto", max(min(first or end, end - timedelta(minutes=10)), end - SAVINGS_WINDOWS["30d"])
+
+
 def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 1) -> dict[str, Any]:
     """Cost over time against the baseline without consolidation, and every finished command's realised or
     forgone savings, a page at a time. "auto" spans the whole history (at least 10 minutes, at most 30 days)."""
     end = cluster.clock
-    if window in SAVINGS_WINDOWS:
-        start = end - SAVINGS_WINDOWS[window]
-    else:
-        window = "auto"
-        first = models.CostSample.objects.filter(cluster=cluster).aggregate(first=Min("time"))["first"]
-        start = max(min(first or end, end - timedelta(minutes=10)), end - SAVINGS_WINDOWS["30d"])
+    window, start = _window(window, end, models.CostSample.objects.filter(cluster=cluster))
     chart = costs.history(cluster, start, end)
     now = (cluster.cost_state or {}).get("last") or {}
     finished = models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand").exclude(
@@ -174,6 +178,25 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
         "total": total,
         "page": max(page, 1),
         "pages": max((total + COMMANDS_PAGE_SIZE - 1) // COMMANDS_PAGE_SIZE, 1),
+    }
+
+
+def trends_overview(cluster: models.Cluster, window: str = "auto") -> dict[str, Any]:
+    """Pending pods, nodes per NodePool, pod start latency and disruptions over a window (the savings chart's),
+    and each gauge now. Six queries, whatever the window."""
+    end = cluster.clock
+    window, start = _window(window, end, models.TrendSample.objects.filter(cluster=cluster))
+    history = trends.history(cluster, start, end)
+    last = ((cluster.cost_state or {}).get("trends") or {}).get("last") or {}
+    nodes = {name.partition("/")[2]: int(entry["value"]) for name, entry in last.items() if name.startswith("nodes/")}
+    return {
+        "window": window,
+        "windows": ["auto", *SAVINGS_WINDOWS],
+        "chart": history.as_chart(),
+        "totals": history.totals,
+        "pending_now": int((last.get("pending/") or {}).get("value") or 0),
+        "nodes_now": sorted(nodes.items()),
+        "nodes_total": sum(nodes.values()),
     }
 
 

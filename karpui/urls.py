@@ -24,6 +24,7 @@ urlpatterns = [
     path("disruption/<str:name>/approve", views.command_approve, name="command-approve"),
     path("disruption/<str:name>/deny", views.command_deny, name="command-deny"),
     path("savings/", views.savings, name="savings"),
+    path("trends/", views.trends, name="trends"),
     path("events/", views.events, name="events"),
     path("catalog/", views.catalog, name="catalog"),
     path("catalog/import", catalog_views.catalog_import, name="catalog-import"),

@@ -180,6 +180,13 @@ def savings(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+def trends(request: HttpRequest) -> HttpResponse:
+    cluster = _cluster(request)
+    context = {"cluster": cluster, **selectors.trends_overview(cluster, _query_text(request, "window", "auto"))}
+    return _page(request, "karpui/trends/overview.html", "trends", context)
+
+
+@require_GET
 def events(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
     filters = {key: _query_text(request, key) for key in ("q", "kind", "type", "logger")}

@@ -16,6 +16,7 @@ PAGES = [
     "/nodes/",
     "/disruption/",
     "/savings/",
+    "/trends/",
     "/events/",
     "/nodepools/",
     "/catalog/",

@@ -1,0 +1,82 @@
+"""Buckets for the dashboard's charts: a window cut into equal buckets, and step functions (a value that holds from
+one sample to the next) integrated over each, so a chart's bucket is the time-weighted average of what it shows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+MAX_POINTS = 120
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """At most `points` equal buckets from `start` to `end`, each at least a minute (samples are per minute)."""
+
+    start: datetime
+    end: datetime
+    width: timedelta
+    edges: tuple[datetime, ...]  # one more than there are buckets; the last is `end`
+
+    @classmethod
+    def over(cls, start: datetime, end: datetime, points: int = MAX_POINTS) -> Buckets:
+        width = max((end - start) / max(points, 1), timedelta(minutes=1))
+        count = max(math.ceil((end - start) / width), 1)
+        return cls(start, end, width, tuple([start + width * i for i in range(count)] + [end]))
+
+    @property
+    def count(self) -> int:
+        return len(self.edges) - 1
+
+    @property
+    def times(self) -> list[datetime]:
+        """Each bucket's start."""
+        return list(self.edges[:-1])
+
+    def seconds(self) -> list[float]:
+        """Each bucket's length (the last may be shorter), never zero."""
+        return [max((self.edges[i + 1] - self.edges[i]).total_seconds(), 1e-9) for i in range(self.count)]
+
+    def index(self, moment: datetime) -> int | None:
+        """The bucket a moment falls in, or None outside [start, end]."""
+        if moment < self.start or moment > self.end:
+            return None
+        return min(int((moment - self.start) / self.width), self.count - 1)
+
+    def labels(self) -> list[str]:
+        """Bucket starts as the charts print them (UTC): with the date only when the span needs it."""
+        layout = "%H:%M" if self.edges[-2] - self.edges[0] <= timedelta(days=1) else "%m-%d %H:%M"
+        return [t.strftime(layout) for t in self.times]
+
+
+def integrate(
+    samples: Iterable[tuple[datetime, str, Sequence[float]]], buckets: Buckets, dimensions: int
+) -> dict[str, list[list[float]]]:
+    """Per key and per bucket, each dimension's value × seconds: a sample's values hold from its time until the
+    key's next sample. `samples` are ordered by time and start with each key's last sample at or before the
+    window's start, so values carry in. Divide by Buckets.seconds() for the averages."""
+    start, end, count, edges, width = buckets.start, buckets.end, buckets.count, buckets.edges, buckets.width
+    sums: dict[str, list[list[float]]] = {}
+    value: dict[str, Sequence[float]] = {}
+
+    def spread(since: datetime, until: datetime) -> None:
+        first = max(int((since - start) / width), 0)
+        for index in range(first, count):
+            if edges[index] >= until:
+                break
+            overlap = (min(until, edges[index + 1]) - max(since, edges[index])).total_seconds()
+            for key, values in value.items():
+                row = sums.setdefault(key, [[0.0] * dimensions for _ in range(count)])[index]
+                for d in range(dimensions):
+                    row[d] += values[d] * overlap
+
+    cursor = start
+    for time, key, values in samples:
+        if time > cursor:
+            spread(cursor, min(time, end))
+            cursor = min(time, end)
+        value[key] = values
+    spread(cursor, end)
+    return sums

@@ -1,0 +1,348 @@
+"""Trends beyond cost: pending pods, nodes per NodePool, pod start latency and disruptions, sampled as the lab runs
+and read back as chart series. The shape is karpui.costs': a lab observer sees the cluster each time it settles,
+gauges are written (dated to their minute) only when they change, and buckets are time-weighted averages.
+
+What is counted:
+
+* pending pods: pods waiting for a node, the overview's figure (unbound, PodScheduled=False with reason
+  Unschedulable);
+* nodes per NodePool: Node objects by their `karpenter.sh/nodepool` label ("" for nodes of no NodePool);
+* pod start latency: for each pod seen Running for the first time, the whole seconds from its
+  `metadata.creationTimestamp` to the `lastTransitionTime` of its Ready=True condition (Karpenter's
+  `karpenter_pods_startup_duration_seconds`: creation to running). It spans the whole wait: the provisioning batch,
+  the NodeClaim's launch, registration and initialization, binding. Kubernetes timestamps are whole seconds, so
+  the latencies are too; a chart bucket's p50 and p95 are exact (nearest rank) over the pods started in it;
+* disruptions: nodes taken by each "disrupting node(s)" record the controllers log (the disruption queue's commands
+  when they start, expiration's forced deletes), by reason (the command's first word: Empty, Underutilized,
+  Drifted, Manual, Expired).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Max
+
+from karpui import models, timeseries
+from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.lab import Lab
+
+PENDING, NODES = "pending", "nodes"
+# As karpui.costs: a gauge that has not changed for a day still gets a sample, so pruning never removes the row the
+# oldest chart window carries forward from.
+KEYFRAME = timedelta(days=1)
+STATE_KEY = "karpui.trends"  # the observer's place in the lab's state: where the last observation left off
+DISRUPTING = "disrupting node(s)"
+PERCENTILES = (50, 95)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the observer saw at one settled moment: the gauges then, and what happened since the last one."""
+
+    pending: int
+    nodes: dict[str, int]
+    latencies: tuple[int, ...] = ()  # one per pod first seen Running, in seconds
+    disrupted: dict[str, int] = field(default_factory=dict)  # nodes, by reason
+
+    @property
+    def gauges(self) -> dict[tuple[str, str], float]:
+        return {(PENDING, ""): float(self.pending), **{(NODES, pool): float(n) for pool, n in self.nodes.items()}}
+
+
+def _ready_since(pod: Obj) -> str | None:
+    """When a Running pod's Ready condition last turned True, or None."""
+    if (pod.get("status") or {}).get("phase") != "Running":
+        return None
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("lastTransitionTime") if condition.get("status") == "True" else None
+    return None
+
+
+def _waiting(pod: Obj) -> bool:
+    """Unbound and marked Unschedulable: the pods the overview calls pending."""
+    if (pod.get("spec") or {}).get("nodeName"):
+        return False
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def _reason(fields: dict[str, Any]) -> str:
+    """The disruption reason of a "disrupting node(s)" record: its command's first word ("Underutilized/abc: ...",
+    "Expired: delete: [...]")."""
+    command = str(fields.get("command") or "")
+    return command.split("/", 1)[0].split(":", 1)[0].strip() or "Unknown"
+
+
+class Observer:
+    """Called by karpui.costs.Recorder each time the lab settles; returns an Observation when a gauge changed or
+    something happened since the last call, else None.
+
+    A pod is counted as started once: its Ready transition is later than the second of the last observation, or
+    in that same second but not counted then. The last observation's second and the pods counted in it are kept in
+    the lab's state, so runs (each tick, each `karp advance`) and writes between them (a pod can start on a static
+    node inside a `karp apply`) never count a pod twice or miss one. Only pods written since the last observation
+    (a resourceVersion above the one it saw) are looked at.
+    """
+
+    def __init__(self) -> None:
+        self._versions: tuple[int, int] | None = None
+        self._gauges: tuple[int, dict[str, int]] | None = None
+        self._logs_seen = 0
+
+    def __call__(self, running: Lab) -> Observation | None:
+        store = running.store
+        versions = (store.kind_versions.get("Pod", 0), store.kind_versions.get("Node", 0))
+        if versions != self._versions or self._gauges is None:
+            pending = sum(
+                1
+                for phase in ("", "Pending")
+                for pod in store.list("Pod", fields={"status.phase": phase})
+                if _waiting(pod)
+            )
+            nodes = Counter(
+                (node["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "") for node in store.list("Node")
+            )
+            self._gauges = (pending, dict(sorted(nodes.items())))
+        latencies = self._started(running) if versions[0] != (self._versions or (None,))[0] else ()
+        self._versions = versions
+        disrupted: Counter[str] = Counter()
+        for entry in running.logs[self._logs_seen :]:
+            if entry.record.message == DISRUPTING:
+                fields = dict(entry.record.fields)
+                disrupted[_reason(fields)] += int(fields.get("disrupted-node-count") or 1)
+        self._logs_seen = len(running.logs)
+        return Observation(self._gauges[0], self._gauges[1], latencies, dict(sorted(disrupted.items())))
+
+    def _started(self, running: Lab) -> tuple[int, ...]:
+        now = math.floor(running.now)
+        mark = running.state.get(STATE_KEY) or {"version": 0, "second": now, "counted": []}
+        counted = set(mark["counted"])
+        found, this_second = [], set(counted) if mark["second"] == now else set()
+        for pod in running.store.list("Pod", fields={"status.phase": "Running"}):
+            meta = pod["metadata"]
+            if int(meta.get("resourceVersion") or 0) <= mark["version"]:
+                continue  # unchanged since the last observation, which saw it as it is
+            since = _ready_since(pod)
+            if since is None:
+                continue
+            second = int(parse_timestamp(since))
+            if second < mark["second"] or (second == mark["second"] and meta.get("uid") in counted):
+                continue
+            found.append(max(second - int(parse_timestamp(meta["creationTimestamp"])), 0))
+            if second == now:
+                this_second.add(meta.get("uid"))
+        running.state[STATE_KEY] = {
+            "version": running.store.resource_version,
+            "second": now,
+            "counted": sorted(uid for uid in this_second if uid),
+        }
+        return tuple(sorted(found))
+
+
+def _minute(moment: datetime) -> datetime:
+    return moment.replace(second=0, microsecond=0)
+
+
+def _second(moment: datetime) -> datetime:
+    return moment.replace(microsecond=0)
+
+
+def record(cluster: models.Cluster, moments: Sequence[tuple[datetime, Observation]]) -> None:
+    """Write what `moments` (oldest first) saw: a sample for each gauge that changed (or is a day old), dated to its
+    second (the last value in a second wins), and per minute the pods started and nodes disrupted, added to what
+    the minute already holds. Gauges are kept to the second, not the minute as costs are: pods wait for seconds, and
+    a minute's last value would hide every one of them. Keeps its state (last values, the minute being filled) in `cluster.cost_state`; the
+    caller saves the cluster in the same transaction. Samples older than the history are pruned with the cost's."""
+    state: dict[str, Any] = dict((cluster.cost_state or {}).get("trends") or {})
+    last: dict[str, Any] = dict(state.get("last") or {})
+    gauges: dict[tuple[str, str, datetime], float] = {}  # (series, key, second) -> value
+    minutes: dict[datetime, dict[str, Any]] = {}
+    open_minute = state.get("minute")
+    if open_minute:
+        minutes[datetime.fromisoformat(open_minute["time"])] = {
+            "started": open_minute["started"],
+            "latency": Counter(open_minute["latency"]),
+            "disrupted": Counter(open_minute["disrupted"]),
+        }
+    touched: set[datetime] = set()
+    for moment, seen in moments:
+        minute, second = _minute(moment), _second(moment)
+        current = {f"{series}/{key}": value for (series, key), value in seen.gauges.items()}
+        for gone in last.keys() - current.keys():
+            # One zero sample ends the series of a NodePool whose nodes are all gone; after it, it is forgotten.
+            if last.pop(gone)["value"] != 0.0:
+                series, _, key = gone.partition("/")
+                gauges[series, key, second] = 0.0
+        for name, value in current.items():
+            previous = last.get(name)
+            stale = previous is not None and datetime.fromisoformat(previous["time"]) + KEYFRAME <= second
+            if previous is None or previous["value"] != value or stale:
+                series, _, key = name.partition("/")
+                gauges[series, key, second] = value
+                last[name] = {"time": second.isoformat(), "value": value}
+        if seen.latencies or seen.disrupted:
+            bucket = minutes.setdefault(minute, {"started": 0, "latency": Counter(), "disrupted": Counter()})
+            bucket["started"] += len(seen.latencies)
+            bucket["latency"].update(str(s) for s in seen.latencies)
+            bucket["disrupted"].update(seen.disrupted)
+            touched.add(minute)
+    if gauges:
+        models.TrendSample.objects.bulk_create(
+            [
+                models.TrendSample(cluster=cluster, time=minute, series=series, key=key, value=value)
+                for (series, key, minute), value in gauges.items()
+            ],
+            update_conflicts=True,
+            unique_fields=["cluster", "series", "key", "time"],
+            update_fields=["value"],
+        )
+    if touched:
+        models.ActivitySample.objects.bulk_create(
+            [
+                models.ActivitySample(
+                    cluster=cluster,
+                    time=minute,
+                    started=minutes[minute]["started"],
+                    latency=dict(sorted(minutes[minute]["latency"].items(), key=lambda kv: int(kv[0]))),
+                    disrupted=dict(sorted(minutes[minute]["disrupted"].items())),
+                )
+                for minute in sorted(touched)
+            ],
+            update_conflicts=True,
+            unique_fields=["cluster", "time"],
+            update_fields=["started", "latency", "disrupted"],
+        )
+    newest = max(minutes) if minutes else None
+    if moments and (newest is None or newest < _minute(moments[-1][0])):
+        newest = None  # the run moved past the open minute: the next activity starts a new one
+    state["minute"] = (
+        {
+            "time": newest.isoformat(),
+            "started": minutes[newest]["started"],
+            "latency": dict(minutes[newest]["latency"]),
+            "disrupted": dict(minutes[newest]["disrupted"]),
+        }
+        if newest is not None
+        else None
+    )
+    state["last"] = last
+    cluster.cost_state = {**(cluster.cost_state or {}), "trends": state}
+
+
+def prune(cluster: models.Cluster, now: datetime) -> None:
+    """Drop samples older than the history kept (KARPUI_COST_HISTORY_DAYS, plus a keyframe's day)."""
+    cutoff = now - timedelta(days=settings.KARPUI_COST_HISTORY_DAYS) - KEYFRAME
+    models.TrendSample.objects.filter(cluster=cluster, time__lt=cutoff).delete()
+    models.ActivitySample.objects.filter(cluster=cluster, time__lt=cutoff).delete()
+
+
+# Reading -----------------------------------------------------------------------------------------------------------
+
+
+def percentile(counts: Counter[int], share: int) -> int | None:
+    """The nearest-rank percentile of a multiset of whole seconds, or None when it is empty."""
+    total = sum(counts.values())
+    if not total:
+        return None
+    rank, seen = max(math.ceil(share / 100 * total), 1), 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return value
+    return max(counts)
+
+
+@dataclass(frozen=True)
+class Trends:
+    """The four charts' series over one window's buckets."""
+
+    labels: list[str]
+    pending: list[float]
+    nodes: dict[str, list[float]]
+    latency: dict[str, list[int | None]]  # p50, p95 per bucket; None where no pod started
+    started: list[int]
+    disruptions: dict[str, list[float]]  # nodes per hour, by reason
+    totals: dict[str, Any]
+
+    def as_chart(self) -> dict[str, Any]:
+        return {
+            "labels": self.labels,
+            "pending": self.pending,
+            "nodes": [{"name": name or "(no NodePool)", "values": values} for name, values in self.nodes.items()],
+            "latency": self.latency,
+            "started": self.started,
+            "disruptions": [{"name": name, "values": values} for name, values in self.disruptions.items()],
+        }
+
+
+def _gauges(cluster: models.Cluster, start: datetime, end: datetime) -> list[tuple[datetime, str, float]]:
+    """(time, "series/key", value) ordered by time: each gauge's last sample at or before `start`, then the
+    window. Three queries."""
+    samples = models.TrendSample.objects.filter(cluster=cluster)
+    latest = {
+        (row["series"], row["key"]): row["last"]
+        for row in samples.filter(time__lte=start).values("series", "key").annotate(last=Max("time"))
+    }
+    fields = ("time", "series", "key", "value")
+    seed = sorted(
+        (
+            row
+            for row in samples.filter(time__in=set(latest.values())).values_list(*fields)
+            if latest.get((row[1], row[2])) == row[0]
+        ),
+        key=lambda row: row[0],
+    )
+    window = samples.filter(time__gt=start, time__lte=end).order_by("time", "series", "key").values_list(*fields)
+    return [(time, f"{series}/{key}", value) for time, series, key, value in [*seed, *window]]
+
+
+def history(cluster: models.Cluster, start: datetime, end: datetime, points: int = timeseries.MAX_POINTS) -> Trends:
+    """The chart series for [start, end]: gauges as time-weighted averages per bucket, latency percentiles over the
+    pods started in each bucket, disruptions as nodes per hour. Four queries, whatever the window."""
+    buckets = timeseries.Buckets.over(start, end, points)
+    seconds = buckets.seconds()
+    sums = timeseries.integrate(((t, key, (v,)) for t, key, v in _gauges(cluster, start, end)), buckets, 1)
+    averages = {key: [round(row[0] / seconds[i], 3) for i, row in enumerate(rows)] for key, rows in sums.items()}
+    pending = averages.pop(f"{PENDING}/", [0.0] * buckets.count)
+    nodes = {key.partition("/")[2]: values for key, values in sorted(averages.items()) if key.startswith(NODES)}
+    latencies: list[Counter[int]] = [Counter() for _ in range(buckets.count)]
+    disrupted: dict[str, list[int]] = {}
+    activity = models.ActivitySample.objects.filter(cluster=cluster, time__gte=start, time__lte=end)
+    for time, latency, reasons in activity.values_list("time", "latency", "disrupted"):
+        index = buckets.index(time)
+        if index is None:
+            continue
+        latencies[index].update({int(s): n for s, n in latency.items()})
+        for reason, n in reasons.items():
+            disrupted.setdefault(reason, [0] * buckets.count)[index] += n
+    everything: Counter[int] = sum(latencies, Counter())
+    return Trends(
+        labels=buckets.labels(),
+        pending=pending,
+        nodes=nodes,
+        latency={f"p{share}": [percentile(c, share) for c in latencies] for share in PERCENTILES},
+        started=[sum(c.values()) for c in latencies],
+        disruptions={
+            reason: [round(n / (seconds[i] / 3600), 3) for i, n in enumerate(counts)]
+            for reason, counts in sorted(disrupted.items())
+        },
+        totals={
+            "started": sum(everything.values()),
+            **{f"p{share}": percentile(everything, share) for share in PERCENTILES},
+            "disrupted": {reason: sum(counts) for reason, counts in sorted(disrupted.items())},
+            "disrupted_nodes": sum(sum(counts) for counts in disrupted.values()),
+        },
+    )
+
+
+__all__ = ["Observation", "Observer", "Trends", "history", "percentile", "prune", "record"]

@@ -1,0 +1,159 @@
+"""Trends beyond cost: pending pods and nodes per NodePool sampled to the second when they change, pod start latency
+and disruptions per minute, read back as time-weighted buckets, percentiles and rates on the Trends page."""
+
+import json
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+
+from karpui import models, trends
+from tests.integration.test_dashboard import logged_in, user
+from tests.karp import EXAMPLES, ok
+
+SLOW_NODES = """\
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata:
+  name: default
+spec:
+  nodeRegistrationDelay: 20s
+"""
+
+
+@pytest.fixture
+def busy_two_minutes(lab):
+    """From the start of a minute M: 5 pods wait 21 s for a node that takes 20 s to register; at M+40s 7 more come,
+    2 fit at once and 5 wait 21 s for a second node. The lab runs on to M+2min. Returns M."""
+    lab.refresh_from_db()
+    ok("advance", f"{60 - lab.clock.second}s")
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("apply", "-f", "-", stdin=SLOW_NODES)
+    ok("scale", "deploy/inflate", "--replicas", "5")
+    lab.refresh_from_db()
+    start = lab.clock.replace(second=0, microsecond=0)
+    ok("advance", "40s")
+    ok("scale", "deploy/inflate", "--replicas", "12")
+    ok("advance", "80s")
+    return start
+
+
+def gauges(lab, since):
+    rows = models.TrendSample.objects.filter(cluster=lab, time__gte=since).order_by("time", "series", "key")
+    return [(int((r.time - since).total_seconds()), r.series, r.key, r.value) for r in rows]
+
+
+def test_pending_pods_and_nodes_are_sampled_to_the_second_they_change(lab, busy_two_minutes):
+    m = busy_two_minutes
+    assert gauges(lab, m) == [
+        (0, "pending", "", 5.0),
+        (21, "nodes", "default", 1.0),
+        (21, "pending", "", 0.0),
+        (40, "pending", "", 5.0),
+        (61, "nodes", "default", 2.0),
+        (61, "pending", "", 0.0),
+    ]
+    ok("advance", "10m")  # nothing changes: nothing is written
+    assert len(gauges(lab, m)) == 6
+
+
+def test_each_started_pod_is_counted_in_its_minute_with_its_seconds_from_creation_to_running(lab, busy_two_minutes):
+    m = busy_two_minutes
+    rows = models.ActivitySample.objects.filter(cluster=lab, time__gte=m).order_by("time")
+    assert [((r.time - m).seconds // 60, r.started, r.latency, r.disrupted) for r in rows] == [
+        (0, 7, {"0": 2, "21": 5}, {}),  # the two that fit on the first node started at once
+        (1, 5, {"21": 5}, {}),
+    ]
+
+
+def test_each_disrupted_node_is_counted_by_reason_in_the_minute_its_command_started(lab):
+    from tests.integration.test_savings import consolidated_lab
+
+    name = consolidated_lab()  # one node, removed by emptiness
+    command = models.KubeObject.objects.get(kind="DisruptionCommand", name=name).body
+    started = command["status"]["startedAt"]
+    [row] = models.ActivitySample.objects.exclude(disrupted={})
+    assert (f"{row.time:%Y-%m-%dT%H:%M}", row.disrupted) == (started[:16], {"Empty": 1})
+    nodes = [row[1:] for row in gauges(lab, lab.created_at - timedelta(days=1)) if row[1] == "nodes"]
+    assert nodes == [("nodes", "default", 1.0), ("nodes", "default", 0.0)]  # one zero sample ends the series
+
+
+def test_the_history_averages_gauges_over_each_bucket_and_takes_percentiles_and_rates(
+    lab, busy_two_minutes, django_assert_num_queries
+):
+    m = busy_two_minutes
+    with django_assert_num_queries(4):
+        history = trends.history(lab, m, m + timedelta(minutes=3), points=3)
+
+    assert history.labels == [f"{m + timedelta(minutes=i):%H:%M}" for i in range(3)]
+    # pod-seconds waiting / bucket seconds: 5 pods for 21 s and 5 for 20 s, then 5 for the first second of M+1
+    assert history.pending == [round((5 * 21 + 5 * 20) / 60, 3), round(5 / 60, 3), 0.0]
+    assert history.nodes == {"default": [round(39 / 60, 3), round((1 + 2 * 59) / 60, 3), 2.0]}
+    assert history.latency == {"p50": [21, 21, None], "p95": [21, 21, None]}
+    assert history.started == [7, 5, 0]
+    assert history.disruptions == {}
+
+
+def test_disruptions_are_nodes_per_hour_of_each_bucket(lab):
+    from tests.integration.test_savings import consolidated_lab
+
+    consolidated_lab()
+    lab.refresh_from_db()
+    minute = lab.clock.replace(second=0, microsecond=0)
+    history = trends.history(lab, minute - timedelta(minutes=3), minute + timedelta(minutes=1), points=4)
+    assert sum(history.disruptions["Empty"]) == 60.0  # one node in a one-minute bucket: 60 an hour
+
+
+def test_pods_that_start_inside_a_write_are_counted_once_and_a_rollouts_new_pods_again(lab):
+    ok("apply", "-f", str(EXAMPLES / "static-nodes" / "nodes.yaml"))
+    ok("apply", "-f", str(EXAMPLES / "static-nodes" / "web.yaml"))  # bound and started inside the apply
+    ok("advance", "1s")
+    ok("advance", "1s")
+    assert sum(models.ActivitySample.objects.values_list("started", flat=True)) == 4
+    ok("rollout", "restart", "deploy/web")
+    ok("advance", "5s")
+    latency = Counter()
+    for row in models.ActivitySample.objects.all():
+        latency.update(row.latency)
+    assert latency == {"0": 8}
+    nodes = [row[1:] for row in gauges(lab, lab.created_at - timedelta(days=1)) if row[1] == "nodes"]
+    assert nodes == [("nodes", "", 3.0)]  # static nodes belong to no NodePool
+
+
+def test_percentiles_are_exact_nearest_ranks():
+    seconds = Counter({1: 50, 10: 45, 30: 5})
+    assert [trends.percentile(seconds, p) for p in (50, 95, 96, 100)] == [1, 10, 30, 30]
+    assert trends.percentile(Counter(), 50) is None
+
+
+def test_the_trends_page_draws_four_charts_and_refreshes_its_live_section(lab, busy_two_minutes):
+    client = logged_in(user())
+    response = client.get("/trends/?window=1h")
+    page = response.content.decode()
+    chart = response.context["chart"]
+
+    assert len(chart["labels"]) == 60 and [s["name"] for s in chart["nodes"]] == ["default"]
+    assert chart["disruptions"] == [] and sum(chart["started"]) == 12
+    assert json.loads(page.split('id="trend-series" type="application/json">')[1].split("</script>")[0]) == chart
+    assert 'id="pending-now">0<' in page and 'id="nodes-now">2<' in page and "nodes now: default 2" in page
+    assert 'id="latency-window">21s / 21s<' in page and "12 pods started in the window" in page
+    assert 'id="disrupted-window">0<' in page
+    for trend in ("pending", "nodes", "latency", "disruptions"):
+        assert f'data-trend="{trend}"' in page
+    assert "vendor/chartjs/chart.umd.min.js" in page and "karpui/trends.js" in page
+    live = client.get("/trends/?window=1h", HTTP_HX_REQUEST="true").content.decode()
+    assert live.lstrip().startswith('<section id="trends" hx-get="/trends/?window=1h" hx-trigger="every 10s"')
+    assert client.get("/trends/?window=bogus").context["window"] == "auto"
+
+
+def test_gauges_get_a_daily_sample_and_old_samples_are_pruned_with_the_cost_history(lab, busy_two_minutes):
+    with override_settings(KARPUI_COST_HISTORY_DAYS=2):
+        for _ in range(4):
+            ok("advance", "24h")
+    lab.refresh_from_db()
+    kept = lab.clock.replace(second=0, microsecond=0) - timedelta(days=3)  # the history, plus a keyframe's day
+    assert models.TrendSample.objects.filter(time__lt=kept).count() == 0
+    assert models.ActivitySample.objects.count() == 0  # the busy minutes were four days ago
+    pending = list(models.TrendSample.objects.filter(series="pending").values_list("value", flat=True))
+    assert pending == [0.0, 0.0, 0.0, 0.0]  # one keyframe a day, the zero carried on
