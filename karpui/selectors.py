@@ -183,7 +183,7 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
 
 def trends_overview(cluster: models.Cluster, window: str = "auto") -> dict[str, Any]:
     """Pending pods, nodes per NodePool, pod start latency and disruptions over a window (the savings chart's),
-    and each gauge now. Six queries, whatever the window."""
+    and each gauge now. At most five queries, whatever the window."""
     end = cluster.clock
     window, start = _window(window, end, models.TrendSample.objects.filter(cluster=cluster))
     history = trends.history(cluster, start, end)

@@ -308,7 +308,7 @@ def _gauges(cluster: models.Cluster, start: datetime, end: datetime) -> list[tup
 
 def history(cluster: models.Cluster, start: datetime, end: datetime, points: int = timeseries.MAX_POINTS) -> Trends:
     """The chart series for [start, end]: gauges as time-weighted averages per bucket, latency percentiles over the
-    pods started in each bucket, disruptions as nodes per hour. Four queries, whatever the window."""
+    pods started in each bucket, disruptions as nodes per hour. At most four queries, whatever the window."""
     buckets = timeseries.Buckets.over(start, end, points)
     seconds = buckets.seconds()
     sums = timeseries.integrate(((t, key, (v,)) for t, key, v in _gauges(cluster, start, end)), buckets, 1)
