@@ -16,7 +16,7 @@ from provisioner.cluster.conditions import is_true, set_condition
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.provisioning import create_nodeclaim
-from provisioner.controllers.snapshot import cluster_view
+from provisioner.controllers.snapshot import clock_inputs, cluster_view, snapshot_inputs
 from provisioner.controllers.termination import DRAIN_RETRY_SECONDS, taint_disrupted
 from provisioner.disruption.candidates import build_candidates
 from provisioner.disruption.consolidation import compute
@@ -97,7 +97,21 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
 
 
 def validate(ctx: ClusterContext, command: Obj) -> str | None:
-    """Karpenter's validation: every candidate still a candidate within budget, and the same decision holds."""
+    """Karpenter's validation: every candidate still a candidate within budget, and the same decision holds. A
+    command awaiting approval is validated at every step; while neither it nor anything the validation reads has
+    changed, the answer is the one already found (`validation_inputs`)."""
+    return ctx.memo(
+        f"validate/{command['metadata']['uid']}", validation_inputs(ctx, command), lambda: _validate(ctx, command)
+    )
+
+
+def validation_inputs(ctx: ClusterContext, command: Obj) -> tuple[Any, ...]:
+    """What a validation reads that can change: the snapshot's inputs, what the clock changes in it (a
+    nomination's end is read only as "nominated now"), and the command itself."""
+    return (snapshot_inputs(ctx), clock_inputs(ctx), command["metadata"].get("resourceVersion"))
+
+
+def _validate(ctx: ClusterContext, command: Obj) -> str | None:
     view, claimed = cluster_view(ctx)
     names = [c["node"] for c in command["spec"]["candidates"]]
     candidates, blocked = build_candidates(claimed, {np.name: np for np in ctx.nodepools}, view.pdbs, ctx.now)
@@ -221,6 +235,7 @@ def _gate(ctx: ClusterContext, command: Obj) -> bool:
 def _finish(ctx: ClusterContext, command: Obj, phase: str, message: str) -> bool:
     command["status"].update(phase=phase, message=message, finishedAt=timestamp(ctx.now))
     ctx.api.update(command)
+    ctx.memos.pop(f"validate/{command['metadata']['uid']}", None)  # finished: never validated again
     if phase in ("Rejected", "Expired", "Failed", "Denied"):
         ctx.log(
             LogRecord(

@@ -8,6 +8,7 @@ lets the disruption controller skip passes over a cluster that has not changed, 
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from provisioner import labels as wk
@@ -28,6 +29,12 @@ def consolidatable_at(ctx: ClusterContext, claim: Obj) -> float | None:
     return parse_timestamp(last) + after if last is not None else None
 
 
+def _any_between(moments: list[float], after: float, until: float) -> bool:
+    """Whether any of the sorted `moments` lies in (after, until]."""
+    index = bisect.bisect_right(moments, after)
+    return index < len(moments) and moments[index] <= until
+
+
 class ConsolidatableController:
     """Runs when NodeClaims or NodePools changed since its last run, or one of its moments came."""
 
@@ -41,7 +48,7 @@ class ConsolidatableController:
 
     def reconcile(self, ctx: ClusterContext) -> bool:
         inputs = (ctx.api.kind_version("NodeClaim"), repr(ctx.nodepools))
-        if inputs == self._seen and not any(self._ran_at < t <= ctx.now for t in self._moments):
+        if inputs == self._seen and not _any_between(self._moments, self._ran_at, ctx.now):
             return False
         changed = False
         moments = []

@@ -4,9 +4,10 @@ catalogs, and where logs go."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from provisioner.catalog import InstanceType
 from provisioner.cloudprovider.types import CloudProvider
@@ -16,6 +17,8 @@ from provisioner.cluster.objects import Obj, timestamp
 from provisioner.cluster.views import Views
 from provisioner.objects import NodeClass, NodePool
 from provisioner.scheduling.logs import LogRecord
+
+T = TypeVar("T")
 
 # A failing object's Warning Event is repeated at most every five minutes, however often the reconcile retries.
 ERROR_DEDUPE = 300.0
@@ -46,6 +49,20 @@ class ClusterContext:
     nominations: dict[str, float] = field(default_factory=dict)  # node -> until when a pending pod is headed there
     views: Views = field(default_factory=Views)
     logs: list[TimedRecord] = field(default_factory=list)
+    # Derived views (a disruption snapshot, a command's validation) with the inputs they were computed from: a warm
+    # engine asked again with unchanged inputs answers from here instead of rescanning the cluster.
+    memos: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    def memo(self, name: str, inputs: object, compute: Callable[[], T]) -> T:
+        """`compute()`, or what it returned when last asked under `name` with equal `inputs`. It must read nothing
+        that `inputs` leaves out, and write nothing."""
+        cached = self.memos.get(name)
+        if cached is not None and cached[0] == inputs:
+            value: T = cached[1]
+            return value
+        value = compute()
+        self.memos[name] = (inputs, value)
+        return value
 
     def log(self, record: LogRecord) -> None:
         self.logs.append(TimedRecord(self.now, record))

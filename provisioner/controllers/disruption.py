@@ -6,18 +6,17 @@ queue in `commands` takes it from there), and explain, as Karpenter's events do,
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from provisioner.cluster.objects import timestamp
 from provisioner.controllers.commands import VALIDATION_SECONDS, live_commands
 from provisioner.controllers.context import ClusterContext
-from provisioner.controllers.snapshot import cluster_view, without
+from provisioner.controllers.snapshot import clock_inputs, cluster_view, without
 from provisioner.disruption import logs as disruption_logs
-from provisioner.disruption.budgets import budget_active
-from provisioner.disruption.candidates import pod_blocks
 from provisioner.disruption.methods import PassResult, disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command
-from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD, DO_NOT_DISRUPT
+from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.scheduling.results import NodeClaimPlan
 
 POLL_SECONDS = 10.0
@@ -47,6 +46,7 @@ class DisruptionController:
         self.next_poll: float | None = state.get("next_poll")
         self.last_result: PassResult | None = None
         self._consolidated: tuple[tuple[Any, ...], float] | None = None  # what the last empty pass read, and when
+        self._last_pass: _Pass | None = None
 
     def to_state(self) -> dict[str, Any]:
         return {"next_poll": self.next_poll}
@@ -71,13 +71,21 @@ class DisruptionController:
         ):
             return False  # already consolidated: nothing it reads has changed since a pass found nothing
         self._consolidated = None
-        view, claimed = cluster_view(ctx)
-        if not claimed:
-            return False
-        busy = {c["node"] for cmd in live_commands(ctx) for c in cmd["spec"]["candidates"]}
-        view = without(view, busy)
-        nodepools = {np.name: np for np in ctx.nodepools}
-        result = disruption_pass(view, nodepools)
+        last = self._last_pass
+        if last is not None and last.inputs == inputs and ctx.now - last.at < CONSOLIDATED_TTL_SECONDS:
+            # A pass that a budget held back (so it is not "consolidated") over inputs that have not changed since:
+            # the pass is a function of those inputs, so it would find exactly the same again. Its explanations and
+            # commands are replayed instead of simulating every candidate once more.
+            result, claimed = last.result, last.claimed
+        else:
+            view, claimed = cluster_view(ctx)
+            if not claimed:
+                return False
+            busy = {c["node"] for cmd in live_commands(ctx) for c in cmd["spec"]["candidates"]}
+            view = without(view, busy)
+            nodepools = {np.name: np for np in ctx.nodepools}
+            result = disruption_pass(view, nodepools)
+            self._last_pass = _Pass(inputs, ctx.now, result, claimed)
         self.last_result = result
         _explain(ctx, claimed, result)
         denied = _denied_fingerprints(ctx)
@@ -129,24 +137,22 @@ class DisruptionController:
         )
 
 
+@dataclass(frozen=True)
+class _Pass:
+    inputs: tuple[Any, ...]  # what it read
+    at: float  # when it ran
+    result: PassResult
+    claimed: list[ClaimedNode]
+
+
 def _inputs(ctx: ClusterContext) -> tuple[Any, ...]:
-    """Everything a pass reads that can change: the objects (by kind version), the NodePools, which nodes are
-    nominated now, which scheduled budgets are open now, and which pods a timed do-not-disrupt still protects
-    (time alone changes the last three)."""
-    timed = tuple(
-        sorted(
-            pod.uid
-            for obj in ctx.api.list("Pod")
-            if (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT, "true") != "true"
-            and pod_blocks(pod := ctx.views.pod(obj), ctx.now)
-        )
-    )
+    """Everything a pass reads that can change: the objects (by kind version), the NodePools and their instance
+    types, and what the clock alone changes (nominations, budget windows, timed do-not-disrupt)."""
     return (
         tuple(ctx.api.kind_version(kind) for kind in WATCHED_KINDS),
         repr(ctx.nodepools),
-        tuple(sorted(node for node, until in ctx.nominations.items() if until > ctx.now)),
-        tuple(budget_active(b, ctx.now) for pool in ctx.nodepools for b in pool.budgets if b.schedule),
-        timed,
+        tuple(ctx.instance_types_for(np) for np in ctx.nodepools),
+        *clock_inputs(ctx),
     )
 
 

@@ -4,34 +4,105 @@ NodePool offers, PDBs, DaemonSets and devices, as `provisioner.disruption` compu
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from provisioner import labels as wk
+from provisioner.catalog import InstanceType
 from provisioner.cluster import dra, pdb
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.controllers.consolidatable import CONSOLIDATABLE
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.provisioning import cluster_nodes, daemonsets
+from provisioner.disruption.budgets import budget_active
+from provisioner.disruption.candidates import pod_blocks
 from provisioner.disruption.consolidation import ClusterView
 from provisioner.disruption.types import ClaimedNode
 from provisioner.dra.claims import requests_from_claim_spec
+from provisioner.labels import DO_NOT_DISRUPT
 from provisioner.nodes import Node
 from provisioner.objects import NodePool
 from provisioner.scheduling.scheduler import PoolOffer
 
+_Prices = dict[str, dict[str, list[InstanceType]]]  # NodePool -> instance type name -> its types, in catalog order
+
+
+# The kinds a snapshot reads: a write to any of them may change it.
+SNAPSHOT_KINDS = (
+    "Node",
+    "Pod",
+    "NodeClaim",
+    "PodDisruptionBudget",
+    "DaemonSet",
+    "ResourceClaim",
+    "ResourceSlice",
+    "DeviceClass",
+)
+
+
+def snapshot_inputs(ctx: ClusterContext) -> tuple[Any, ...]:
+    """Everything `cluster_view` reads that can change, but the clock and the nominations: the objects (by kind
+    version), the NodePools and their instance types (the lists themselves: a new catalog is a new list)."""
+    return (
+        tuple(ctx.api.kind_version(kind) for kind in SNAPSHOT_KINDS),
+        repr(ctx.nodepools),
+        tuple(ctx.instance_types_for(np) for np in ctx.nodepools),
+        tuple(ctx.catalogs.values()),
+        bool(ctx.feature_gates.get("SpotToSpotConsolidation")),
+    )
+
+
+def clock_inputs(ctx: ClusterContext) -> tuple[Any, ...]:
+    """What the clock alone changes in what a disruption pass or a validation decides over a snapshot: which nodes
+    are nominated now, which scheduled budgets are open now, and which pods a timed do-not-disrupt still
+    protects."""
+    # Pods with a timed do-not-disrupt, looked for again only when pods were written.
+    annotated = ctx.memo(
+        "snapshot/timed-do-not-disrupt",
+        ctx.api.kind_version("Pod"),
+        lambda: [
+            obj
+            for obj in ctx.api.list("Pod")
+            if (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT, "true") != "true"
+        ],
+    )
+    return (
+        tuple(sorted(node for node, until in ctx.nominations.items() if until > ctx.now)),
+        tuple(budget_active(b, ctx.now) for pool in ctx.nodepools for b in pool.budgets if b.schedule),
+        tuple(sorted(pod.uid for obj in annotated if pod_blocks(pod := ctx.views.pod(obj), ctx.now))),
+    )
+
 
 def cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
-    """What a disruption pass and a command's validation see now, and the managed nodes among it."""
+    """What a disruption pass and a command's validation see now, and the managed nodes among it. Built once per
+    change: a pass and the validations of the same moment, or of a later one with nothing written, share it; only
+    the nominations (which the provisioner moves every batch) are laid on each time."""
+    view, claimed = ctx.memo("snapshot", snapshot_inputs(ctx), lambda: _cluster_view(ctx))
+    nominated = [_nominated(ctx, c) for c in claimed]
+    if any(now is not before for now, before in zip(nominated, claimed, strict=True)):
+        claimed = nominated
+        view = replace(view, claimed=claimed)
+    return (view if view.now == ctx.now else replace(view, now=ctx.now)), claimed
+
+
+def _nominated(ctx: ClusterContext, claimed: ClaimedNode) -> ClaimedNode:
+    until = float(ctx.nominations.get(claimed.name, 0.0))
+    return claimed if until == claimed.nominated_until else replace(claimed, nominated_until=until)
+
+
+def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     offers = [PoolOffer(np, types) for np in ctx.nodepools if (types := ctx.instance_types_for(np)) is not None]
-    nodes = [_with_claimed_devices(ctx, n) for n in cluster_nodes(ctx)]
+    devices = bool(ctx.api.list("ResourceClaim"))  # without claims no pod has devices to ask for again
+    nodes = [_with_claimed_devices(ctx, n) if devices else n for n in cluster_nodes(ctx)]
     by_name = {n.name: n for n in nodes}
+    prices = _offering_prices(ctx)
     claimed = []
     for claim in ctx.api.list("NodeClaim"):
         node_name = (claim.get("status") or {}).get("nodeName")
         node_obj = ctx.api.get("Node", node_name) if node_name else None
         if node_obj is None or node_name not in by_name:
             continue
-        claimed.append(_claimed(ctx, claim, node_obj, by_name[node_name]))
+        claimed.append(_claimed(ctx, claim, node_obj, by_name[node_name], prices))
     pending = [p for p in (ctx.views.pod(o) for o in ctx.api.list("Pod", fields={"spec.nodeName": ""}))]
     pending = [p for p in pending if p.is_provisionable()]
     fresh = {c.name for c in claimed if _under_consolidate_after(ctx, c)}
@@ -59,7 +130,7 @@ def _under_consolidate_after(ctx: ClusterContext, claimed: ClaimedNode) -> bool:
     return bool(after) and claimed.initialized and not claimed.consolidatable
 
 
-def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node) -> ClaimedNode:
+def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices: _Prices) -> ClaimedNode:
     labels = claim["metadata"].get("labels") or {}
     pool = ctx.nodepool(labels.get(wk.NODEPOOL, ""))
     drift = next(
@@ -77,7 +148,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node) -> Clai
         instance_type=labels.get(wk.INSTANCE_TYPE, ""),
         capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
         zone=labels.get(wk.ZONE, ""),
-        price=_price(ctx, pool, labels, claim),
+        price=_price(prices, pool, labels, claim),
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
         initialized=is_true(claim, "Initialized"),
         deleting=bool(claim["metadata"].get("deletionTimestamp") or node_obj["metadata"].get("deletionTimestamp")),
@@ -85,18 +156,28 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node) -> Clai
         drifted=drift.get("reason") if drift else None,
         grace_period=bool((claim.get("spec") or {}).get("terminationGracePeriod")),
         drifted_at=parse_timestamp(drift["lastTransitionTime"]) if drift else 0.0,
-        nominated_until=float(ctx.nominations.get(node_obj["metadata"]["name"], 0.0)),
         annotations=dict(node_obj["metadata"].get("annotations") or {}),
     )
 
 
-def _price(ctx: ClusterContext, pool: NodePool | None, labels: dict[str, str], claim: Obj) -> float:
+def _offering_prices(ctx: ClusterContext) -> _Prices:
+    prices: _Prices = {}
+    for pool in ctx.nodepools:
+        if pool.name in prices:
+            continue  # ctx.nodepool(name) is the first of that name
+        by_name = prices[pool.name] = {}
+        for it in ctx.instance_types_for(pool) or []:
+            by_name.setdefault(it.name, []).append(it)
+    return prices
+
+
+def _price(prices: _Prices, pool: NodePool | None, labels: dict[str, str], claim: Obj) -> float:
     """Karpenter's candidate price: the catalog offering matching the node's type, zone and capacity type."""
-    for it in (ctx.instance_types_for(pool) or []) if pool is not None else []:
-        if it.name == labels.get(wk.INSTANCE_TYPE):
-            for offering in it.offerings:
-                if offering.zone == labels.get(wk.ZONE) and offering.capacity_type == labels.get(wk.CAPACITY_TYPE):
-                    return offering.price
+    types = prices.get(pool.name, {}).get(labels.get(wk.INSTANCE_TYPE, ""), []) if pool is not None else []
+    for it in types:
+        for offering in it.offerings:
+            if offering.zone == labels.get(wk.ZONE) and offering.capacity_type == labels.get(wk.CAPACITY_TYPE):
+                return offering.price
     return float((claim["metadata"].get("annotations") or {}).get(wk.PRICE, 0))
 
 
@@ -105,6 +186,9 @@ def _with_claimed_devices(ctx: ClusterContext, node: Node) -> Node:
     pods = []
     changed = False
     for pod in node.pods:
+        if not pod.resource_claims:
+            pods.append(pod)
+            continue
         obj = ctx.api.get("Pod", pod.name, pod.namespace)
         claims = dra.pod_claims(ctx.api, obj) if obj is not None and obj["spec"].get("resourceClaims") else None
         if claims:

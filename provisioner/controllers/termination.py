@@ -64,14 +64,8 @@ class TerminationController:
         }
 
     def next_due(self, ctx: ClusterContext) -> list[float]:
-        times = []
-        for claim in ctx.api.list("NodeClaim"):
-            deadline = grace_deadline(claim)
-            node_name = (claim.get("status") or {}).get("nodeName")
-            if deadline is not None and node_name:
-                for pod in ctx.api.list("Pod", fields={"spec.nodeName": node_name}):
-                    grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
-                    times.append(deadline - grace + 0.001)  # the moment it may be force-deleted
+        versions = (ctx.api.kind_version("NodeClaim"), ctx.api.kind_version("Pod"))
+        times = list(ctx.memo("termination/force-deletions", versions, lambda: _force_deletions(ctx)))
         for node, started in self.draining.items():
             times.append(self.drained_at.get(node, ctx.now) + DRAIN_RETRY_SECONDS)
             times.append(started + MIN_DRAIN_SECONDS)
@@ -79,9 +73,12 @@ class TerminationController:
 
     def reconcile(self, ctx: ClusterContext) -> bool:
         changed = False
-        for claim in ctx.api.list("NodeClaim"):
-            if not claim["metadata"].get("deletionTimestamp"):
-                continue
+        deleting = ctx.memo(
+            "termination/deleting",
+            ctx.api.kind_version("NodeClaim"),
+            lambda: [c for c in ctx.api.list("NodeClaim") if c["metadata"].get("deletionTimestamp")],
+        )
+        for claim in deleting:
             with ctx.guard("node.termination", claim):
                 changed |= self._terminate(ctx, claim)
         return changed
@@ -145,6 +142,19 @@ class TerminationController:
                 evicted = True
                 ctx.event(pod, "Normal", "Evicted", "Evicted pod: Disrupted")
         return True, evicted
+
+
+def _force_deletions(ctx: ClusterContext) -> list[float]:
+    """When each pod on a node whose NodeClaim has a terminationGracePeriod may be force-deleted."""
+    times = []
+    for claim in ctx.api.list("NodeClaim"):
+        deadline = grace_deadline(claim)
+        node_name = (claim.get("status") or {}).get("nodeName")
+        if deadline is not None and node_name:
+            for pod in ctx.api.list("Pod", fields={"spec.nodeName": node_name}):
+                grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
+                times.append(deadline - grace + 0.001)  # the moment it may be force-deleted
+    return times
 
 
 def _tier(pod: Obj) -> int:
