@@ -45,13 +45,25 @@ def budget_status(obj: Obj, pods: Iterable[Pod]) -> dict[str, int]:
     }
 
 
-def policies(store: ClusterReader, views: Views) -> list[DisruptionBudgetPolicy]:
-    """Every PDB with the disruptions it allows, computed from the pods it covers right now."""
-    pods = [views.pod(p) for p in store.list("Pod")]
+def covered_pods(store: ClusterReader, views: Views, obj: Obj) -> list[Pod]:
+    """The pods a PDB's selector picks in its namespace (a missing selector picks none): found by the store's
+    namespace and label filter, so a budget costs the pods it covers, not every pod."""
+    selector = LabelSelector.from_spec((obj.get("spec") or {}).get("selector"))
+    if selector is None:
+        return []
+    namespace = obj["metadata"].get("namespace", "default")
+    return [views.pod(p) for p in store.list("Pod", namespace=namespace, selector=selector)]
+
+
+def policies(store: ClusterReader, views: Views, covering: Pod | None = None) -> list[DisruptionBudgetPolicy]:
+    """Every PDB (or every one that covers `covering`) with the disruptions it allows, computed from the pods it
+    covers right now."""
     result = []
     for obj in store.list("PodDisruptionBudget"):
         spec = obj.get("spec") or {}
-        status = budget_status(obj, pods)
+        if covering is not None and not _selects(obj, covering):
+            continue
+        status = budget_status(obj, covered_pods(store, views, obj))
         if "minAvailable" in spec:
             fully = str(spec["minAvailable"]) == "100%"
         else:
@@ -69,12 +81,18 @@ def policies(store: ClusterReader, views: Views) -> list[DisruptionBudgetPolicy]
     return result
 
 
+def _selects(obj: Obj, pod: Pod) -> bool:
+    selector = LabelSelector.from_spec((obj.get("spec") or {}).get("selector"))
+    return obj["metadata"].get("namespace", "default") == pod.namespace and (
+        selector is not None and selector.matches(pod.labels)
+    )
+
+
 def update_status(store: ClusterAPI, views: Views) -> bool:
     """Write each PDB's status where it changed (kube-controller-manager's job); True if any was written."""
-    pods = [views.pod(p) for p in store.list("Pod")]
     written = False
     for obj in store.list("PodDisruptionBudget"):
-        status = budget_status(obj, pods)
+        status = budget_status(obj, covered_pods(store, views, obj))
         if obj.get("status") != status:
             obj["status"] = status
             store.update(obj)
@@ -85,7 +103,7 @@ def update_status(store: ClusterAPI, views: Views) -> bool:
 def eviction_refusal(store: ClusterReader, views: Views, pod_obj: Obj) -> str | None:
     """Why POST pods/eviction answers 429 for this pod now, or None when the eviction may go ahead."""
     pod: Pod = views.pod(pod_obj)
-    covering = [p for p in policies(store, views) if p.covers(pod)]
+    covering = [p for p in policies(store, views, covering=pod) if p.covers(pod)]
     if len(covering) > 1:
         return "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
     if covering and covering[0].disruptions_allowed <= 0 and pod.phase == "Running":

@@ -12,6 +12,10 @@ from provisioner.cluster import pdb
 from provisioner.cluster.memory import ObjectStore
 from provisioner.sim import dra, kubelet, kubescheduler, workloads
 
+# Components whose every decision follows from the stored objects alone (no clock, no schedule): one that wrote
+# nothing and reported no change at some resourceVersion has nothing to do until something is written again.
+STORE_DRIVEN = frozenset({"deployments", "replicasets", "daemonsets", "garbage-collector", "resourceclaims", "kubelet"})
+
 
 class SimulatedCluster:
     """One step runs each component once at the given time; the DRA driver publishes every PUBLISH_SECONDS."""
@@ -30,6 +34,7 @@ class SimulatedCluster:
         self._deployments: workloads.Memo = {}
         self._replicasets: workloads.Memo = {}
         self._claims_versions: tuple[int, int] | None = None
+        self._quiet: dict[str, tuple[int, frozenset[str]]] = {}  # component -> where it last found nothing to do
 
     def step(self, now: float) -> list[str]:
         """Run each component once at `now`; the names of those that changed something."""
@@ -46,9 +51,15 @@ class SimulatedCluster:
         )
         changed = []
         for name, run in components:
+            driven = name in STORE_DRIVEN
+            at = (store.resource_version, self.nodepool_uids)
+            if driven and self._quiet.get(name) == at:
+                continue
             try:
                 if run():
                     changed.append(name)
+                elif driven and store.resource_version == at[0]:
+                    self._quiet[name] = at
             except Exception as error:
                 # A real cluster's components fail alone too: log it, and let the others run.
                 self.errors.append(f"{name}: {type(error).__name__}: {error}")

@@ -15,8 +15,10 @@ def reconcile(store: ObjectStore, now: float) -> bool:
             labels["kubernetes.io/hostname"] = node["metadata"]["name"]
             store.update(node)
             changed = True
-    ready = {n["metadata"]["name"] for n in store.list("Node") if is_ready(n)}
-    for pod in store.list("Pod", fields={"status.phase": "Pending"}):
+    # Only bound pods can start, and only the nodes they are bound to need looking at.
+    bound = [p for p in store.list("Pod", fields={"status.phase": "Pending"}) if p["spec"].get("nodeName")]
+    ready = {name for name in {p["spec"]["nodeName"] for p in bound} if (n := store.get("Node", name)) and is_ready(n)}
+    for pod in bound:
         status = pod.setdefault("status", {})
         if pod["spec"].get("nodeName") in ready:
             status["phase"] = "Running"

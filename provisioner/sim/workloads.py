@@ -14,6 +14,7 @@ from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.names import NAME_CHARS, owner_reference, random_suffix
 from provisioner.cluster.objects import Obj
 from provisioner.manifests.pod import pod_from_spec
+from provisioner.pods import Pod
 from provisioner.requirements import Requirements
 from provisioner.scheduling.poddata import PodState
 from provisioner.selectors import LabelSelector
@@ -204,8 +205,15 @@ DAEMON_TOLERATIONS = (
 
 
 def daemon_runs_on(daemonset: Obj, node: Obj) -> bool:
+    return _runs_on(_daemon_pod(daemonset), node)
+
+
+def _daemon_pod(daemonset: Obj) -> Pod:
     template = (daemonset.get("spec") or {}).get("template") or {}
-    pod = pod_from_spec(template.get("spec") or {}, "spec.template.spec", namespace="", labels={})
+    return pod_from_spec(template.get("spec") or {}, "spec.template.spec", namespace="", labels={})
+
+
+def _runs_on(pod: Pod, node: Obj) -> bool:
     taints = [
         Taint.from_spec(t)
         for t in (node.get("spec") or {}).get("taints") or []
@@ -225,25 +233,28 @@ def daemon_runs_on(daemonset: Obj, node: Obj) -> bool:
 def reconcile_daemonsets(store: ObjectStore, rng: random.Random) -> bool:
     """One pod per matching node, bound directly; pods on nodes that are gone or no longer match go."""
     changed = False
+    daemonsets = store.list("DaemonSet")
+    if not daemonsets:
+        return False
     nodes = {n["metadata"]["name"]: n for n in store.list("Node") if not n["metadata"].get("deletionTimestamp")}
-    for daemonset in store.list("DaemonSet"):
+    for daemonset in daemonsets:
+        # The template is parsed once, not once per node (and not at all without nodes).
+        template = _daemon_pod(daemonset) if nodes else None
+        runs_on = {name: _runs_on(template, node) for name, node in nodes.items()} if template is not None else {}
         pods = owned_by(store, "Pod", daemonset)
         placed = {p["spec"].get("nodeName"): p for p in pods}
-        for name, node in nodes.items():
-            if daemon_runs_on(daemonset, node) and name not in placed:
+        for name in nodes:
+            if runs_on[name] and name not in placed:
                 pod = _create_pod(store, daemonset, rng)
                 pod["spec"]["nodeName"] = name
                 store.update(pod)
                 changed = True
         for node_name, pod in placed.items():
-            if node_name not in nodes or not daemon_runs_on(daemonset, nodes[node_name]):
+            if node_name not in nodes or not runs_on[node_name]:
                 store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
                 changed = True
         ready = sum(1 for p in owned_by(store, "Pod", daemonset) if (p.get("status") or {}).get("phase") == "Running")
-        status = {
-            "desiredNumberScheduled": sum(1 for n in nodes.values() if daemon_runs_on(daemonset, n)),
-            "numberReady": ready,
-        }
+        status = {"desiredNumberScheduled": sum(runs_on.values()), "numberReady": ready}
         if daemonset.get("status") != status:
             daemonset["status"] = status
             store.update(daemonset)

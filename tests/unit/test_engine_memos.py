@@ -1,0 +1,125 @@
+"""A warm engine does work in proportion to what changed: passes, validations and cluster components whose inputs
+did not change are answered from what they found last time, and answer exactly what they would have computed."""
+
+from provisioner.catalog.kwok import kwok_catalog
+from provisioner.controllers import commands, disruption
+from provisioner.lab import Lab, LabConfig
+from provisioner.manifests.nodepool import parse_nodepool
+from provisioner.objects import NodeClass
+from provisioner.sim import cluster, workloads
+
+START = 1_800_000_000.0
+
+
+def nodepool(**annotations):
+    return parse_nodepool(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "default", "annotations": annotations},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                        "requirements": [
+                            {"key": "karpenter.kwok.sh/instance-cpu", "operator": "In", "values": ["8"]},
+                            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                        ],
+                    }
+                },
+                "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "10s"},
+            },
+        }
+    )
+
+
+def lab(**annotations):
+    config = LabConfig(
+        nodepools=[nodepool(**annotations)],
+        nodepool_uids={"default": "uid-default"},
+        nodeclasses={("KWOKNodeClass", "default"): NodeClass("karpenter.kwok.sh/v1alpha1", "KWOKNodeClass", "default")},
+        catalogs={"KWOKNodeClass": list(kwok_catalog().instance_types)},
+    )
+    return Lab([], config, {}, now=START)
+
+
+def deployment(name, replicas, cpu="700m"):
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]},
+            },
+        },
+    }
+
+
+def counting(monkeypatch, module, name):
+    calls = []
+    original = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_a_pass_a_budget_held_back_is_replayed_while_nothing_it_reads_changes(monkeypatch):
+    running = lab()
+    running.store.create(deployment("full", 110))  # ten full 8-vCPU nodes: none can go, the budget admits one
+    running.advance(15)
+    passes = counting(monkeypatch, disruption, "disruption_pass")
+    running.advance(10)  # the pass at 20 s, the first with consolidatable nodes
+    assert len(passes) == 1
+    first = running.manager.disruption.last_result
+    assert any("disruption budget" in r for reasons in first.notes.values() for r in reasons)
+    running.advance(60)  # six more polls over an unchanged cluster
+    assert len(passes) == 1
+    assert running.manager.disruption.last_result is first
+    stored = running.store.must_get("Deployment", "full", "default")
+    stored["spec"]["replicas"] = 109
+    running.store.update(stored, spec_changed=True)
+    running.advance(10)
+    assert len(passes) == 2
+
+
+def test_a_command_awaiting_approval_is_validated_again_only_when_something_changed(monkeypatch):
+    running = lab(**{"karpui.dev/approval-mode": "manual"})
+    running.store.create(deployment("web", 20))
+    running.advance(30)
+    stored = running.store.must_get("Deployment", "web", "default")
+    stored["spec"]["replicas"] = 2
+    running.store.update(stored, spec_changed=True)
+    running.advance(40)
+    [command] = running.store.list("DisruptionCommand")
+    assert command["status"]["phase"] == "AwaitingApproval"
+    validations = counting(monkeypatch, commands, "_validate")
+    running.advance(30)
+    assert validations == []
+    running.store.create(deployment("other", 1))
+    running.advance(1)
+    assert len(validations) == 1
+
+
+def test_the_cluster_side_skips_components_when_nothing_was_written(monkeypatch):
+    running = lab()
+    running.store.create(deployment("web", 30))
+    running.advance(5)
+    collections = counting(monkeypatch, workloads, "collect_garbage")
+    running.advance(1)
+    running.advance(1)
+    assert collections == []
+    running.store.delete("Deployment", "web", "default")
+    running.advance(1)
+    assert collections
+    assert not running.store.list("ReplicaSet") and not running.store.list("Pod")
+    assert "garbage-collector" in cluster.STORE_DRIVEN
