@@ -22,6 +22,11 @@ DRAINED = "karpui.dev/drained"
 # A NodePool's human gate on disruption (karpui/disruption.py): auto, manual, auto-below (with a $/h threshold), dry-run.
 APPROVAL_MODE = "karpui.dev/approval-mode"
 APPROVAL_THRESHOLD = "karpui.dev/approval-threshold"
+# A NodePool's choice of plans (provisioner/scheduling/improve.py): "disabled" (the default) keeps Karpenter's exact
+# NodeClaims; "enabled" re-packs each batch's new NodeClaims into cheaper instance types when every constraint allows.
+PLAN_IMPROVEMENT = "karpui.dev/plan-improvement"
+PLAN_IMPROVEMENT_ENABLED = "enabled"
+PLAN_IMPROVEMENT_DISABLED = "disabled"
 
 KWOK_INSTANCE_SIZE = "karpenter.kwok.sh/instance-size"
 KWOK_INSTANCE_FAMILY = "karpenter.kwok.sh/instance-family"

@@ -33,6 +33,8 @@ API_V1BETA1 = "karpenter.sh/v1beta1"
 KIND = "NodePool"
 # The values karpui's gate annotations (labels.APPROVAL_MODE) may take: how a command of this NodePool is decided.
 APPROVAL_MODES = ("auto", "manual", "auto-below", "dry-run")
+# The values of labels.PLAN_IMPROVEMENT: Karpenter's exact plans (the default) or karpui's cheaper re-pack.
+PLAN_IMPROVEMENTS = (wk.PLAN_IMPROVEMENT_ENABLED, wk.PLAN_IMPROVEMENT_DISABLED)
 KUBELET_ANNOTATION = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
 NODECLASS_ANNOTATION = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
 
@@ -84,6 +86,7 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
     )
     annotations = f.string_map(meta.get("annotations"), "metadata.annotations")
     _approval(annotations)
+    _plan_improvement(annotations)
     template_labels = _template_labels(template_meta.get("labels"))
     requirements = _requirements(template_spec.get("requirements"), "spec.template.spec.requirements")
     taints = _taints(template_spec.get("taints"), "spec.template.spec.taints")
@@ -341,6 +344,16 @@ def _approval(annotations: dict[str, str]) -> None:
         raise ManifestError(
             "Required value: auto-below approves commands saving up to this many $/h",
             field=f.join(path, wk.APPROVAL_THRESHOLD),
+        )
+
+
+def _plan_improvement(annotations: dict[str, str]) -> None:
+    """A misspelt value would silently mean Karpenter's plans, so only the two values are accepted."""
+    value = annotations.get(wk.PLAN_IMPROVEMENT)
+    if value is not None and value not in PLAN_IMPROVEMENTS:
+        raise ManifestError(
+            f"Unsupported value: {json.dumps(value)[:100]}: supported values: {', '.join(PLAN_IMPROVEMENTS)}",
+            field=f.join("metadata.annotations", wk.PLAN_IMPROVEMENT),
         )
 
 
