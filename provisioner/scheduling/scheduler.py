@@ -24,6 +24,8 @@ from provisioner.quantity import MILLI, Resources, add, format_resources
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling import results as r
 from provisioner.scheduling.existing import ExistingNode
+from provisioner.scheduling.improve import Simulation, improve
+from provisioner.scheduling.improve import enabled as improve_enabled
 from provisioner.scheduling.nodeclaim import PERMANENT, STRICT, NodeClaimTemplate, PlannedNodeClaim, Unfit
 from provisioner.scheduling.poddata import RESPECT, PodData, PodState
 from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan, PodFailure, Reason, SchedulingResult
@@ -129,6 +131,7 @@ class Scheduler:
             if limits:
                 self.remaining[template.name] = _limited_subtract(limits, _pool_usage(template.name, request.nodes))
             self.limits_version[template.name] = 0
+        self.limits_before = {name: dict(remaining) for name, remaining in self.remaining.items()}
         schedulable = [n for n in request.nodes if not n.marked_for_deletion and not n.unschedulable]
         ordered = sorted(schedulable, key=lambda n: (not n.initialized, n.name))
         self.existing = [
@@ -392,13 +395,43 @@ class Scheduler:
         for node in self.existing:
             if node.pods:
                 self.result.placements[node.name] = list(node.pods)
-        for claim in sorted(self.planned, key=lambda c: c.seq):
+        claims = sorted(self.planned, key=lambda c: c.seq)
+        if self._improvable():
+            claims = improve(
+                claims,
+                Simulation(
+                    pod_state=self._placed_state,
+                    independent=self.topology.independent,
+                    remaining=self.limits_before,
+                    seq=self.seq,
+                    plan=self._plan,
+                    min_values_policy=self.request.min_values_policy,
+                    device_classes=self.request.device_classes,
+                ),
+            )
+        for claim in claims:
             plan = self._plan(claim)
             if isinstance(plan, NodeClaimPlan):
                 self.result.new_nodeclaims.append(plan)
             else:
                 for pod in claim.pods:
                     self.result.failures[pod.id] = PodFailure(pod, (plan,))
+
+    def _improvable(self) -> bool:
+        """A NodePool asked for plan improvement, and this is a provisioning batch: a disruption simulation moves
+        running pods and accepts at most one replacement NodeClaim, priced against the candidates, which a re-pack
+        into several cheaper nodes would turn from a saving into a refusal."""
+        return any(improve_enabled(t.nodepool) for t in self.templates) and not any(
+            p.node_name for p in self.request.pods
+        )
+
+    def _placed_state(self, pod: Pod) -> tuple[PodState, PodData]:
+        """The pod as it was placed: relaxation is deterministic, so replaying as many steps gives the same state
+        (recomputed rather than kept for every pod, which would cost the whole simulation garbage-collector time)."""
+        state = PodState.of(pod, self.request.preference_policy)
+        for _ in self.result.relaxations.get(pod.id, ()):
+            state.relax(self.tolerate_prefer_no_schedule)
+        return state, state.data()
 
     def _plan(self, claim: PlannedNodeClaim) -> NodeClaimPlan | Reason:
         template = claim.template

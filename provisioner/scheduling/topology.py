@@ -43,6 +43,7 @@ class Topology:
         self._inverse: dict[GroupKey, TopologyGroup] = {}
         self._owned: dict[str, list[TopologyGroup]] = {}
         self._inverse_owned: dict[str, list[TopologyGroup]] = {}
+        self._independent: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
         # Existing pods with required anti-affinity keep matching pods out of their domains.
         for node in nodes:
             for pod in node.pods:
@@ -163,6 +164,20 @@ class Topology:
                 raise TopologyError(_describe(group, Requirement(group.key, frozenset(), True)))
             allowed[group.key] = domains
         return allowed
+
+    def independent(self, pod: Pod) -> bool:
+        """No group owns the pod or counts it: moving it to another node changes no topology constraint."""
+        if pod.spread or pod.affinity or pod.anti_affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
+            return False
+        if not self._groups and not self._inverse:
+            return True
+        key = (pod.namespace, tuple(sorted(pod.labels.items())))
+        known = self._independent.get(key)
+        if known is None:
+            known = self._independent[key] = not any(
+                g.selects(pod.namespace, pod.labels) for g in (*self._groups.values(), *self._inverse.values())
+            )
+        return known
 
     def universe_size(self, key: str) -> int:
         return len(self._universe.get(key, ()))
