@@ -103,7 +103,13 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     node = models.KubeObject.objects.filter(cluster=cluster, kind="Node", name=name).first()
     wanted = node is not None and request.GET.get("why") == "1"
     if request.htmx and wanted:  # type: ignore[attr-defined]
-        context = {"name": name, "node": node, "why": why_not_consolidated(cluster, name)}
+        context = {
+            "cluster": cluster,
+            "name": name,
+            "node": node,
+            "why": why_not_consolidated(cluster, name),
+            "simulated_at": cluster.clock,
+        }
         return render(request, "karpui/nodes/detail.html#why", context)
     pods = drilldown.node_pods(cluster=cluster, node=name)
     commands = [
@@ -132,5 +138,6 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "events": events,
         "known": last_pass(cluster, name, events) if node else None,
         "why": why_not_consolidated(cluster, name) if wanted else None,
+        "simulated_at": cluster.clock,
     }
     return render(request, "karpui/nodes/detail.html", context)

@@ -9,7 +9,7 @@ from django.db.models import Count, Min, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from karpui import costs, disruption, grouping, lab, models, services, trends
+from karpui import costs, disruption, grouping, lab, models, services, store, trends
 
 FIXES = {
     "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
@@ -264,6 +264,15 @@ def events_list(
 
 
 CATALOG_PAGE_SIZE = 100
+# The catalog's sortable columns and their order in the database (name breaks ties).
+CATALOG_SORTS = {
+    "name": ("name",),
+    "catalog": ("catalog__name", "name"),
+    "cpu": ("cpu_millis", "name"),
+    "memory": ("memory_bytes", "name"),
+    "pods": ("pods", "name"),
+    "cheapest": ("cheapest", "name"),
+}
 
 
 def catalog_list(
@@ -275,8 +284,11 @@ def catalog_list(
     capacity_type: str = "",
     zone: str = "",
     page: int = 1,
+    sort: str = "cheapest",
 ) -> dict[str, Any]:
-    """One page of instance types with their cheapest matching offering, filtered in the database; four queries."""
+    """One page of instance types with their cheapest matching offering and what they leave pods (allocatable:
+    capacity less kube-reserved, system-reserved and the eviction threshold), filtered and sorted in the
+    database (`sort` a CATALOG_SORTS key, "-" first for descending); four queries."""
     from django.db.models import Min, Prefetch, Q
 
     types = models.InstanceType.objects.select_related("catalog")
@@ -296,17 +308,26 @@ def catalog_list(
     if zone:
         offer_filter &= Q(offerings__zone=zone)
     types = types.annotate(cheapest=Min("offerings__price", filter=offer_filter)).exclude(cheapest=None)
+    if sort.removeprefix("-") not in CATALOG_SORTS:
+        sort = "cheapest"
+    order = CATALOG_SORTS[sort.removeprefix("-")]
+    order = tuple(f"-{field}" for field in order) if sort.startswith("-") else order
     total = types.count()
     pages = max(1, -(-total // CATALOG_PAGE_SIZE))
     page = min(page, pages)
     start = (page - 1) * CATALOG_PAGE_SIZE
     rows = list(
-        types.order_by("cheapest", "name")[start : start + CATALOG_PAGE_SIZE].prefetch_related(
-            Prefetch("offerings", queryset=models.Offering.objects.order_by("price"))
+        types.order_by(*order)[start : start + CATALOG_PAGE_SIZE].prefetch_related(
+            Prefetch("offerings", queryset=models.Offering.objects.order_by("price", "zone", "capacity_type"))
         )
     )
+    for row in rows:
+        allocatable = store.instance_type_domain(row).allocatable
+        row.allocatable_cpu = allocatable.get("cpu", 0)  # type: ignore[attr-defined]
+        row.allocatable_memory = allocatable.get("memory", 0) // 1000  # type: ignore[attr-defined]
+        row.allocatable_pods = allocatable.get("pods", 0) // 1000  # type: ignore[attr-defined]
     families = sorted(set(models.InstanceType.objects.values_list("family", flat=True)))
-    return {"types": rows, "families": families, "page": page, "pages": pages, "total": total}
+    return {"types": rows, "families": families, "page": page, "pages": pages, "total": total, "sort": sort}
 
 
 def catalogs() -> list[models.Catalog]:

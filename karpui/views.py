@@ -320,14 +320,23 @@ def catalog_page(request: HttpRequest, status: int = 200) -> HttpResponse:
     """The catalog page, also rendered (with the error's message) when an import or delete is refused."""
     params = {k: _query_text(request, k) for k in ("family", "arch", "os", "capacity_type", "zone")}
     min_cpu, min_memory = _whole_number(request, "min_cpu"), _whole_number(request, "min_memory")
-    listing = selectors.catalog_list(min_cpu=min_cpu, min_memory_gib=min_memory, page=_page_number(request), **params)
+    listing = selectors.catalog_list(
+        min_cpu=min_cpu,
+        min_memory_gib=min_memory,
+        page=_page_number(request),
+        sort=_query_text(request, "sort", "cheapest"),
+        **params,
+    )
     filters = request.GET.copy()
     filters.pop("page", None)
+    narrowed = filters.copy()  # what a sortable heading keeps: the filters, not the order or the page
+    narrowed.pop("sort", None)
     context = {
         **params,
         "min_cpu": min_cpu,
         "min_memory": min_memory,
         "filters": filters.urlencode(),
+        "narrowed": narrowed.urlencode(),
         "can_import": request.user.has_perm("karpui.change_catalog"),
         "catalogs": selectors.catalogs(),
         "declared": device_selectors.declared_devices(_cluster(request)),

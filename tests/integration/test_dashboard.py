@@ -6,6 +6,7 @@ from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from karpui import disruption, models, services
 from tests.karp import EXAMPLES, ok, rows
@@ -184,10 +185,20 @@ def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_g
         "said": ["SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"],
         "countdown": None,
     }
-    assert f'hx-get="/nodes/{big}/?why=1" hx-target="#why-not"' in page.content.decode()
+    body = page.content.decode()
+    # A button (a GET form without JavaScript) with a spinner while the engine runs; its answer replaces the card
+    # and stays: the URL becomes ?why=1, so a reload shows it again.
+    assert (
+        f'<form method="get" class="simulate" action="/nodes/{big}/" hx-get="/nodes/{big}/" hx-target="#why-not"'
+        in body
+    )
+    assert 'hx-indicator="#why-busy" hx-disabled-elt="find button" hx-push-url="?why=1">' in body
+    assert '<button type="submit" class="primary">Simulate consolidating it now</button>' in body
+    assert '<span id="why-busy" class="htmx-indicator busy" role="status"><span class="spinner"' in body
     card = client.get(f"/nodes/{big}/", {"why": "1"}, HTTP_HX_REQUEST="true").content.decode()
     assert card.lstrip().startswith('<section class="card" id="why-not">') and "<html" not in card
-    assert "<b>kept</b>" in card
+    assert '<b id="why-verdict">kept</b>' in card and ">Simulate again</button>" in card
+    assert "simulated at" in card and "lab time" in card
     assert "SpotToSpotConsolidation is disabled, can&#x27;t replace a spot node with a spot node" in card
     plain = client.get(f"/nodes/{big}/", {"why": "1"})  # without JavaScript: the whole page, card included
     assert plain.context["why"] == {
@@ -409,7 +420,8 @@ def test_every_page_says_which_clock_its_times_are_on_and_the_clock_is_live(lab)
         body = client.get(page).content.decode()
         assert "Times on this page: <b>lab time</b> of cluster lab" in body, page
         assert 'id="banners" hx-get="/banners/?cluster=lab" hx-trigger="every 5s"' in body, page
-    ok("advance", "10m")  # now ten minutes ahead of wall time
+    services.clusters_tick(now=timezone.now())  # in step with wall time (the row was made when the tests began)
+    ok("advance", "10m")  # now ten minutes ahead of it
     lab.refresh_from_db()
     live = client.get("/banners/?cluster=lab", HTTP_HX_REQUEST="true").content.decode()
     assert live.lstrip().startswith('<div id="banners"') and "<html" not in live
@@ -419,6 +431,7 @@ def test_every_page_says_which_clock_its_times_are_on_and_the_clock_is_live(lab)
 
 def test_a_pause_banner_and_the_resume_button_go_by_themselves_when_the_ttl_passes(lab):
     client = logged_in(user("alice", "pause_disruption"))
+    services.clusters_tick(now=timezone.now())
     ok("advance", "10m")  # the lab is ahead of wall time: a pause's end is on its clock, the audit on wall time
     client.post("/disruption/pause", {"duration": "5m", "reason": "incident 4711"})
     banner = client.get("/banners/", HTTP_HX_REQUEST="true").content.decode()
@@ -440,3 +453,40 @@ def test_the_favicon_is_served_at_favicon_ico_and_linked_from_every_page(client,
     assert response.content[:4] == b"\x00\x00\x01\x00"  # an ICO header
     page = logged_in(user()).get("/").content.decode()
     assert '<link rel="icon" href="/static/karpui/favicon.svg" type="image/svg+xml">' in page
+
+
+def test_the_catalog_shows_allocatable_sorts_by_any_column_folds_offerings_and_prices_to_four_places(lab):
+    client = logged_in(user())
+    response = client.get("/catalog/?family=c&arch=amd64&os=linux&sort=-cpu")
+    page = response.content.decode()
+    names = [t.name for t in response.context["types"]]
+    assert names[:2] == ["c-256x-amd64-linux", "c-192x-amd64-linux"]  # the most vCPU first
+    assert [t.name for t in client.get("/catalog/?family=c&arch=amd64&os=linux&sort=name").context["types"]][:2] == [
+        "c-128x-amd64-linux",
+        "c-16x-amd64-linux",
+    ]
+    row = page.split("<td>c-8x-amd64-linux</td>")[1].split("</tr>\n")[0]
+    # 8 vCPU, 16 GiB, 128 pods; allocatable as the scheduler counts it: 7900m CPU, 16374Mi
+    assert '<td class="num">8.00</td><td class="num">16.0</td><td class="num">128</td>' in row
+    assert '<td class="num nowrap">7.90 · 16.0 · 128</td>' in row
+    assert '<td class="num">$0.1520</td>' in row  # the cheapest: spot, $0.152026/h, to four places as offerings are
+    assert '<td>test-zone-a</td><td>on-demand</td><td class="num">$0.2172</td>' in row
+    assert '<details class="offerings"><summary>8 offerings</summary>' in row
+    prices = [p.split("<")[0] for p in row.split('<td class="num">$')[1:]]
+    assert prices and all(len(p.split(".")[1]) == 4 for p in prices)  # one precision: the cheapest and each offering
+    assert (
+        '<th aria-sort="descending"><a href="?family=c&amp;arch=amd64&amp;os=linux&amp;sort=cpu" class="sort">vCPU ▼</a></th>'
+        in page
+    )
+    assert client.get("/catalog/?sort=bogus").context["sort"] == "cheapest"
+
+
+def test_times_do_not_wrap_on_the_node_page_and_the_audit_trail(node):
+    client = logged_in(user("alice", "pause_disruption"))
+    page = client.get(f"/nodes/{node}/").content.decode()
+    events = page.split('id="node-events"')[1].split("</table>")[0]
+    lifecycle = page.split('id="node-lifecycle"')[1].split("</table>")[0]
+    assert '<td class="time">' in events and '<td class="time">' in lifecycle
+    client.post("/disruption/pause", {"duration": "1h", "reason": "quiet"})
+    audit = client.get("/disruption/").content.decode().split('id="audit"')[1].split("</table>")[0]
+    assert '<td class="time"><time datetime=' in audit
