@@ -191,7 +191,7 @@ def tick(cluster: models.Cluster, *, now: datetime, budget: float = TICK_BUDGET_
 def reset(cluster_name: str) -> None:
     with transaction.atomic():
         cluster = models.Cluster.objects.select_for_update().get(name=cluster_name)
-        models.KubeObject.objects.filter(cluster=cluster).delete()
+        models.KubeObject.objects.filter(cluster=cluster).exclude(kind="Namespace").delete()
         models.LogEntry.objects.filter(cluster=cluster).delete()
         models.NodePool.objects.filter(cluster=cluster).update(status={})
         cluster.lab_state = {}

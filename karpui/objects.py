@@ -552,7 +552,10 @@ def _apply_lab(api: ClusterAPI, document: Document) -> ApplyResult:
 
 
 def system_namespaces_ensure(cluster: models.Cluster) -> None:
-    """Make the namespaces kube-apiserver keeps in every cluster, where missing (a new cluster, after a reset)."""
+    """Make the namespaces kube-apiserver keeps in every cluster, where missing (a new cluster, an older lab)."""
+    present = models.KubeObject.objects.filter(cluster=cluster, kind="Namespace", name__in=SYSTEM_NAMESPACES).count()
+    if present == len(SYSTEM_NAMESPACES):
+        return
     with _lab_write(cluster) as api:
         for name in SYSTEM_NAMESPACES:
             if api.get("Namespace", name) is None:

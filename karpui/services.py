@@ -84,6 +84,10 @@ def cluster_create(*, name: str, actor: Actor, mode: str = models.Cluster.Mode.L
             raise ValidationError(f'cluster "{name}" already exists')
         cluster = models.Cluster.objects.create(name=name, mode=mode)
         _audit(actor, "create", "Cluster", name, None, {"mode": mode})
+        if mode == models.Cluster.Mode.LAB:
+            from karpui import objects  # the write path builds on these services
+
+            objects.system_namespaces_ensure(cluster)
     return cluster
 
 
@@ -355,7 +359,11 @@ def roles_ensure() -> None:
 
 def defaults_ensure() -> None:
     """First-run state: the lab cluster, the built-in catalogs and the role groups, made only where absent."""
+    from karpui import objects  # the write path builds on these services
+
     cluster_get_or_create()
+    for cluster in models.Cluster.objects.filter(mode=models.Cluster.Mode.LAB):
+        objects.system_namespaces_ensure(cluster)
     roles_ensure()
     system = Actor(name="system", via="migrate")
     for build in (kwok_catalog, aws_catalog):

@@ -36,3 +36,11 @@ def ok(*args: str, stdin: str | None = None) -> str:
 def rows(*args: str) -> list[list[str]]:
     """A `get` table as rows of cells (header dropped)."""
     return [line.split() for line in ok(*args).splitlines()[1:]]
+
+
+def workload_objects() -> int:
+    """How many objects the lab holds besides the namespaces every cluster has: 0 means nothing was written."""
+    from karpui.models import KubeObject
+    from karpui.objects import SYSTEM_NAMESPACES
+
+    return KubeObject.objects.exclude(kind="Namespace", name__in=SYSTEM_NAMESPACES).count()

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from karpui import models
-from tests.karp import EXAMPLES, karp, ok, rows
+from tests.karp import EXAMPLES, karp, ok, rows, workload_objects
 
 GPU = (EXAMPLES / "dra" / "gpu.yaml").read_text()
 
@@ -65,7 +65,7 @@ def test_bad_dra_objects_are_refused_at_apply_and_change_nothing(lab, change, me
     code, out, err = karp("apply", "-f", "-", stdin=GPU.replace(*change))
     assert code == 1 and out == ""
     assert message in err
-    assert models.KubeObject.objects.count() == 0 and models.NodePool.objects.count() == 0
+    assert workload_objects() == 0 and models.NodePool.objects.count() == 0
 
 
 def test_a_claim_template_naming_a_missing_device_class_is_refused_at_apply(lab):
@@ -77,7 +77,7 @@ def test_a_claim_template_naming_a_missing_device_class_is_refused_at_apply(lab)
         err
         == 'error: document 5 ResourceClaimTemplate/one-gpu: spec.spec.devices.requests[0].exactly.deviceClassName: DeviceClass "tpu.example.com" not found\n'
     )
-    assert models.KubeObject.objects.count() == 0
+    assert workload_objects() == 0
 
 
 def test_ignore_dra_requests_restores_karpenters_default(lab, settings):

@@ -3,7 +3,7 @@
 import json
 
 from karpui import models
-from tests.karp import EXAMPLES, karp, ok, rows
+from tests.karp import EXAMPLES, karp, ok, rows, workload_objects
 
 
 def logs(message: str) -> list[dict]:
@@ -114,7 +114,7 @@ def test_bad_cluster_objects_are_refused_and_nothing_is_written(lab):
         "error: document 4 Deployment/inflate: spec.template.spec.containers[0].resources.requests.cpu: "
         "quantities must match the regular expression of Kubernetes quantities: '1.5.5'\n"
     )
-    assert models.KubeObject.objects.count() == 0
+    assert workload_objects() == 0
 
 
 def test_unknown_verbs_kinds_and_names_fail_like_kubectl(lab):

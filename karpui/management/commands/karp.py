@@ -639,7 +639,8 @@ class Command(BaseCommand):
     def _reset(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
         lab.reset(cluster.name)
         self.stdout.write(
-            f"cluster {cluster.name} reset: workloads, nodes, NodeClaims and logs removed (NodePools, node classes and catalogs kept)"
+            f"cluster {cluster.name} reset: workloads, nodes, NodeClaims and logs removed "
+            "(namespaces, NodePools, node classes and catalogs kept)"
         )
 
 
