@@ -114,3 +114,56 @@ def test_owners_are_the_deployment_behind_a_replicaset_else_the_controller_itsel
         Owner("", "batch", ""),
         Owner("", "batch", ""),
     ]
+
+
+TAINTED_FULL = """\
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata:
+  name: default
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      taints:
+        - {key: dedicated, value: gpu, effect: NoSchedule}
+  limits:
+    cpu: "0"
+"""
+
+
+def test_the_nearest_fix_for_a_pool_at_its_limits_whose_taint_the_pod_lacks_is_the_toleration(lab):
+    """Bug 1 on the page: raising the limits would never help a pod that does not tolerate the pool's taint."""
+    ok("apply", "-f", "-", stdin=TAINTED_FULL)
+    ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))
+    ok("scale", "deploy/inflate", "--replicas", "2")
+    ok("advance", "15s")
+    page = logged_in(user()).get("/pods/pending/", {"group": "none"}).content.decode()
+    row = page.split('<table id="pending-pods">')[1].split("<tbody>")[1].split("</tr>")[0]
+    assert "<b>gpu</b>: did not tolerate taint dedicated=gpu:NoSchedule" in row
+    assert "<td><div>add a toleration for the NodePool&#x27;s taint, or use a NodePool without it</div></td>" in row
+    assert "spec.limits" not in page
+
+
+def test_a_refresh_of_five_hundred_pending_pods_of_one_deployment_stays_under_50_kb(lab, tmp_path):
+    pool = tmp_path / "nodepool.yaml"
+    pool.write_text((EXAMPLES / "provisioning" / "nodepool.yaml").read_text() + '  limits:\n    cpu: "0"\n')
+    ok("apply", "-f", str(pool), "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))
+    ok("scale", "deploy/inflate", "--replicas", "520")
+    ok("advance", "15s")
+    client = logged_in(user())
+    refresh = client.get("/pods/pending/", HTTP_HX_REQUEST="true")
+    body = refresh.content.decode()
+
+    assert body.lstrip().startswith('<section id="pending-table"')
+    assert '<b id="pending-total">520</b>' in body and body.count('<tr class="group"') == 1
+    assert len(refresh.content) < 50 * 1024, len(refresh.content)
+    flat = client.get("/pods/pending/", {"group": "none"}, HTTP_HX_REQUEST="true").content.decode()
+    assert flat.split("<tbody>")[1].count("<tr>") == 200  # the flat list is a page of pods, not all 520
