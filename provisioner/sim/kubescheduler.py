@@ -101,13 +101,17 @@ def schedule_pending(store: ObjectStore, views: Views, now: float, pending: list
     devices = cluster_dra.published(store) if classes else {}
     # Bound pods' anti-affinity terms, gathered once per pass and extended as pods bind (most pods have none).
     anti_terms = [(n.labels, p, term) for n in nodes for p in n.pods for term in p.anti_affinity]
+    # Without anti-affinity anywhere (none bound, none pending, so none binds in this pass) a pod's labels and
+    # namespace play no part in any filter or score, so pods that differ only in those (one Deployment's pods and
+    # another's) share one queue.
+    labelled = bool(anti_terms) or any(views.pod(p).anti_affinity for p in pending)
     queues: dict[tuple[object, ...], _ClassQueue] = {}
     for obj in pending:
         pod = views.pod(obj)
         best: _NodeState | None = None
         reasons: Counter[str] = Counter()
         if _simple(pod) and not obj["spec"].get("resourceClaims"):
-            key = _class_key(pod)
+            key = _class_key(pod, labelled=labelled)
             queue = queues.get(key)
             if queue is None:
                 queue = queues[key] = _ClassQueue(pod, nodes, anti_terms)
@@ -153,11 +157,11 @@ def _simple(pod: Pod) -> bool:
     return not (pod.affinity or pod.anti_affinity or pod.spread)
 
 
-def _class_key(pod: Pod) -> tuple[object, ...]:
-    """Pods that every filter and the score treat alike (a Deployment's pods, typically)."""
+def _class_key(pod: Pod, *, labelled: bool = True) -> tuple[object, ...]:
+    """Pods that every filter and the score treat alike (a Deployment's pods, typically); with `labelled` False
+    (no anti-affinity in play) regardless of their namespace and labels."""
     return (
-        pod.namespace,
-        tuple(sorted(pod.labels.items())),
+        (pod.namespace, tuple(sorted(pod.labels.items()))) if labelled else None,
         tuple(sorted(pod.node_selector.items())),
         pod.required_terms,
         pod.tolerations,

@@ -149,7 +149,7 @@ def _reconcile_replicaset(store: ObjectStore, replicaset: Obj, rng: random.Rando
 
 
 def _create_pod(store: ObjectStore, owner: Obj, rng: random.Random) -> Obj:
-    template = copy.deepcopy(owner["spec"].get("template") or {})
+    template = owner["spec"].get("template") or {}  # read only: create stores a deep copy of what it is given
     meta = template.get("metadata") or {}
     while True:
         name = f"{owner['metadata']['name']}-{random_suffix(rng)}"
