@@ -90,11 +90,12 @@ class Kubectl:
 
     kubeconfig: Path
     home: Path
+    cwd: Path = ROOT  # where relative paths (`apply -f nodepool.yaml`) are read
 
     def run(self, *args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)}
         return subprocess.run(
-            [KUBECTL, *args], input=stdin, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+            [KUBECTL, *args], input=stdin, capture_output=True, text=True, env=env, timeout=timeout, cwd=self.cwd
         )
 
     def ok(self, *args: str, stdin: str | None = None) -> str:
@@ -108,7 +109,7 @@ class Kubectl:
     def popen(self, *args: str) -> subprocess.Popen[str]:
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)}
         return subprocess.Popen(
-            [KUBECTL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+            [KUBECTL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=self.cwd
         )
 
 

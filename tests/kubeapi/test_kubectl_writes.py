@@ -7,6 +7,7 @@ They run once the shared write path (karpui.objects, built beside this API) is t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -25,14 +26,25 @@ def placement(kubectl: Any, selector: str = "app=web") -> dict[str, int]:
     return counts
 
 
-def test_getting_started_apply_scale_get_describe_and_delete(kubectl: Any) -> None:
-    assert kubectl.ok("apply", "-f", "examples/provisioning/") == (
-        "deployment.apps/inflate created\n"
-        "kwoknodeclass.karpenter.kwok.sh/default created\n"
-        "nodepool.karpenter.sh/default created\n"
+def test_getting_started_apply_scale_get_describe_and_delete(kubectl: Any, tmp_path: Any) -> None:
+    # Karpenter's getting-started lines, verbatim: its nodepool.yaml (KWOKNodeClass and NodePool) and inflate.yaml.
+    (tmp_path / "nodepool.yaml").write_text((EXAMPLES / "provisioning" / "nodepool.yaml").read_text())
+    (tmp_path / "inflate.yaml").write_text((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
+    kubectl = dataclasses.replace(kubectl, cwd=tmp_path)
+    assert kubectl.ok("apply", "-f", "nodepool.yaml") == (
+        "kwoknodeclass.karpenter.kwok.sh/default created\nnodepool.karpenter.sh/default created\n"
     )
-    assert kubectl.ok("scale", "deployment", "inflate", "--replicas", "5") == "deployment.apps/inflate scaled\n"
-    lab.advance("lab", 5)
+    assert kubectl.ok("apply", "-f", "inflate.yaml") == "deployment.apps/inflate created\n"
+    watching = kubectl.popen("get", "pods", "-w")
+    try:
+        assert kubectl.ok("scale", "deployment", "inflate", "--replicas", "5") == "deployment.apps/inflate scaled\n"
+        lab.advance("lab", 5)
+        seen = [watching.stdout.readline().split() for _ in range(11)]  # the header, 5 Pending, 5 Running
+    finally:
+        watching.terminate()
+        watching.wait(timeout=10)
+    assert seen[0][:3] == ["NAME", "READY", "STATUS"]
+    assert sorted(row[2] for row in seen[1:]) == ["Pending"] * 5 + ["Running"] * 5
     [claim] = kubectl.rows("get", "nodeclaims")
     assert claim[1:3] == ["c-8x-amd64-linux", "on-demand"] and claim[5] == "True"
     node = json.loads(kubectl.ok("get", "node", claim[4], "-o", "json"))
@@ -42,11 +54,20 @@ def test_getting_started_apply_scale_get_describe_and_delete(kubectl: Any) -> No
         "memory": "16374Mi",
         "pods": "128",
     }
+    [wide] = kubectl.rows("get", "nodes", "-o", "wide")
+    assert (wide[0], wide[1]) == (claim[4], "Ready")
     assert [(p[2], p[6]) for p in kubectl.rows("get", "pods", "-o", "wide")] == [("Running", claim[0])] * 5
-    assert "Conditions:" in kubectl.ok("describe", "nodeclaim", claim[0])
-    assert kubectl.ok("delete", "-f", "examples/provisioning/deployment.yaml") == (
-        'deployment.apps "inflate" deleted\n'
+    described = kubectl.ok("describe", "nodeclaim", claim[0])
+    assert f"Name:         {claim[0]}\n" in described
+    conditions = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Type:")]
+    statuses = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Status:")]
+    assert conditions == ["Launched", "Registered", "Initialized", "Ready"] and statuses[-4:] == ["True"] * 4
+    events = described[described.index("Events:") :].splitlines()
+    assert events[3].split()[:2] == ["Normal", "Launched"]
+    assert events[3].endswith(
+        "karpenter  Status condition transitioned, Type: Launched, Status: True, Reason: Launched"
     )
+    assert kubectl.ok("delete", "-f", "inflate.yaml") == 'deployment.apps "inflate" deleted\n'
     lab.advance("lab", 60)
     assert kubectl.run("get", "pods").stderr == "No resources found in default namespace.\n"
     assert kubectl.rows("get", "nodeclaims") == []  # empty, consolidated away
@@ -106,6 +127,10 @@ def test_static_nodes_taints_and_rollout_restart(kubectl: Any) -> None:
         "error: node kind-worker already has dedicated taint(s) with same effect(s) and --overwrite is false\n"
     )
     assert kubectl.ok("taint", "nodes", "kind-worker", "dedicated:NoSchedule-") == "node/kind-worker untainted\n"
+    assert json.loads(kubectl.ok("get", "node", "kind-worker", "-o", "json"))["spec"].get("taints", []) == []
+    # The seed's own lines: `key=value:NoSchedule`, then `key-` (every effect of that key).
+    assert kubectl.ok("taint", "nodes", "kind-worker", "key=value:NoSchedule") == "node/kind-worker tainted\n"
+    assert kubectl.ok("taint", "nodes", "kind-worker", "key-") == "node/kind-worker untainted\n"
     assert json.loads(kubectl.ok("get", "node", "kind-worker", "-o", "json"))["spec"].get("taints", []) == []
 
 
