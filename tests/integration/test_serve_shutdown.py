@@ -164,3 +164,69 @@ def test_the_first_run_prints_the_login_url_with_the_port_it_serves(tmp_path):
 )
 def test_the_url_said_is_the_one_a_browser_here_opens(addrport, url):
     assert site_url(addrport) == url
+
+
+def test_with_a_certificate_serve_speaks_https_and_kubectl_reads_the_lab_with_a_token(tmp_path):
+    """Issue 12: serve serves the Kubernetes API with TLS when a certificate is configured, so kubectl (which sends
+    a token only over HTTPS) works against plain `manage.py serve`."""
+    if not Path("/usr/bin/kubectl").exists():
+        pytest.skip("kubectl 1.32 ships with these machines at /usr/bin/kubectl")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert)]
+        + ["-days", "1", "-subj", "/CN=karpui", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )
+    port = _free_port()
+    env = serve_env(tmp_path)
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--no-worker"]
+            + ["--certfile", str(cert), "--keyfile", str(key)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            until(lambda: "karpui is serving" in log_path.read_text(), "serve to start")
+            said = log_path.read_text()
+            assert f"karpui is serving https://127.0.0.1:{port}/ (Ctrl-C stops web and worker)" in said
+            assert f"kubectl: manage.py karp kubeconfig --server https://127.0.0.1:{port} " in said
+            config = subprocess.run(
+                [sys.executable, "manage.py", "karp", "kubeconfig", "--as", "admin"]
+                + ["--server", f"https://127.0.0.1:{port}", "--certificate-authority", str(cert)],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            (tmp_path / "kubeconfig").write_text(config)
+            kubectl_env = {
+                "PATH": os.environ["PATH"],
+                "HOME": str(tmp_path),
+                "KUBECONFIG": str(tmp_path / "kubeconfig"),
+            }
+
+            def namespaces() -> subprocess.CompletedProcess[str]:
+                return subprocess.run(
+                    ["/usr/bin/kubectl", "get", "namespaces", "-o", "name"],
+                    env=kubectl_env,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+
+            until(lambda: namespaces().returncode == 0, "gunicorn to answer over HTTPS")
+            assert namespaces().stdout == (
+                "namespace/default\nnamespace/kube-node-lease\nnamespace/kube-public\nnamespace/kube-system\n"
+            )
+            os.kill(serve.pid, signal.SIGTERM)
+            serve.wait(timeout=60)
+        finally:
+            if serve.poll() is None:
+                serve.kill()
+    assert serve.returncode == 0

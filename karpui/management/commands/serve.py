@@ -1,5 +1,9 @@
 """`manage.py serve`: migrate, make sure an admin exists, then run web + Celery worker + beat together.
 
+The web server is Django's runserver on plain HTTP; with a certificate (`--certfile` and `--keyfile`, or
+KARPUI_TLS_CERTFILE and KARPUI_TLS_KEYFILE) it is gunicorn serving HTTPS with threads (a watch holds one), which
+kubectl needs: it sends a token only over TLS.
+
 One Ctrl-C (or SIGTERM) stops them all, in order: the web server first, so nobody acts on a half-stopped karpui,
 then the worker with its embedded beat. Each child runs in its own process group, so the terminal's Ctrl-C reaches
 only serve, which stops each group in turn: SIGTERM to the group's leader (Celery then finishes the running tick
@@ -22,21 +26,52 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 POLL_SECONDS = 0.1
 DEFAULT_ADDRPORT = "127.0.0.1:8000"
 
 
-def site_url(addrport: str) -> str:
-    """The address a browser on this machine opens for runserver's ADDRPORT ("8011", "0.0.0.0:8011", "[::1]:8011",
-    "host:8011"): a bare port or an all-interfaces host is reached as 127.0.0.1."""
+def _host_port(addrport: str) -> tuple[str, str]:
     host, _, port = addrport.rpartition(":")
     if not port.isdigit():
         host, port = addrport, DEFAULT_ADDRPORT.rpartition(":")[2]
+    return host, port
+
+
+def site_url(addrport: str, *, tls: bool = False) -> str:
+    """The address a browser on this machine opens for runserver's ADDRPORT ("8011", "0.0.0.0:8011", "[::1]:8011",
+    "host:8011"): a bare port or an all-interfaces host is reached as 127.0.0.1."""
+    host, port = _host_port(addrport)
     if host in ("", "0", "0.0.0.0", "[::]"):  # noqa: S104 - only read, to print a reachable address
         host = "127.0.0.1"
-    return f"http://{host}:{port}/"
+    return f"{'https' if tls else 'http'}://{host}:{port}/"
+
+
+def web_command(python: str, addrport: str, certfile: str, keyfile: str) -> list[str]:
+    """runserver for plain HTTP; gunicorn with TLS when given a certificate and its key."""
+    if not certfile:
+        return [python, "manage.py", "runserver", "--noreload", addrport]
+    host, port = _host_port(addrport)
+    bind = f"{host or '127.0.0.1'}:{port}"
+    return [
+        python,
+        "-m",
+        "gunicorn",
+        "karpui.wsgi:application",
+        "--bind",
+        bind,
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "16",
+        "--certfile",
+        certfile,
+        "--keyfile",
+        keyfile,
+        "--access-logfile",
+        "-",
+    ]
 
 
 @dataclass
@@ -104,6 +139,16 @@ class Command(BaseCommand):
         parser.add_argument("addrport", nargs="?", default=DEFAULT_ADDRPORT)
         parser.add_argument("--no-worker", action="store_true", help="serve the web app only")
         parser.add_argument(
+            "--certfile",
+            default=os.environ.get("KARPUI_TLS_CERTFILE", ""),
+            help="serve HTTPS with this certificate (PEM), through gunicorn (env KARPUI_TLS_CERTFILE)",
+        )
+        parser.add_argument(
+            "--keyfile",
+            default=os.environ.get("KARPUI_TLS_KEYFILE", ""),
+            help="the certificate's private key (PEM; env KARPUI_TLS_KEYFILE)",
+        )
+        parser.add_argument(
             "--stop-timeout",
             type=float,
             default=10.0,
@@ -111,20 +156,28 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        certfile, keyfile = options["certfile"], options["keyfile"]
+        if bool(certfile) != bool(keyfile):
+            raise CommandError("--certfile and --keyfile go together: TLS needs the certificate and its key")
+        for path in (certfile, keyfile):
+            if path and not os.path.isfile(path):
+                raise CommandError(f"{path}: no such file")
         call_command("migrate", interactive=False, verbosity=0)
-        url = site_url(options["addrport"])
+        url = site_url(options["addrport"], tls=bool(certfile))
         self._ensure_admin(url)
         stop = Stop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, stop.receive)
         python = sys.executable
         children: list[subprocess.Popen[bytes]] = []  # in stopping order: web first
-        children.append(
-            subprocess.Popen([python, "manage.py", "runserver", "--noreload", options["addrport"]], process_group=0)
-        )
+        children.append(subprocess.Popen(web_command(python, options["addrport"], certfile, keyfile), process_group=0))
         if not options["no_worker"]:
             children.append(subprocess.Popen(self._worker_command(python), process_group=0))
         self.stdout.write(f"karpui is serving {url} (Ctrl-C stops web and worker)")
+        if certfile:
+            self.stdout.write(
+                f"kubectl: manage.py karp kubeconfig --server {url.rstrip('/')} --certificate-authority {certfile}"
+            )
         self.stdout.flush()
         while not stop.requested and all(child.poll() is None for child in children):
             time.sleep(POLL_SECONDS * 5)
