@@ -24,13 +24,23 @@ from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.objects import key_of
 from provisioner.dra.declarations import declare
 from provisioner.lab import Lab, LabConfig
+from provisioner.manifests import ManifestError
 from provisioner.objects import NodeClass
 
 T = TypeVar("T")
 
 
-def lab_config(cluster: models.Cluster) -> LabConfig:
+def lab_config(cluster: models.Cluster, problems: list[tuple[dict[str, Any], str]] | None = None) -> LabConfig:
+    """What the cluster's controllers work from. A stored NodePool that no longer parses (written before a rule
+    existed, or by hand) is left out, with its error in `problems`: one bad NodePool never stops the others."""
     nodepools = list(models.NodePool.objects.filter(cluster=cluster))
+    domains = []
+    for row in nodepools:
+        try:
+            domains.append(store.nodepool_domain(row))
+        except ManifestError as error:
+            if problems is not None:
+                problems.append((store.nodepool_manifest(row), f"{error.field}: {error.message}"))
     nodeclasses = {
         (row.kind, row.name): NodeClass(row.api_version, row.kind, row.name, row.spec)
         for row in models.NodeClass.objects.filter(cluster=cluster)
@@ -42,7 +52,8 @@ def lab_config(cluster: models.Cluster) -> LabConfig:
         for kind in row.node_class_kinds:
             catalogs.setdefault(kind, []).extend(types)
     return LabConfig(
-        nodepools=[store.nodepool_domain(row) for row in nodepools],
+        nodepools=domains,
+        # Every row's uid, parsed or not: the garbage collector must not take a bad NodePool's nodes for orphans.
         nodepool_uids={row.name: str(row.uid) for row in nodepools},
         nodeclasses=nodeclasses,
         catalogs=catalogs,
@@ -57,7 +68,12 @@ def load(cluster: models.Cluster) -> Lab:
     # Bodies only: building 20,000 model instances costs more than decoding their JSON.
     objects = list(models.KubeObject.objects.filter(cluster=cluster).values_list("body", flat=True))
     state = {**cluster.lab_state, "resource_version": cluster.resource_version}
-    return Lab(objects, lab_config(cluster), state, now=cluster.clock.timestamp())
+    problems: list[tuple[dict[str, Any], str]] = []
+    lab = Lab(objects, lab_config(cluster, problems), state, now=cluster.clock.timestamp())
+    for nodepool, error in problems:
+        with lab.ctx.guard("nodepool", nodepool):
+            raise ManifestError(f"NodePool {nodepool['metadata']['name']} left out until fixed: {error}")
+    return lab
 
 
 def save(

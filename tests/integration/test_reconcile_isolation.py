@@ -74,3 +74,20 @@ def test_the_dashboard_says_which_cluster_has_reconcile_errors(lab, admin_client
     page = admin_client.get("/").content.decode()
     assert "reconcile error" in page and "<b>lab</b>" in page
     assert "nodeclaim.lifecycle" in page and "AttributeError" in page
+
+
+def test_a_stored_nodepool_that_no_longer_parses_is_left_out_and_the_good_one_still_provisions(lab):
+    """A NodePool row with an approval threshold the gate cannot read (stored before the rule, or by hand) used to
+    make every load of the lab fail: no tick, no karp scale, for the whole cluster."""
+    provisioned()
+    bad = models.NodePool.objects.get(name="default")
+    nodepool = (EXAMPLES / "provisioning" / "nodepool.yaml").read_text().split("---")[1]
+    ok("apply", "-f", "-", stdin=nodepool.replace("  name: default\n", "  name: other\n", 1))
+    models.NodePool.objects.filter(pk=bad.pk).update(annotations={"karpui.dev/approval-threshold": "lots"})
+    ok("advance", "10s")
+    assert [p.split()[2] for p in ok("get", "pods").splitlines()[1:]] == ["Running"] * 3
+    assert {c.split()[0].rsplit("-", 1)[0] for c in ok("get", "nodeclaims").splitlines()[1:]} == {"other"}
+    errors = [json.loads(line) for line in ok("logs").splitlines() if '"Reconciler error"' in line]
+    assert errors[0]["controller"] == "nodepool"
+    assert errors[0]["NodePool"] == {"name": "default", "namespace": ""}
+    assert "metadata.annotations" in errors[0]["error"] and "lots" in errors[0]["error"]
