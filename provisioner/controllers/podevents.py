@@ -37,10 +37,12 @@ class PodEventsController:
                 and not pod["metadata"].get("deletionTimestamp")
             ):
                 by_node.setdefault(node, []).append(pod["metadata"]["uid"])
+        nodes = set()
         for claim in ctx.api.list("NodeClaim"):
             node = (claim.get("status") or {}).get("nodeName")
             if not node:
                 continue
+            nodes.add(node)
             digest = hashlib.sha256(json.dumps(sorted(by_node.get(node, []))).encode()).hexdigest()[:16]
             if self.pod_sets.get(node) != digest:
                 if node in self.pod_sets or by_node.get(node):
@@ -48,5 +50,8 @@ class PodEventsController:
                     ctx.api.update(claim)
                     changed = True
                 self.pod_sets[node] = digest
+        # Nodes whose NodeClaim is gone are never looked at again: a warm engine (and its saved state) would
+        # otherwise keep every node it ever saw.
+        self.pod_sets = {node: digest for node, digest in self.pod_sets.items() if node in nodes}
         self._seen = (ctx.api.kind_version("Pod"), ctx.api.kind_version("NodeClaim"))
         return changed

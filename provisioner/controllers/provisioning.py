@@ -119,6 +119,8 @@ class ProvisioningController:
         for plan in result.new_nodeclaims:
             for pod in plan.pods:
                 self.verdicts.pop(pod.uid, None)
+        for node in [node for node, until in ctx.nominations.items() if until <= ctx.now]:
+            del ctx.nominations[node]  # lapsed: read only as "nominated now", and a warm engine would keep them all
         for node in result.placements:
             # A pending pod is headed for this node: disruption leaves it alone for a while (Karpenter: 20 s).
             ctx.nominations[node] = ctx.now + NOMINATION_SECONDS

@@ -100,6 +100,7 @@ class TerminationController:
         node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
         ctx.api.update(node)
         self.draining.pop(name, None)
+        self.drained_at.pop(name, None)  # as to_state keeps it: only for nodes still draining
         return True
 
     def _drain_step(self, ctx: ClusterContext, node: str, deadline: float | None = None) -> tuple[bool, bool]:

@@ -123,3 +123,19 @@ def test_the_cluster_side_skips_components_when_nothing_was_written(monkeypatch)
     assert collections
     assert not running.store.list("ReplicaSet") and not running.store.list("Pod")
     assert "garbage-collector" in cluster.STORE_DRIVEN
+
+
+def test_a_warm_engine_forgets_the_nodes_that_are_gone():
+    running = lab()
+    running.store.create(deployment("web", 30))
+    running.advance(5)
+    assert len(running.manager.podevents.pod_sets) == 3
+    stored = running.store.must_get("Deployment", "web", "default")
+    stored["spec"]["replicas"] = 0
+    running.store.update(stored, spec_changed=True)
+    running.advance(120)  # emptied, consolidated, drained and deleted
+    assert not running.store.list("Node")
+    state = running.to_state()
+    assert state["podevents"]["pod_sets"] == {}
+    assert running.manager.termination.drained_at == {} and state["termination"]["draining"] == {}
+    assert all(until > running.now for until in running.ctx.nominations.values())
