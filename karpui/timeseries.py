@@ -68,7 +68,10 @@ def integrate(
                 break
             overlap = (min(until, edges[index + 1]) - max(since, edges[index])).total_seconds()
             for key, values in value.items():
-                row = sums.setdefault(key, [[0.0] * dimensions for _ in range(count)])[index]
+                rows = sums.get(key)
+                if rows is None:
+                    rows = sums[key] = [[0.0] * dimensions for _ in range(count)]
+                row = rows[index]
                 for d in range(dimensions):
                     row[d] += values[d] * overlap
 

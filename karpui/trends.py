@@ -315,17 +315,24 @@ def history(cluster: models.Cluster, start: datetime, end: datetime, points: int
     averages = {key: [round(row[0] / seconds[i], 3) for i, row in enumerate(rows)] for key, rows in sums.items()}
     pending = averages.pop(f"{PENDING}/", [0.0] * buckets.count)
     nodes = {key.partition("/")[2]: values for key, values in sorted(averages.items()) if key.startswith(NODES)}
-    latencies: list[Counter[int]] = [Counter() for _ in range(buckets.count)]
+    merged: list[dict[str, int]] = [{} for _ in range(buckets.count)]  # seconds (as stored) -> pods, per bucket
     disrupted: dict[str, list[int]] = {}
     activity = models.ActivitySample.objects.filter(cluster=cluster, time__gte=start, time__lte=end)
     for time, latency, reasons in activity.values_list("time", "latency", "disrupted"):
         index = buckets.index(time)
         if index is None:
             continue
-        latencies[index].update({int(s): n for s, n in latency.items()})
+        bucket = merged[index]
+        for waited, pods in latency.items():
+            bucket[waited] = bucket.get(waited, 0) + pods
         for reason, n in reasons.items():
-            disrupted.setdefault(reason, [0] * buckets.count)[index] += n
-    everything: Counter[int] = sum(latencies, Counter())
+            if reason not in disrupted:
+                disrupted[reason] = [0] * buckets.count
+            disrupted[reason][index] += n
+    latencies = [Counter({int(s): n for s, n in bucket.items()}) for bucket in merged]
+    everything: Counter[int] = Counter()
+    for counts in latencies:
+        everything.update(counts)
     return Trends(
         labels=buckets.labels(),
         pending=pending,

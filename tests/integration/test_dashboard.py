@@ -470,10 +470,10 @@ def test_the_catalog_shows_allocatable_sorts_by_any_column_folds_offerings_and_p
     assert '<td class="num">8.00</td><td class="num">16.0</td><td class="num">128</td>' in row
     assert '<td class="num nowrap">7.90 · 16.0 · 128</td>' in row
     assert '<td class="num">$0.1520</td>' in row  # the cheapest: spot, $0.152026/h, to four places as offerings are
-    assert '<td>test-zone-a</td><td>on-demand</td><td class="num">$0.2172</td>' in row
+    assert "<div>on-demand $0.2172: test-zone-a, test-zone-b, test-zone-c, test-zone-d</div>" in row
     assert '<details class="offerings"><summary>8 offerings</summary>' in row
-    prices = [p.split("<")[0] for p in row.split('<td class="num">$')[1:]]
-    assert prices and all(len(p.split(".")[1]) == 4 for p in prices)  # one precision: the cheapest and each offering
+    prices = [p.split("<")[0].split(":")[0] for p in row.split("$")[1:]]
+    assert len(prices) == 3 and all(len(p.split(".")[1]) == 4 for p in prices)  # one precision for every price
     assert (
         '<th aria-sort="descending"><a href="?family=c&amp;arch=amd64&amp;os=linux&amp;sort=cpu" class="sort">vCPU ▼</a></th>'
         in page
