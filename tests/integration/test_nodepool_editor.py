@@ -286,4 +286,5 @@ def test_the_preview_comes_right_under_the_form_before_the_delete_section(lab):
     client = editor("change_nodepool", "delete_nodepool")
     page = client.post("/nodepools/capped/", {**form_for(client, "capped"), "action": "preview"}).content.decode()
     assert page.index('<form method="post" class="editor"') < page.index('id="whatif"') < page.index("Delete this")
-    assert 'action="#whatif"' in page  # the browser scrolls to the answer
+    assert 'formaction="/nodepools/capped/#whatif">Preview what changes' in page  # the browser scrolls to the answer
+    assert '<form method="post" class="editor" action="/nodepools/capped/">' in page  # Save does not

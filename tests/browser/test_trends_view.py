@@ -1,0 +1,36 @@
+"""The Trends page in chromium: four charts drawn by the vendored Chart.js from the page's series, redrawn when the
+live section swaps in fresh data."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import ROOT, LiveKarpui
+
+WAIT_MS = 30_000
+EXAMPLE = ROOT / "examples" / "provisioning"
+
+
+def _datasets(trend: str) -> str:
+    return f"Chart.getChart(document.querySelector('canvas[data-trend=\"{trend}\"]')).data.datasets"
+
+
+def test_the_trends_page_draws_its_four_charts_and_follows_the_cluster(
+    live_karpui: LiveKarpui, browser_page: Page
+) -> None:
+    page = browser_page
+    live_karpui.karp("apply", "-f", str(EXAMPLE))
+    page.goto(f"{live_karpui.url}/trends/?window=1h")
+    page.evaluate("window.karpuiTestMarker = 'kept'")
+    page.wait_for_function(
+        f"() => typeof Chart !== 'undefined' && {_datasets('latency')}.length === 2", timeout=WAIT_MS
+    )
+    assert page.evaluate(f"{_datasets('latency')}.map(d => d.label)") == ["p50", "p95"]
+    assert page.evaluate(f"{_datasets('pending')}.map(d => d.label)") == ["pods pending"]
+
+    live_karpui.karp("scale", "deploy/inflate", "--replicas", "3")
+    expect(page.locator("#nodes-now")).to_have_text("1", timeout=60_000)  # the section polls every 10 s
+    page.wait_for_function(f"() => {_datasets('nodes')}.map(d => d.label).includes('default')", timeout=WAIT_MS)
+    page.wait_for_function(f"() => {_datasets('latency')}[0].data.some(v => v !== null)", timeout=WAIT_MS)
+    assert page.evaluate("window.karpuiTestMarker === 'kept'")
+    live_karpui.karp("scale", "deploy/inflate", "--replicas", "0")
