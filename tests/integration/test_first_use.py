@@ -25,7 +25,8 @@ def test_the_disruption_pages_audit_trail_shows_approval_mode_changes(lab):
     client.post("/nodepools/default/approval-mode", {"mode": "manual"})
 
     page = client.get("/disruption/")
-    [row] = page.context["audit"]
+    [entry] = page.context["audit"]
+    row = entry["event"]
     assert (row.actor_name, row.via, row.action, row.target_kind, row.target_name) == (
         "alice",
         "web",
