@@ -128,7 +128,8 @@ class Observer:
         mark = running.state.get(STATE_KEY) or {"version": 0, "second": now, "counted": []}
         counted = set(mark["counted"])
         found, this_second = [], set(counted) if mark["second"] == now else set()
-        for pod in running.store.list("Pod", fields={"status.phase": "Running"}):
+        # All pods in the store's kept order (the phase index would sort its keys on every call), oldest check first.
+        for pod in running.store.list("Pod") if running.store.resource_version > mark["version"] else ():
             meta = pod["metadata"]
             if int(meta.get("resourceVersion") or 0) <= mark["version"]:
                 continue  # unchanged since the last observation, which saw it as it is
