@@ -84,8 +84,8 @@ def _reason(fields: dict[str, Any]) -> str:
 
 
 class Observer:
-    """Called by karpui.costs.Recorder each time the lab settles; returns an Observation when a gauge changed or
-    something happened since the last call, else None.
+    """Called by karpui.costs.Recorder each time the lab settles: what it sees then (the Recorder keeps the moments
+    at which a gauge changed or something happened).
 
     A pod is counted as started once: its Ready transition is later than the second of the last observation, or
     in that same second but not counted then. The last observation's second and the pods counted in it are kept in
@@ -99,7 +99,7 @@ class Observer:
         self._gauges: tuple[int, dict[str, int]] | None = None
         self._logs_seen = 0
 
-    def __call__(self, running: Lab) -> Observation | None:
+    def __call__(self, running: Lab) -> Observation:
         store = running.store
         versions = (store.kind_versions.get("Pod", 0), store.kind_versions.get("Node", 0))
         if versions != self._versions or self._gauges is None:
