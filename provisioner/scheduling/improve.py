@@ -38,7 +38,7 @@ from provisioner.scheduling.topology import Topology
 EPSILON = 1e-9
 # The packer looks ahead (tries every shape for the next node and completes greedily) once what is left is worth
 # at most this many of the dearest shape; before that it takes the most efficient node shape, repeatedly.
-TAIL = 3.0
+TAIL = 1.0
 # How many of the most promising shapes the look-ahead completes for each node it chooses.
 LOOKAHEAD = 8
 # Groups with more distinct pod requests than this stay as planned: the packer's work grows with their square.
@@ -298,7 +298,7 @@ class Packer:
 
     def __init__(self, demands: Sequence[tuple[int, ...]], shapes: Sequence[Shape]) -> None:
         self.demands = list(demands)
-        self.shapes = _undominated(shapes)
+        self.shapes = sorted(shapes, key=lambda s: (s.price, s.position))
         self.parts = [tuple((r, amount) for r, amount in enumerate(d) if amount > 0) for d in self.demands]
         self.weights = [self._weight(c) for c in range(len(self.demands))]
         # Larger classes first where scores tie, as first-fit-decreasing does.
@@ -445,6 +445,14 @@ class Packer:
         """Bins holding exactly `counts` pods per class, or None if some pod fits no shape."""
         if not self.shapes or any(n and w == float("inf") for n, w in zip(counts, self.weights, strict=True)):
             return None
+        # Shapes dearer than the cheapest that holds every pod can hold no more; values stay those of all shapes.
+        needed = self._needed(counts)
+        last = next(
+            (i for i, s in enumerate(self.shapes) if all(a >= b for a, b in zip(s.capacity, needed, strict=True))),
+            len(self.shapes) - 1,
+        )
+        self.shapes = _undominated(self.shapes[: last + 1])
+        self._completions.clear()
         left = list(counts)
         bins: list[Bin] = []
         if not self._greedy(left, bins, TAIL * self.dearest):
@@ -508,15 +516,11 @@ class Packer:
 
 def _undominated(shapes: Sequence[Shape]) -> list[Shape]:
     """Shapes by price, without any that another shape beats or equals in every resource at no higher price."""
-    ordered = sorted(shapes, key=lambda s: (s.price, s.position))
-    return [
-        shape
-        for i, shape in enumerate(ordered)
-        if not any(
-            other.price <= shape.price
-            and all(a >= b for a, b in zip(other.capacity, shape.capacity, strict=True))
-            and (other.capacity != shape.capacity or j < i)
-            for j, other in enumerate(ordered)
-            if j != i
-        )
-    ]
+    # Cheapest first and, at one price, roomiest first: a shape can only be dominated by one before it, and a
+    # dominated one's dominator dominates whatever it would, so comparing with the kept shapes is enough.
+    ordered = sorted(shapes, key=lambda s: (s.price, -sum(s.capacity), s.position))
+    kept: list[Shape] = []
+    for shape in ordered:
+        if not any(all(a >= b for a, b in zip(k.capacity, shape.capacity, strict=True)) for k in kept):
+            kept.append(shape)
+    return sorted(kept, key=lambda s: (s.price, s.position))
