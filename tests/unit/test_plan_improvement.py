@@ -2,13 +2,18 @@
 
 from dataclasses import replace
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from provisioner import labels as wk
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.lab import Lab, LabConfig
 from provisioner.manifests.nodepool import parse_nodepool
 from provisioner.objects import NodeClass
+from provisioner.quantity import add, fits
+from provisioner.requirements import Requirements
 from provisioner.scheduling.improve import Packer, Shape
-from provisioner.taints import Taint, Toleration
+from provisioner.taints import Taint, Toleration, tolerates_all
 from tests.builders import (
     ARCH,
     CAPACITY_TYPE,
@@ -220,3 +225,70 @@ def test_the_lab_logs_one_created_nodeclaim_line_per_improved_nodeclaim():
     assert launched_as == ["c-2x-amd64-linux", "c-4x-amd64-linux"]
     running = lab.store.list("Pod", fields={"status.phase": "Running"})
     assert len(running) == 10
+
+
+# Over random batches ----------------------------------------------------------------------------------------------
+
+batches = st.lists(
+    st.fixed_dictionaries(
+        {
+            "cpu": st.sampled_from(["100m", "250m", "500m", "1", "1500m", "3", "7"]),
+            "memory": st.sampled_from(["100Mi", "512Mi", "1Gi", "4Gi", "12Gi"]),
+            "zone": st.sampled_from([None, None, "test-zone-a"]),
+            "app": st.sampled_from(["a", "b", "c"]),
+            "constraint": st.sampled_from([None, None, None, "anti-hostname", "spread-zone", "tolerate"]),
+        }
+    ),
+    min_size=1,
+    max_size=40,
+)
+POOLS = [
+    nodepool("general", *AMD64_ON_DEMAND, limits={"cpu": "96"}),
+    nodepool("dedicated", *AMD64_ON_DEMAND, weight=10, taints=[Taint("dedicated", "NoSchedule")], limits={"cpu": "24"}),
+]
+
+
+def batch(specs):
+    pods = []
+    for spec in specs:
+        extra = {}
+        if spec["constraint"] == "anti-hostname":
+            extra["anti_affinity"] = [term(HOSTNAME, app=spec["app"])]
+        elif spec["constraint"] == "spread-zone":
+            extra["spread"] = [spread(ZONE, 1, app=spec["app"])]
+        elif spec["constraint"] == "tolerate":
+            extra["tolerations"] = [Toleration(key="dedicated", operator="Exists")]
+        selector = {ZONE: spec["zone"]} if spec["zone"] else {}
+        pods.append(pod(spec["cpu"], spec["memory"], labels={"app": spec["app"]}, node_selector=selector, **extra))
+    return pods
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches)
+def test_an_improved_plan_places_the_same_pods_for_no_more_and_breaks_no_constraint(specs):
+    pods = batch(specs)
+    karpenter = schedule(pods, pools=POOLS, types=KWOK)
+    improved = schedule(pods, pools=[improving(p) for p in POOLS], types=KWOK)
+    assert sorted(improved.failures) == sorted(karpenter.failures)
+    assert sorted(p.uid for nc in improved.new_nodeclaims for p in nc.pods) == sorted(
+        p.uid for nc in karpenter.new_nodeclaims for p in nc.pods
+    )
+    assert float(total(improved)) <= float(total(karpenter)) + 1e-6
+    untouched = {frozenset(p.uid for p in nc.pods) for nc in karpenter.new_nodeclaims}
+    by_pool = {p.name: p for p in POOLS}
+    counted: dict[str, int] = {name: 0 for name in by_pool}
+    for plan in improved.new_nodeclaims:
+        pool = by_pool[plan.nodepool]
+        for option in plan.options:
+            assert fits(plan.requests, option.instance_type.allocatable)
+        assert plan.requests == add(*(add(p.requests, {"pods": 1000}) for p in plan.pods))
+        for placed in plan.pods:
+            assert plan.requirements.compatible(Requirements.from_labels(placed.node_selector))
+            assert tolerates_all(pool.taints, placed.tolerations)
+        if any(p.anti_affinity or p.spread for p in plan.pods):
+            # Pods with topology constraints keep Karpenter's NodeClaims exactly.
+            assert frozenset(p.uid for p in plan.pods) in untouched
+        # Karpenter's accounting: each NodeClaim counts as its largest option against the limits.
+        counted[plan.nodepool] += max(o.instance_type.capacity["cpu"] for o in plan.options)
+    for name, pool in by_pool.items():
+        assert counted[name] <= pool.limits["cpu"]
