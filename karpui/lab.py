@@ -7,20 +7,26 @@ part of that state, so a retried run makes the same decisions and never a duplic
 
 from __future__ import annotations
 
+import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from karpui import costs, leases, models, services, store
 from karpui.kubeapi import changelog
+from karpui.rowstore import RowStore
 from provisioner.catalog import InstanceType
 from provisioner.cluster.api import ClusterAPI
+from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.objects import key_of
 from provisioner.dra.declarations import declare
 from provisioner.lab import Lab, LabConfig
@@ -70,23 +76,129 @@ def load(cluster: models.Cluster) -> Lab:
     state = {**cluster.lab_state, "resource_version": cluster.resource_version}
     problems: list[tuple[dict[str, Any], str]] = []
     lab = Lab(objects, lab_config(cluster, problems), state, now=cluster.clock.timestamp())
-    for nodepool, error in problems:
-        with lab.ctx.guard("nodepool", nodepool):
-            raise ManifestError(f"NodePool {nodepool['metadata']['name']} left out until fixed: {error}")
+    _report(lab, problems)
     return lab
 
 
-def save(
-    cluster: models.Cluster,
-    lab: Lab,
-    lease: leases.Lease | None = None,
-    costs_seen: list[tuple[datetime, dict[str, costs.PoolCost]]] | None = None,
-) -> None:
-    if lease is not None and not lease.still_held():
-        raise leases.LeaseLost(f"lease on cluster {cluster.name} lapsed; abandoning this run")
-    changed = [lab.store.get(kind, name, namespace) for kind, namespace, name in lab.store.changed]
+# The warm engine ------------------------------------------------------------------------------------------------
+#
+# A process keeps the lab it last ran, with the token that run wrote on the cluster's row. Its next run under the
+# row lock goes on from memory while the token is still its own: the only writes since were single writes
+# (`writing` while an engine is alive), which left the token alone and logged every change, so catching up is
+# replaying the change log since the version it saved. A run anywhere else (a `karp advance`, a write with no engine
+# alive) wrote a new token, and the lab is loaded again; so is one whose change log was compacted meanwhile, or
+# reset. A failed run drops the warm lab: it may hold half a change the database never saw.
+
+
+@dataclass
+class _Warm:
+    lab: Lab
+    token: str
+    version: int  # the cluster's resourceVersion after this process's save
+    config_key: tuple[Any, ...]
+    dra_version: int  # the version of the DRAConfig objects the catalogs' devices were declared from
+
+
+_warm: dict[int, _Warm] = {}
+_warm_lock = threading.Lock()
+CONFIG_KINDS = frozenset({"NodePool", "KWOKNodeClass", "EC2NodeClass", "DeviceDeclaration"})
+# A worker that ticked within this many tick periods is taken to be running.
+ENGINE_ALIVE_TICKS = 5
+
+
+def config_key(cluster: models.Cluster) -> tuple[Any, ...]:
+    """What the lab's configuration is built from, in a few small queries: equal keys, equal configuration."""
+    return (
+        tuple(
+            models.NodePool.objects.filter(cluster=cluster)
+            .order_by("name")
+            .values_list("name", "uid", "generation", "labels", "annotations")
+        ),
+        tuple(
+            models.NodeClass.objects.filter(cluster=cluster)
+            .order_by("kind", "name")
+            .values_list("kind", "name", "generation")
+        ),
+        tuple(models.Catalog.objects.order_by("name").values_list("name", "updated_at")),
+        tuple(models.DeviceDeclaration.objects.order_by("name").values_list("name", "resource_version")),
+        cluster.paused_until,
+        cluster.lab_components,
+    )
+
+
+def engine(cluster: models.Cluster) -> tuple[Lab, tuple[Any, ...]]:
+    """The cluster's lab for a run under its row lock, and the configuration key it was built with."""
+    with _warm_lock:
+        warm = _warm.pop(cluster.pk, None)
+    key = config_key(cluster)
+    if (
+        warm is not None
+        and warm.token
+        and warm.token == cluster.engine_token
+        and cluster.compacted_resource_version <= warm.version
+    ):
+        lab = warm.lab
+        catch_up(cluster, lab.store, warm.version)
+        if key != warm.config_key or lab.store.kind_version("DRAConfig") != warm.dra_version:
+            problems: list[tuple[dict[str, Any], str]] = []
+            lab.reconfigure(lab_config(cluster, problems))
+            _report(lab, problems)
+        lab.begin_run(cluster.clock.timestamp())
+        return lab, key
+    return load(cluster), key
+
+
+def catch_up(cluster: models.Cluster, store: ObjectStore, since: int) -> int:
+    """Replay the change log after `since` into `store` (configuration kinds are not the store's); how many."""
+    entries = (
+        models.ChangeLogEntry.objects.filter(cluster=cluster, resource_version__gt=since)
+        .exclude(kind__in=CONFIG_KINDS)
+        .order_by("resource_version")
+        .values_list("type", "kind", "namespace", "name", "resource_version", "body")
+    )
+    count = 0
+    for entry_type, kind, namespace, name, version, body in entries:
+        if entry_type == models.ChangeLogEntry.Type.DELETED:
+            store.observe_deleted((kind, namespace, name), version)
+        else:
+            store.observe(body)
+        count += 1
+    store.resource_version = max(store.resource_version, cluster.resource_version)
+    return count
+
+
+def _keep_warm(cluster: models.Cluster, lab: Lab, key: tuple[Any, ...]) -> None:
+    """Keep the lab for this process's next run, once (and only if) this run's transaction commits."""
+    kept = _Warm(lab, cluster.engine_token, cluster.resource_version, key, lab.declared_from)
+
+    def keep() -> None:
+        with _warm_lock:
+            _warm[cluster.pk] = kept
+
+    transaction.on_commit(keep)
+
+
+def forget(cluster: models.Cluster | None = None) -> None:
+    """Drop the warm lab of one cluster (or all): for code that changed its rows some other way."""
+    with _warm_lock:
+        if cluster is None:
+            _warm.clear()
+        else:
+            _warm.pop(cluster.pk, None)
+
+
+def _report(lab: Lab, problems: list[tuple[dict[str, Any], str]]) -> None:
+    for nodepool, error in problems:
+        with lab.ctx.guard("nodepool", nodepool):
+            raise ManifestError(f"NodePool {nodepool['metadata']['name']} left out until fixed: {error}")
+
+
+def persist(cluster: models.Cluster, store: ObjectStore) -> None:
+    """Write the objects a run or a write changed and removed, with their change-log entries; the cluster's
+    resourceVersion follows (`changelog.record_lab_run`)."""
+    changed = [store.get(kind, name, namespace) for kind, namespace, name in store.changed]
     changelog.record_lab_run(
-        cluster, [obj for obj in changed if obj is not None], lab.store.removed, lab.store.resource_version
+        cluster, [obj for obj in changed if obj is not None], store.removed, store.resource_version
     )
     rows = [
         models.KubeObject(
@@ -110,10 +222,21 @@ def save(
     )
     # One DELETE per kind and namespace, not per object: a scale-down removes hundreds of pods at once.
     removed: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for kind, namespace, name in lab.store.removed:
+    for kind, namespace, name in store.removed:
         removed[kind, namespace].append(name)
     for (kind, namespace), names in removed.items():
         models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name__in=names).delete()
+
+
+def save(
+    cluster: models.Cluster,
+    lab: Lab,
+    lease: leases.Lease | None = None,
+    costs_seen: list[tuple[datetime, dict[str, costs.PoolCost]]] | None = None,
+) -> None:
+    if lease is not None and not lease.still_held():
+        raise leases.LeaseLost(f"lease on cluster {cluster.name} lapsed; abandoning this run")
+    persist(cluster, lab.store)
     models.LogEntry.objects.bulk_create(
         models.LogEntry(
             cluster=cluster,
@@ -127,42 +250,70 @@ def save(
     )
     # A NodePool row a concurrent write holds is skipped (its status is written by the next run): that writer
     # waits for this run's cluster lock to log its change, so waiting for it here would deadlock.
+    statuses = lab.nodepool_status()
     for row in models.NodePool.objects.select_for_update(skip_locked=True).filter(cluster=cluster):
-        status = lab.nodepool_status().get(row.name)
+        status = statuses.get(row.name)
         if status is not None and status != row.status:
             row.status = status
             row.save(update_fields=["status"])
     cluster.clock = datetime.fromtimestamp(lab.now, UTC)
     cluster.lab_state = lab.to_state()
+    cluster.engine_token = uuid.uuid4().hex
     claims = lab.store.list("NodeClaim")
     now = (cluster.clock, costs.by_nodepool(claims, lab.store.list("DisruptionCommand")))
     costs.record(cluster, [*(costs_seen or []), now], claims)
-    cluster.save(update_fields=["clock", "lab_state", "cost_state"])
+    cluster.save(update_fields=["clock", "lab_state", "cost_state", "engine_token"])
 
 
 def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | None = None) -> T:
-    """Lock the cluster, load it, apply `change` (which may advance time), and save: all or nothing."""
+    """Lock the cluster, take its lab (warm from memory where this process has it, else loaded), apply `change`
+    (which may advance time), and save: all or nothing."""
     with transaction.atomic():
-        cluster = models.Cluster.objects.select_for_update().get(name=cluster_name)
-        lab = load(cluster)
+        cluster = _locked(cluster_name)
+        lab, config_key = engine(cluster)
         recorder = costs.Recorder()
         lab.observers.append(recorder)
         result = change(lab)
         save(cluster, lab, lease, recorder.timeline)
+        _keep_warm(cluster, lab, config_key)
         return result
+
+
+def _locked(cluster_name: str) -> models.Cluster:
+    # The lab state is read only when the lab is loaded cold: decoding it on every warm run would cost as much as
+    # the run itself at 20,000 pods.
+    return models.Cluster.objects.select_for_update().defer("lab_state").get(name=cluster_name)
+
+
+def engine_alive(cluster: models.Cluster) -> bool:
+    """Whether a worker is ticking this cluster: it ticked within the last few tick periods."""
+    if cluster.ticked_at is None:
+        return False
+    since = (timezone.now() - cluster.ticked_at).total_seconds()
+    return since < ENGINE_ALIVE_TICKS * settings.KARPUI_TICK_SECONDS
 
 
 @contextmanager
 def writing(cluster_name: str) -> Iterator[ClusterAPI]:
     """The cluster's object API for one all-or-nothing write from the CLI, the web or the Kubernetes API: what is
-    written inside the block is committed together (or not at all, if the block raises), and the cluster's own
-    components react to it at the current time, as a real cluster's would."""
+    written inside the block is committed together (or not at all, if the block raises).
+
+    While a worker ticks the cluster, the write is stored at once from the few rows it reads (an API server's
+    write), and the worker's engine reacts at its next tick, having caught up from the change log: the write never
+    loads the cluster, whatever its size. With no engine running (the CLI alone, the tests), the cluster's own
+    components react here, at the current time, as a real cluster's would."""
     with transaction.atomic():
-        cluster = models.Cluster.objects.select_for_update().get(name=cluster_name)
-        lab = load(cluster)
+        cluster = _locked(cluster_name)
+        if engine_alive(cluster):
+            rows = RowStore(cluster)
+            yield rows
+            persist(cluster, rows)
+            return
+        lab, config_key = engine(cluster)
         yield lab.store
         lab.settle()
         save(cluster, lab)
+        _keep_warm(cluster, lab, config_key)
 
 
 def advance(cluster_name: str, seconds: float) -> Lab:
@@ -173,9 +324,10 @@ def advance(cluster_name: str, seconds: float) -> Lab:
     return run(cluster_name, step)
 
 
-# Wall seconds of engine work one tick may do: well inside the 30 s lease. A lab that is behind its target time
-# stops after that much work and the next tick continues, so it catches up in bounded steps.
-TICK_BUDGET_SECONDS = 5.0
+# Wall seconds of engine work one tick may do: well inside the 30 s lease, and short enough that a write waiting
+# for the cluster's row lock waits less than two seconds. A lab behind its target time stops after that much work
+# and the next tick continues, so it catches up in bounded steps.
+TICK_BUDGET_SECONDS = 1.5
 
 
 def tick(cluster: models.Cluster, *, now: datetime, budget: float = TICK_BUDGET_SECONDS) -> bool:
@@ -211,7 +363,8 @@ def reset(cluster_name: str) -> None:
         models.LogEntry.objects.filter(cluster=cluster).delete()
         models.NodePool.objects.filter(cluster=cluster).update(status={})
         cluster.lab_state = {}
-        cluster.save(update_fields=["lab_state"])
+        cluster.engine_token = ""  # no process may go on from the lab it kept in memory
+        cluster.save(update_fields=["lab_state", "engine_token"])
         changelog.compact(cluster.pk)  # objects went without DELETED events: watchers must list again
 
 

@@ -30,6 +30,9 @@ class Cluster(models.Model):
     ticked_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last periodic tick.")
     created_at = models.DateTimeField(auto_now_add=True)
     lab_state = models.JSONField(default=dict, blank=True, help_text="The lab's controller state (batcher, RNG).")
+    # Changed by every full run of the lab's engine: a process that kept the lab in memory after its own run may
+    # go on from memory only while this is still the token it wrote (karpui.lab's warm engine).
+    engine_token = models.CharField(max_length=32, blank=True)
     # A lab run as a stand-in for a real cluster (served over the Kubernetes API to a kwok- or observe-mode engine)
     # runs only its cluster side: kube-scheduler, kubelets, workload controllers, kwok nodes, DRA driver.
     lab_components = models.CharField(max_length=16, choices=LabComponents.choices, default=LabComponents.ALL)

@@ -116,9 +116,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests get a file too, not SQLite's shared in-memory database: that one locks whole tables and answers
     # "database table is locked" at once instead of waiting, so a test server's write beside a watch fails.
     # One file per test process, so two runs at once never share it.
-    DATABASES["default"]["TEST"] = {
-        "NAME": str(Path(tempfile.gettempdir()) / f"karpui-test-{os.getpid()}.sqlite3")
-    }
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"karpui-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

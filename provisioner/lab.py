@@ -57,6 +57,8 @@ class Lab:
             objects, resource_version=int(state.get("resource_version", 0)), clock=lambda: self.now
         )
         catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))
+        # The DRAConfig objects' version the catalogs' devices were declared from (a warm engine redeclares on change).
+        self.declared_from = self.store.kind_version("DRAConfig")
         self.cloud = KwokCloudProvider(self.store, config.nodeclasses, catalogs, self.rng)
         self.ctx = ClusterContext(
             api=self.store,
@@ -82,6 +84,33 @@ class Lab:
         # were then, not only when the run ends).
         self.observers: list[Callable[[Lab], None]] = []
         self.settle_rounds = 0  # how many steps the last settle took
+
+    def reconfigure(self, config: LabConfig) -> None:
+        """Take new NodePools, node classes, catalogs or settings without rebuilding the store: a warm engine's
+        answer to a configuration change. Derived views computed from the old configuration are dropped."""
+        if config.components not in COMPONENTS:
+            raise ValueError(f"components must be one of {', '.join(COMPONENTS)}, got {config.components!r}")
+        catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))
+        self.declared_from = self.store.kind_version("DRAConfig")
+        self.cloud.nodeclasses = config.nodeclasses
+        self.cloud.catalogs = catalogs
+        self.ctx.nodepools = list(config.nodepools)
+        self.ctx.nodepool_uids = config.nodepool_uids
+        self.ctx.nodeclasses = config.nodeclasses
+        self.ctx.catalogs = catalogs
+        self.ctx.feature_gates = config.feature_gates
+        self.ctx.paused_until = config.paused_until
+        self.ctx.ignore_dra_requests = config.ignore_dra_requests
+        self.ctx.memos.clear()
+        self.components = config.components
+        self.cluster.nodepool_uids = frozenset(config.nodepool_uids.values())
+
+    def begin_run(self, now: float) -> None:
+        """A warm engine's next run starts here: what the last one wrote is persisted, its logs are saved."""
+        self.now = now
+        self.store.forget_writes()
+        self.ctx.logs.clear()
+        self.observers.clear()
 
     @property
     def logs(self) -> list[TimedRecord]:

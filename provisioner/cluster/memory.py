@@ -237,6 +237,32 @@ class ObjectStore:
     def all_objects(self) -> builtins.list[Obj]:
         return [obj for kind in sorted(self._by_kind) for obj in self._by_kind[kind].values()]
 
+    # Writes made elsewhere -------------------------------------------------------------------------------------
+
+    def observe(self, obj: Obj) -> None:
+        """Take `obj` as someone else wrote it (a watch event, a row of the change log): stored as given, with its
+        resourceVersion, not marked changed, and seen at once by every reader (indexes, kind versions, views)."""
+        key = key_of(obj)
+        old = self._by_kind.get(obj["kind"], {}).get(key)
+        if old is not None and old["metadata"].get("uid") != obj["metadata"].get("uid"):
+            self._drop(key)  # deleted and made again under the same name: a new object
+        self._add(obj)
+        self.removed.pop(key, None)
+        self.kind_versions[obj["kind"]] = self.kind_versions.get(obj["kind"], 0) + 1
+        self.resource_version = max(self.resource_version, int(obj["metadata"].get("resourceVersion") or 0))
+
+    def observe_deleted(self, key: Key, resource_version: int) -> None:
+        """Forget an object someone else deleted (without recording a removal of ours)."""
+        if key in self._by_kind.get(key[0], {}):
+            self._drop(key)
+            self.kind_versions[key[0]] = self.kind_versions.get(key[0], 0) + 1
+        self.resource_version = max(self.resource_version, resource_version)
+
+    def forget_writes(self) -> None:
+        """The writes so far are persisted: start recording afresh (a warm engine's next run)."""
+        self.changed = set()
+        self.removed = {}
+
     # Writes ---------------------------------------------------------------------------------------------------
 
     def _bump(self, obj: Obj) -> None:

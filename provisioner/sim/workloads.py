@@ -137,11 +137,14 @@ def _reconcile_replicaset(store: ObjectStore, replicaset: Obj, rng: random.Rando
             _create_pod(store, replicaset, rng)
         changed = True
     elif len(active) > wanted:
-        for victim in _scale_down_order(store, active)[: len(active) - wanted]:
+        victims = _scale_down_order(store, active)[: len(active) - wanted]
+        for victim in victims:
             store.delete("Pod", victim["metadata"]["name"], victim["metadata"]["namespace"])
+        gone = {id(victim) for victim in victims}
+        active = [p for p in active if id(p) not in gone]  # the status says what is left, not what was
         changed = True
     ready = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
-    status = {"replicas": min(len(active), wanted) if len(active) > wanted else len(active), "readyReplicas": ready}
+    status = {"replicas": len(active), "readyReplicas": ready}
     if replicaset.get("status") != status:
         replicaset["status"] = status
         store.update(replicaset)

@@ -65,3 +65,29 @@ def test_0006_fills_the_phase_of_existing_disruption_commands() -> None:
     assert new.get_model("karpui", "KubeObject").objects.get(name="empty-1").phase == "Denied"
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0010_lets_an_existing_editors_group_write_the_labs_objects() -> None:
+    before, after = [("karpui", "0009_trends")], [("karpui", "0010_engine_token_and_editors")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    group = old.get_model("auth", "Group").objects.get(name="editors")
+    kubeobject = old.get_model("auth", "Permission").objects.filter(codename__endswith="_kubeobject")
+    group.permissions.remove(*kubeobject)  # as a group made before editors wrote workloads
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+    codenames = (
+        new.get_model("auth", "Group").objects.get(name="editors").permissions.values_list("codename", flat=True)
+    )
+    assert sorted(c for c in codenames if c.endswith("_kubeobject")) == [
+        "add_kubeobject",
+        "change_kubeobject",
+        "delete_kubeobject",
+    ]
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())

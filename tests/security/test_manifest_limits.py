@@ -244,9 +244,9 @@ def test_replicas_are_capped_per_workload_and_per_apply():
     assert refused(deployment(1_000_000)) == ("spec.replicas", "must be less than or equal to 5000, got 1000000")
     validate_cluster_object(deployment(5000))
     with pytest.raises(ManifestError) as raised:
-        check_pods_per_apply([deployment(3000), deployment(2000), pod()])
+        check_pods_per_apply([deployment(5000)] * 4 + [pod()])
     assert raised.value.message == (
-        f"the manifests ask for 5001 pods (Pods plus replicas); one apply may ask for at most {MAX_PODS_PER_APPLY}"
+        f"the manifests ask for 20001 pods (Pods plus replicas); one apply may ask for at most {MAX_PODS_PER_APPLY}"
     )
 
 

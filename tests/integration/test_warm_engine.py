@@ -1,0 +1,108 @@
+"""The warm engine (karpui.lab): a process goes on from the lab it kept in memory, catching up from the change log,
+and ends exactly where a cold load would have; writes made while a worker ticks are stored from a few rows and
+reacted to at the next tick."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from karpui import lab, models, objects
+from tests.karp import EXAMPLES, ok
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the warm lab is kept only when a run commits
+
+
+START = datetime(2027, 1, 15, 8, 0, tzinfo=UTC)
+
+
+def state(name: str) -> dict[str, Any]:
+    cluster = models.Cluster.objects.get(name=name)
+    pool = str(models.NodePool.objects.get(cluster=cluster).uid)  # a row's uuid4: the one thing two labs never share
+    objects = {
+        (kind, namespace, name): json.loads(json.dumps(body).replace(pool, "the-nodepool-uid"))
+        for kind, namespace, name, body in models.KubeObject.objects.filter(cluster=cluster).values_list(
+            "kind", "namespace", "name", "body"
+        )
+    }
+    logs = [
+        (message, {key: value for key, value in fields.items() if key != "duration"})  # wall time, never equal
+        for message, fields in models.LogEntry.objects.filter(cluster=cluster)
+        .order_by("id")
+        .values_list("message", "fields")
+    ]
+    return {"objects": objects, "logs": logs, "clock": cluster.clock, "version": cluster.resource_version}
+
+
+def scenario(name: str, *, cold: bool) -> dict[str, Any]:
+    objects.system_namespaces_ensure(models.Cluster.objects.create(name=name, clock=START))
+
+    def step(*args: str) -> None:
+        if cold:
+            lab.forget()
+        ok(*args, "--cluster", name)
+
+    step("apply", "-f", str(EXAMPLES / "provisioning"))
+    step("scale", "deploy/inflate", "--replicas", "5")
+    step("advance", "5s")
+    step("scale", "deploy/inflate", "--replicas", "2")
+    step("advance", "90s")
+    step("label", "deploy", "inflate", "team=a")
+    step("advance", "10s")
+    return state(name)
+
+
+def test_a_warm_run_ends_where_a_cold_load_would_have():
+    warm = scenario("warm", cold=False)
+    assert models.Cluster.objects.get(name="warm").pk in lab._warm  # the runs above went on from memory
+    cold = scenario("cold", cold=True)
+    assert warm == cold  # every object with its body, every log record, the clock and the resourceVersion
+    assert [key[2] for key in warm["objects"] if key[0] == "NodeClaim"] == ["default-twfpr"]  # the replacement
+
+
+def test_while_a_worker_ticks_a_write_reads_only_its_rows_and_the_next_tick_reacts():
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    cluster = models.Cluster.objects.get(name="lab")
+    now = timezone.now()
+    models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)
+    assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
+    assert cluster.pk in lab._warm
+    warm = lab._warm[cluster.pk].lab
+    ok("scale", "deploy/inflate", "--replicas", "3")  # an engine is alive: stored, not reacted to here
+    deployment = models.KubeObject.objects.get(kind="Deployment", name="inflate")
+    assert deployment.body["spec"]["replicas"] == 3
+    assert not models.KubeObject.objects.filter(kind="Pod").exists()
+    assert lab._warm[cluster.pk].lab is warm  # the write left the worker's lab alone
+    assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=3))
+    assert lab._warm[cluster.pk].lab is warm  # caught up from the change log, not reloaded
+    assert models.KubeObject.objects.filter(kind="Pod").count() == 3
+
+
+def test_a_run_elsewhere_makes_the_next_one_load_again():
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("advance", "1s")
+    cluster = models.Cluster.objects.get(name="lab")
+    kept = lab._warm[cluster.pk].lab
+    models.Cluster.objects.filter(pk=cluster.pk).update(engine_token="another-process")
+    ok("advance", "1s")
+    assert lab._warm[cluster.pk].lab is not kept
+
+
+def test_a_failed_run_drops_the_warm_lab():
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    cluster = models.Cluster.objects.get(name="lab")
+    assert cluster.pk in lab._warm
+
+    def fail(running: Any) -> None:
+        running.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "half-made"}})
+        raise RuntimeError("the run failed")
+
+    with pytest.raises(RuntimeError):
+        lab.run("lab", fail)
+    assert cluster.pk not in lab._warm
+    ok("advance", "1s")
+    assert not models.KubeObject.objects.filter(kind="Namespace", name="half-made").exists()
