@@ -20,6 +20,7 @@ Everything is ordered (no set or hash order reaches the result), so the same inp
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -43,8 +44,8 @@ TAIL = 1.0
 LOOKAHEAD = 8
 # Groups with more distinct pod requests than this stay as planned: the packer's work grows with their square.
 MAX_CLASSES = 64
-# Below this many distinct pod-count states the look-ahead searches every shape for every later node too.
-SEARCH_STATES = 150
+# Pods whose exact packing weighs at most this many (pod counts, node content) pairs are packed exactly.
+EXACT_PAIRS = 20000
 
 
 def enabled(nodepool: NodePool) -> bool:
@@ -305,6 +306,8 @@ class Packer:
         self.order = sorted(range(len(self.demands)), key=lambda c: (-self.weights[c], c))
         self.dearest = max((s.price for s in self.shapes), default=0.0)
         self._completions: dict[tuple[int, ...], tuple[float, int] | None] = {}
+        self._exacts: dict[tuple[int, ...], tuple[float, int, Bin | None] | None] = {}
+        self._fits: dict[tuple[int, ...], Shape | None] = {}
 
     def _weight(self, c: int) -> float:
         parts = self.parts[c]
@@ -413,33 +416,63 @@ class Packer:
         return True
 
     def _completion(self, counts: tuple[int, ...]) -> tuple[float, int] | None:
-        """Price and node count of packing `counts`, remembered: for few pods the best over every useful shape
-        for each next node (a search over the pod counts left, each state once), for more the greedy packing."""
+        """Price and node count of packing `counts`, remembered: the exact best for few pods, else the greedy's."""
         if counts in self._completions:
             return self._completions[counts]
-        if not any(counts):
-            return 0.0, 0
         result: tuple[float, int] | None = None
-        states = 1
-        for n in counts:
-            states *= n + 1
-        if states <= SEARCH_STATES:
-            for shape in self.useful(counts):
-                content = self.fill(shape, counts)
-                if not any(content):
-                    continue
-                rest = self._completion(tuple(a - b for a, b in zip(counts, content, strict=True)))
-                if rest is None:
-                    continue
-                total, nodes = self.rightsized(content).price + rest[0], 1 + rest[1]
-                if result is None or _better(total, nodes, *result):
-                    result = (total, nodes)
+        if _pairs(counts) <= EXACT_PAIRS:
+            exact = self._exact(counts)
+            result = None if exact is None else (exact[0], exact[1])
         else:
             bins: list[Bin] = []
             if self._greedy(list(counts), bins, 0.0):
                 result = (sum(b.shape.price for b in bins), len(bins))
         self._completions[counts] = result
         return result
+
+    def _exact(self, counts: tuple[int, ...]) -> tuple[float, int, Bin | None] | None:
+        """The cheapest packing of few pods (fewest nodes among equals): its price, node count and first node.
+
+        Bottom-up over every pod-count vector at or below `counts`: each is packed as the best of every content for
+        the node holding its first class's next pod, on the cheapest shape that holds that content, plus the best
+        packing of the rest (already known, being a smaller vector). Exact, since any node of any packing is one
+        such content on at least that shape. Tables are shared by all calls of one packing.
+        """
+        if counts in self._exacts:
+            return self._exacts[counts]
+        table = self._exacts
+        for vector in itertools.product(*(range(n + 1) for n in counts)):
+            if vector in table:
+                continue
+            if not any(vector):
+                table[vector] = (0.0, 0, None)
+                continue
+            first = next(c for c, n in enumerate(vector) if n)
+            ranges = [range(1, n + 1) if c == first else range(n + 1) for c, n in enumerate(vector)]
+            best: tuple[float, int, Bin | None] | None = None
+            for content in itertools.product(*ranges):
+                shape = self._smallest(content)
+                if shape is None:
+                    continue
+                rest = table[tuple(a - b for a, b in zip(vector, content, strict=True))]
+                if rest is None:
+                    continue
+                total, nodes = shape.price + rest[0], 1 + rest[1]
+                if best is None or _better(total, nodes, best[0], best[1]):
+                    best = (total, nodes, Bin(shape, content))
+            table[vector] = best
+        return table[counts]
+
+    def _exact_bins(self, counts: tuple[int, ...]) -> list[Bin] | None:
+        bins = []
+        while any(counts):
+            step = self._exact(counts)
+            if step is None or step[2] is None:
+                return None
+            bins.append(step[2])
+            counts = tuple(a - b for a, b in zip(counts, step[2].content, strict=True))
+        # Largest node first, as the simulation's own NodeClaims come.
+        return sorted(bins, key=lambda b: (-b.shape.price, b.shape.position, tuple(-n for n in b.content)))
 
     def pack(self, counts: Sequence[int]) -> list[Bin] | None:
         """Bins holding exactly `counts` pods per class, or None if some pod fits no shape."""
@@ -453,6 +486,10 @@ class Packer:
         )
         self.shapes = _undominated(self.shapes[: last + 1])
         self._completions.clear()
+        self._exacts.clear()
+        self._fits.clear()
+        if _pairs(counts) <= EXACT_PAIRS:
+            return self._exact_bins(tuple(counts))
         left = list(counts)
         bins: list[Bin] = []
         if not self._greedy(left, bins, TAIL * self.dearest):
@@ -507,11 +544,22 @@ class Packer:
             del bins[j]
 
     def _smallest(self, content: Sequence[int]) -> Shape | None:
-        needed = self._needed(content)
-        for shape in self.shapes:
-            if all(a >= b for a, b in zip(shape.capacity, needed, strict=True)):
-                return shape
-        return None
+        """The cheapest shape that holds `content`, if any (remembered)."""
+        key = tuple(content)
+        if key not in self._fits:
+            needed = self._needed(content)
+            self._fits[key] = next(
+                (s for s in self.shapes if all(a >= b for a, b in zip(s.capacity, needed, strict=True))), None
+            )
+        return self._fits[key]
+
+
+def _pairs(counts: Sequence[int]) -> int:
+    """How many (vector, node content) pairs the exact search weighs for `counts`: its work."""
+    pairs = 1
+    for n in counts:
+        pairs *= (n + 1) * (n + 2) // 2
+    return pairs
 
 
 def _undominated(shapes: Sequence[Shape]) -> list[Shape]:
