@@ -19,6 +19,8 @@ class Cluster(models.Model):
         KWOK = "kwok", "kwok (real API server)"
         OBSERVE = "observe", "observe (real Karpenter)"
 
+    IN_CLUSTER = "in-cluster"
+
     class LabComponents(models.TextChoices):
         ALL = "all", "the simulated cluster side and karpui's controllers"
         CLUSTER = "cluster", "the simulated cluster side only (karpui drives it over its API, as a real cluster)"
@@ -26,6 +28,10 @@ class Cluster(models.Model):
 
     name = models.SlugField(max_length=63, unique=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.LAB)
+    # How a kwok or observe cluster is reached: a kubeconfig file (empty: $KUBECONFIG or ~/.kube/config) and one of
+    # its contexts (empty: its current one), or IN_CLUSTER: the service account of the pod karpui runs in.
+    kubeconfig = models.CharField(max_length=1024, blank=True)
+    kube_context = models.CharField(max_length=253, blank=True)
     clock = models.DateTimeField(default=timezone.now, help_text="The cluster's current time (virtual in the lab).")
     ticked_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last periodic tick.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -391,9 +397,10 @@ class ApiToken(models.Model):
 
 
 class TrendSample(models.Model):
-    """A gauge of a cluster from `time` (cluster time, to the second) until its next sample, written on change only
-    (karpui.trends): `series` "pending" (pods waiting for a node, `key` empty) or "nodes" (the Nodes of NodePool
-    `key`; empty for nodes of no NodePool)."""
+    """A gauge of a cluster from `time` (cluster time, to the minute) until its next sample, written on change only
+    (karpui.trends): a minute the gauge changed in holds its time-weighted average, the next minute the value it went
+    on at. `series` "pending" (pods waiting for a node, `key` empty) or "nodes" (the Nodes of NodePool `key`; empty
+    for nodes of no NodePool)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="trend_samples")
     time = models.DateTimeField()
@@ -403,7 +410,7 @@ class TrendSample(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "series", "key", "time"], name="trendsample_unique_second")
+            models.UniqueConstraint(fields=["cluster", "series", "key", "time"], name="trendsample_unique_minute")
         ]
         indexes = [models.Index(fields=["cluster", "time"])]
         ordering = ["time", "series", "key"]

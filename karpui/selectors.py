@@ -187,14 +187,14 @@ def trends_overview(cluster: models.Cluster, window: str = "auto") -> dict[str, 
     end = cluster.clock
     window, start = _window(window, end, models.TrendSample.objects.filter(cluster=cluster))
     history = trends.history(cluster, start, end)
-    last = ((cluster.cost_state or {}).get("trends") or {}).get("last") or {}
-    nodes = {name.partition("/")[2]: int(entry["value"]) for name, entry in last.items() if name.startswith("nodes/")}
+    now = ((cluster.cost_state or {}).get("trends") or {}).get("gauges") or {}
+    nodes = {name.partition("/")[2]: int(gauge["value"]) for name, gauge in now.items() if name.startswith("nodes/")}
     return {
         "window": window,
         "windows": ["auto", *SAVINGS_WINDOWS],
         "chart": history.as_chart(),
         "totals": history.totals,
-        "pending_now": int((last.get("pending/") or {}).get("value") or 0),
+        "pending_now": int((now.get("pending/") or {}).get("value") or 0),
         "nodes_now": sorted(nodes.items()),
         "nodes_total": sum(nodes.values()),
     }

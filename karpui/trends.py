@@ -2,6 +2,10 @@
 and read back as chart series. The shape is karpui.costs': a lab observer sees the cluster each time it settles,
 gauges are written (dated to their minute) only when they change, and buckets are time-weighted averages.
 
+Gauges are kept per minute as cost is, so a month of a busy cluster stays a bounded read, but unlike cost's "the
+minute's last value" a minute the gauge changed in holds its time-weighted average (pods wait for seconds; the last
+value of a minute would hide every one of them), and the next minute the value it went on at.
+
 What is counted:
 
 * pending pods: pods waiting for a node, the overview's figure (unbound, PodScheduled=False with reason
@@ -154,19 +158,78 @@ def _minute(moment: datetime) -> datetime:
     return moment.replace(second=0, microsecond=0)
 
 
-def _second(moment: datetime) -> datetime:
-    return moment.replace(microsecond=0)
+MINUTE = timedelta(minutes=1)
+
+
+class _Gauges:
+    """Turns the observed values of each gauge into its samples: per minute in which it changed, the minute's
+    time-weighted average (a sample at the minute) and the value it ends the minute at (a sample at the next
+    minute, replaced by that minute's own average if it changes again). So samples are at most one a minute per
+    gauge, as cost's are, and a chart bucket's average is still exact: five pods pending for 6 s of a minute make
+    that minute's sample 0.5. A gauge's state (its value, the minute being filled) lives in `cluster.cost_state`."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = {name: dict(gauge) for name, gauge in state.items()}
+        self.rows: dict[tuple[str, datetime], float] = {}
+
+    def _write(self, name: str, time: datetime, value: float) -> None:
+        self.rows[name, time] = round(value, 6)
+        self.state[name]["written"] = time.isoformat()
+
+    def _close(self, name: str, gauge: dict[str, Any]) -> None:
+        """End the minute the gauge changed in: its average, and the value it carries on with."""
+        minute = datetime.fromisoformat(gauge["minute"])
+        since = datetime.fromisoformat(gauge["since"])
+        integral = gauge["integral"] + gauge["value"] * (minute + MINUTE - since).total_seconds()
+        self._write(name, minute, integral / 60)
+        self._write(name, minute + MINUTE, gauge["value"])
+        gauge["minute"] = None
+
+    def observe(self, moment: datetime, values: dict[str, float]) -> None:
+        minute = _minute(moment)
+        for name in values.keys() | self.state.keys():
+            # A gauge not seen is 0 (a NodePool with no nodes); a new one starts from 0.
+            gauge = self.state.setdefault(name, {"value": 0.0, "minute": None, "written": None})
+            if gauge["minute"] is not None and datetime.fromisoformat(gauge["minute"]) < minute:
+                self._close(name, gauge)
+            value = values.get(name, 0.0)
+            if value != gauge["value"]:
+                if gauge["minute"] is None:
+                    gauge.update(minute=minute.isoformat(), since=minute.isoformat(), integral=0.0)
+                since = datetime.fromisoformat(gauge["since"])
+                gauge["integral"] += gauge["value"] * (moment - since).total_seconds()
+                gauge.update(since=moment.isoformat(), value=value)
+            elif (
+                gauge["minute"] is None
+                and gauge["value"]
+                and gauge["written"]
+                and datetime.fromisoformat(gauge["written"]) + KEYFRAME <= minute
+            ):
+                # Unchanged for a day: a keyframe, so pruning never removes the sample a window carries in from.
+                self._write(name, minute, gauge["value"])
+
+    def finish(self, moment: datetime) -> dict[str, Any]:
+        """Write the minute still being filled as its average so far (the next run completes it), forget gauges
+        that are 0 with nothing pending, and return the state to keep."""
+        for name, gauge in self.state.items():
+            if gauge["minute"] is not None:
+                minute = datetime.fromisoformat(gauge["minute"])
+                since = datetime.fromisoformat(gauge["since"])
+                elapsed = (moment - minute).total_seconds()
+                integral = gauge["integral"] + gauge["value"] * (moment - since).total_seconds()
+                if elapsed > 0:
+                    self.rows[name, minute] = round(integral / elapsed, 6)
+        return {n: g for n, g in self.state.items() if g["value"] or g["minute"] is not None}
 
 
 def record(cluster: models.Cluster, moments: Sequence[tuple[datetime, Observation]]) -> None:
-    """Write what `moments` (oldest first) saw: a sample for each gauge that changed (or is a day old), dated to its
-    second (the last value in a second wins), and per minute the pods started and nodes disrupted, added to what
-    the minute already holds. Gauges are kept to the second, not the minute as costs are: pods wait for seconds, and
-    a minute's last value would hide every one of them. Keeps its state (last values, the minute being filled) in `cluster.cost_state`; the
-    caller saves the cluster in the same transaction. Samples older than the history are pruned with the cost's."""
+    """Write what `moments` (oldest first) saw: each gauge's samples (_Gauges: per minute it changed in, its
+    average and the value it goes on at), and per minute the pods started and nodes disrupted, added to what the
+    minute already holds. Keeps its state (each gauge's value and open minute, the activity minute being filled)
+    in `cluster.cost_state`; the caller saves the cluster in the same transaction. Samples older than the history
+    are pruned with the cost's."""
     state: dict[str, Any] = dict((cluster.cost_state or {}).get("trends") or {})
-    last: dict[str, Any] = dict(state.get("last") or {})
-    gauges: dict[tuple[str, str, datetime], float] = {}  # (series, key, second) -> value
+    gauges = _Gauges(state.get("gauges") or {})
     minutes: dict[datetime, dict[str, Any]] = {}
     open_minute = state.get("minute")
     if open_minute:
@@ -177,31 +240,22 @@ def record(cluster: models.Cluster, moments: Sequence[tuple[datetime, Observatio
         }
     touched: set[datetime] = set()
     for moment, seen in moments:
-        minute, second = _minute(moment), _second(moment)
-        current = {f"{series}/{key}": value for (series, key), value in seen.gauges.items()}
-        for gone in last.keys() - current.keys():
-            # One zero sample ends the series of a NodePool whose nodes are all gone; after it, it is forgotten.
-            if last.pop(gone)["value"] != 0.0:
-                series, _, key = gone.partition("/")
-                gauges[series, key, second] = 0.0
-        for name, value in current.items():
-            previous = last.get(name)
-            stale = previous is not None and datetime.fromisoformat(previous["time"]) + KEYFRAME <= second
-            if previous is None or previous["value"] != value or stale:
-                series, _, key = name.partition("/")
-                gauges[series, key, second] = value
-                last[name] = {"time": second.isoformat(), "value": value}
+        minute = _minute(moment)
+        gauges.observe(moment, {f"{series}/{key}": value for (series, key), value in seen.gauges.items()})
         if seen.latencies or seen.disrupted:
             bucket = minutes.setdefault(minute, {"started": 0, "latency": Counter(), "disrupted": Counter()})
             bucket["started"] += len(seen.latencies)
             bucket["latency"].update(str(s) for s in seen.latencies)
             bucket["disrupted"].update(seen.disrupted)
             touched.add(minute)
-    if gauges:
+    state["gauges"] = gauges.finish(moments[-1][0]) if moments else gauges.state
+    if gauges.rows:
         models.TrendSample.objects.bulk_create(
             [
-                models.TrendSample(cluster=cluster, time=minute, series=series, key=key, value=value)
-                for (series, key, minute), value in gauges.items()
+                models.TrendSample(
+                    cluster=cluster, time=time, series=name.partition("/")[0], key=name.partition("/")[2], value=value
+                )
+                for (name, time), value in gauges.rows.items()
             ],
             update_conflicts=True,
             unique_fields=["cluster", "series", "key", "time"],
@@ -236,7 +290,7 @@ def record(cluster: models.Cluster, moments: Sequence[tuple[datetime, Observatio
         if newest is not None
         else None
     )
-    state["last"] = last
+    state.pop("last", None)  # the state's shape before gauges were kept per minute
     cluster.cost_state = {**(cluster.cost_state or {}), "trends": state}
 
 

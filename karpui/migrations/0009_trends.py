@@ -39,7 +39,7 @@ class Migration(migrations.Migration):
             options={
                 'ordering': ['time', 'series', 'key'],
                 'indexes': [models.Index(fields=['cluster', 'time'], name='karpui_tren_cluster_5cf9a6_idx')],
-                'constraints': [models.UniqueConstraint(fields=('cluster', 'series', 'key', 'time'), name='trendsample_unique_second')],
+                'constraints': [models.UniqueConstraint(fields=('cluster', 'series', 'key', 'time'), name='trendsample_unique_minute')],
             },
         ),
     ]

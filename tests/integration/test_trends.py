@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.test import override_settings
 
+from karpui import lab as karplab
 from karpui import models, trends
 from tests.integration.test_dashboard import logged_in, user
 from tests.karp import EXAMPLES, ok
@@ -27,7 +28,7 @@ def busy_two_minutes(lab):
     """From the start of a minute M: 5 pods wait 21 s for a node that takes 20 s to register; at M+40s 7 more come,
     2 fit at once and 5 wait 21 s for a second node. The lab runs on to M+2min. Returns M."""
     lab.refresh_from_db()
-    ok("advance", f"{60 - lab.clock.second}s")
+    karplab.advance("lab", 60 - lab.clock.second - lab.clock.microsecond / 1e6)  # to the very start of a minute
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("apply", "-f", "-", stdin=SLOW_NODES)
     ok("scale", "deploy/inflate", "--replicas", "5")
@@ -44,15 +45,18 @@ def gauges(lab, since):
     return [(int((r.time - since).total_seconds()), r.series, r.key, r.value) for r in rows]
 
 
-def test_pending_pods_and_nodes_are_sampled_to_the_second_they_change(lab, busy_two_minutes):
+def test_pending_pods_and_nodes_are_sampled_as_each_minutes_average_and_the_value_it_ends_on(lab, busy_two_minutes):
     m = busy_two_minutes
     assert gauges(lab, m) == [
-        (0, "pending", "", 5.0),
-        (21, "nodes", "default", 1.0),
-        (21, "pending", "", 0.0),
-        (40, "pending", "", 5.0),
-        (61, "nodes", "default", 2.0),
-        (61, "pending", "", 0.0),
+        # minute M: the first node from M+21s; 5 pods pending for 21 s, 0 for 19 s, 5 again for 20 s
+        (0, "nodes", "default", 0.65),
+        (0, "pending", "", round((5 * 21 + 5 * 20) / 60, 6)),
+        # minute M+1: the second node at M+61s, so 1 node for 1 s and 2 for 59 s; the 5 pods wait 1 s more
+        (60, "nodes", "default", round((1 + 2 * 59) / 60, 6)),
+        (60, "pending", "", round(5 / 60, 6)),
+        # what each goes on at
+        (120, "nodes", "default", 2.0),
+        (120, "pending", "", 0.0),
     ]
     ok("advance", "10m")  # nothing changes: nothing is written
     assert len(gauges(lab, m)) == 6
@@ -75,8 +79,11 @@ def test_each_disrupted_node_is_counted_by_reason_in_the_minute_its_command_star
     started = command["status"]["startedAt"]
     [row] = models.ActivitySample.objects.exclude(disrupted={})
     assert (f"{row.time:%Y-%m-%dT%H:%M}", row.disrupted) == (started[:16], {"Empty": 1})
-    nodes = [row[1:] for row in gauges(lab, lab.created_at - timedelta(days=1)) if row[1] == "nodes"]
-    assert nodes == [("nodes", "default", 1.0), ("nodes", "default", 0.0)]  # one zero sample ends the series
+    ok("advance", "60s")  # past the minute the node went in
+    nodes = [row[3] for row in gauges(lab, lab.created_at - timedelta(days=1)) if row[1] == "nodes"]
+    assert nodes[-1] == 0.0 and all(0 < value <= 1 for value in nodes[:-1])  # the node's minutes, then none
+    lab.refresh_from_db()
+    assert "nodes/default" not in lab.cost_state["trends"]["gauges"]  # a series at 0 is forgotten
 
 
 def test_the_history_averages_gauges_over_each_bucket_and_takes_percentiles_and_rates(
@@ -112,13 +119,13 @@ def test_pods_that_start_inside_a_write_are_counted_once_and_a_rollouts_new_pods
     ok("advance", "1s")
     assert sum(models.ActivitySample.objects.values_list("started", flat=True)) == 4
     ok("rollout", "restart", "deploy/web")
-    ok("advance", "5s")
+    ok("advance", "60s")
     latency = Counter()
     for row in models.ActivitySample.objects.all():
         latency.update(row.latency)
     assert latency == {"0": 8}
     nodes = [row[1:] for row in gauges(lab, lab.created_at - timedelta(days=1)) if row[1] == "nodes"]
-    assert nodes == [("nodes", "", 3.0)]  # static nodes belong to no NodePool
+    assert nodes[-1] == ("nodes", "", 3.0)  # static nodes belong to no NodePool
 
 
 def test_percentiles_are_exact_nearest_ranks():
@@ -155,5 +162,6 @@ def test_gauges_get_a_daily_sample_and_old_samples_are_pruned_with_the_cost_hist
     kept = lab.clock.replace(second=0, microsecond=0) - timedelta(days=3)  # the history, plus a keyframe's day
     assert models.TrendSample.objects.filter(time__lt=kept).count() == 0
     assert models.ActivitySample.objects.count() == 0  # the busy minutes were four days ago
-    pending = list(models.TrendSample.objects.filter(series="pending").values_list("value", flat=True))
-    assert pending == [0.0, 0.0, 0.0, 0.0]  # one keyframe a day, the zero carried on
+    assert not models.TrendSample.objects.filter(series="pending").exists()  # none pending since: no samples needed
+    nodes = list(models.TrendSample.objects.filter(series="nodes").values_list("value", flat=True))
+    assert len(nodes) >= 3 and set(nodes) == {2.0}  # a keyframe a day carries the two nodes on
