@@ -9,7 +9,7 @@ NodePool that opts in (`karpui.dev/plan-improvement: enabled`) gets a second loo
   selector of another pod's constraint that matches them), with no host ports and no device requests, are
   re-packed, and only with NodeClaims of the same NodePool carrying the same requirements, so moving a pod
   between them can change no other pod's constraint.
-* A packer chooses node shapes and how many pods of each request class go on each (below); then every new
+* A packer chooses node shapes and how many pods of each request class go on each (`Packer`); then every new
   NodeClaim is rebuilt through the scheduler's own fit checks (taints, requirements, resources with DaemonSet
   overhead, minValues) and the final plan checks (instance-type truncation), and the NodePool's limits are
   checked with the scheduler's pessimistic accounting. Anything refused leaves the group as Karpenter planned it.
@@ -291,10 +291,12 @@ class Bin:
 class Packer:
     """Variable-sized bin packing of pod request classes into node shapes, cheapest total price first.
 
-    Each request class is valued at what its pods would cost on the shape that holds them most cheaply, fractions of
-    a node allowed. While much is left, the next node is the shape whose greedy fill is worth the most per dollar
-    (repeated while its pods last); near the end the most promising shapes are each tried for the next node, the
-    rest completed the same greedy way, and the cheapest total wins, fewer nodes breaking ties.
+    Few pods are packed exactly (`_exact`). Otherwise each request class is valued at what its pods would cost on
+    the shape that holds them most cheaply, fractions of a node allowed; while much is left, the next node is the
+    shape whose greedy fill is worth the most per dollar (repeated while its pods last); near the end the most
+    promising shapes are each tried for the next node, the rest completed greedily (or exactly, once few pods are
+    left), and the cheapest total wins, fewer nodes breaking ties. Last, nodes that one shape holds for no more are
+    merged.
     """
 
     def __init__(self, demands: Sequence[tuple[int, ...]], shapes: Sequence[Shape]) -> None:
