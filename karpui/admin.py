@@ -232,7 +232,15 @@ class AuditEventAdmin(ReadOnlyAdmin):
 class ClusterForm(forms.ModelForm):
     class Meta:
         model = models.Cluster
-        fields = ("name", "mode")
+        fields = ("name", "mode", "kubeconfig", "kube_context")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if cleaned.get("mode") == models.Cluster.Mode.LAB and (
+            cleaned.get("kubeconfig") or cleaned.get("kube_context")
+        ):
+            self.add_error("kubeconfig", "a lab cluster is karpui's own: only kwok and observe clusters are reached")
+        return cleaned
 
 
 @admin.register(models.Cluster)
@@ -242,7 +250,18 @@ class ClusterAdmin(admin.ModelAdmin):
 
     form = ClusterForm
     list_display = ("name", "mode", "clock", "ticked_at", "paused_until", "created_at")
-    shown = ("name", "mode", "clock", "ticked_at", "paused_until", "paused_by", "pause_reason", "created_at")
+    shown = (
+        "name",
+        "mode",
+        "kubeconfig",
+        "kube_context",
+        "clock",
+        "ticked_at",
+        "paused_until",
+        "paused_by",
+        "pause_reason",
+        "created_at",
+    )
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         return ClusterForm.Meta.fields if obj is None else self.shown
@@ -258,4 +277,6 @@ class ClusterAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
-        obj.pk = services.cluster_create(name=obj.name, mode=obj.mode, actor=actor).pk
+        obj.pk = services.cluster_create(
+            name=obj.name, mode=obj.mode, kubeconfig=obj.kubeconfig, context=obj.kube_context, actor=actor
+        ).pk

@@ -70,7 +70,7 @@ def _decide_many(
     """Record one decision on each command in a single lab run; each decided command gets its own audit row.
     Commands that cannot be decided are returned with the reason and left as they were."""
 
-    def change(running: Lab) -> tuple[list[dict[str, Any]], dict[str, Exception]]:
+    def change(running: lab.RowRun) -> tuple[list[dict[str, Any]], dict[str, Exception]]:
         decided, refused = [], {}
         for name in dict.fromkeys(names):
             command = running.store.get("DisruptionCommand", name)
@@ -90,7 +90,7 @@ def _decide_many(
         return decided, refused
 
     with transaction.atomic():
-        decided, refused = lab.run(cluster.name, change)
+        decided, refused = lab.run_rows(cluster.name, change)
         for command in decided:
             _audit(
                 actor,

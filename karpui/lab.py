@@ -36,6 +36,18 @@ from provisioner.objects import NodeClass
 T = TypeVar("T")
 
 
+def catalogs_by_node_class() -> dict[str, list[InstanceType]]:
+    """Every catalog's instance types, with the devices DeviceDeclarations give them, by the node class kind that
+    launches them: what any cluster's engine picks instance types from."""
+    catalogs: dict[str, list[InstanceType]] = {}
+    declarations = services.device_declarations()
+    for row in store.catalogs_with_types():
+        types = declare(row.name, store.catalog_domain(row).instance_types, declarations)
+        for kind in row.node_class_kinds:
+            catalogs.setdefault(kind, []).extend(types)
+    return catalogs
+
+
 def lab_config(cluster: models.Cluster, problems: list[tuple[dict[str, Any], str]] | None = None) -> LabConfig:
     """What the cluster's controllers work from. A stored NodePool that no longer parses (written before a rule
     existed, or by hand) is left out, with its error in `problems`: one bad NodePool never stops the others."""
@@ -51,12 +63,7 @@ def lab_config(cluster: models.Cluster, problems: list[tuple[dict[str, Any], str
         (row.kind, row.name): NodeClass(row.api_version, row.kind, row.name, row.spec)
         for row in models.NodeClass.objects.filter(cluster=cluster)
     }
-    catalogs: dict[str, list[InstanceType]] = {}
-    declarations = services.device_declarations()
-    for row in store.catalogs_with_types():
-        types = declare(row.name, store.catalog_domain(row).instance_types, declarations)
-        for kind in row.node_class_kinds:
-            catalogs.setdefault(kind, []).extend(types)
+    catalogs = catalogs_by_node_class()
     return LabConfig(
         nodepools=domains,
         # Every row's uid, parsed or not: the garbage collector must not take a bad NodePool's nodes for orphans.
@@ -70,12 +77,15 @@ def lab_config(cluster: models.Cluster, problems: list[tuple[dict[str, Any], str
     )
 
 
-def load(cluster: models.Cluster) -> Lab:
+def load(cluster: models.Cluster, *, components: str | None = None) -> Lab:
     # Bodies only: building 20,000 model instances costs more than decoding their JSON.
     objects = list(models.KubeObject.objects.filter(cluster=cluster).values_list("body", flat=True))
     state = {**cluster.lab_state, "resource_version": cluster.resource_version}
     problems: list[tuple[dict[str, Any], str]] = []
-    lab = Lab(objects, lab_config(cluster, problems), state, now=cluster.clock.timestamp())
+    config = lab_config(cluster, problems)
+    if components is not None:
+        config.components = components
+    lab = Lab(objects, config, state, now=cluster.clock.timestamp())
     _report(lab, problems)
     return lab
 
@@ -270,12 +280,38 @@ def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | 
     (which may advance time), and save: all or nothing."""
     with transaction.atomic():
         cluster = _locked(cluster_name)
+        if cluster.mode != models.Cluster.Mode.LAB:
+            # A kwok or observe cluster's engine runs elsewhere: its mirrored objects are read, nothing runs here,
+            # and only what `change` wrote is stored (the engine's own state is its to write).
+            mirror = load(cluster, components="none")
+            result = change(mirror)
+            persist(cluster, mirror.store)
+            return result
         lab, config_key = engine(cluster)
         recorder = costs.Recorder()
         lab.observers.append(recorder)
         result = change(lab)
         save(cluster, lab, lease, recorder.timeline)
         _keep_warm(cluster, lab, config_key)
+        return result
+
+
+@dataclass
+class RowRun:
+    """What a change needs that reads and writes a few objects and runs no controller: the store and the time."""
+
+    store: RowStore
+    now: float
+
+
+def run_rows(cluster_name: str, change: Callable[[RowRun], T]) -> T:
+    """Lock the cluster, let `change` read and write the few objects it names (from their rows), and store what it
+    wrote: a person's decision on a command, in any cluster's mode, without loading the cluster."""
+    with transaction.atomic():
+        cluster = _locked(cluster_name)
+        rows = RowStore(cluster)
+        result = change(RowRun(rows, cluster.clock.timestamp()))
+        persist(cluster, rows)
         return result
 
 
@@ -298,13 +334,13 @@ def writing(cluster_name: str) -> Iterator[ClusterAPI]:
     """The cluster's object API for one all-or-nothing write from the CLI, the web or the Kubernetes API: what is
     written inside the block is committed together (or not at all, if the block raises).
 
-    While a worker ticks the cluster, the write is stored at once from the few rows it reads (an API server's
-    write), and the worker's engine reacts at its next tick, having caught up from the change log: the write never
-    loads the cluster, whatever its size. With no engine running (the CLI alone, the tests), the cluster's own
+    While a worker ticks the cluster (or for a kwok or observe cluster, whose engine runs elsewhere), the write is
+    stored at once from the few rows it reads (an API server's write), and the engine reacts at its next tick,
+    having caught up from the change log: the write never loads the cluster, whatever its size. With no engine running (the CLI alone, the tests), the cluster's own
     components react here, at the current time, as a real cluster's would."""
     with transaction.atomic():
         cluster = _locked(cluster_name)
-        if engine_alive(cluster):
+        if cluster.mode != models.Cluster.Mode.LAB or engine_alive(cluster):
             rows = RowStore(cluster)
             yield rows
             persist(cluster, rows)

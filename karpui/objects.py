@@ -125,6 +125,20 @@ def _device_classes_exist(api: ClusterAPI, obj: Obj) -> None:
 
 @contextmanager
 def _lab_write(cluster: models.Cluster) -> Iterator[ClusterAPI]:
+    """Where a cluster's objects are written: the lab's store; a kwok cluster's API server itself (its engine's
+    informers bring the change back); never an observed cluster, which is Karpenter's."""
+    if cluster.mode == models.Cluster.Mode.OBSERVE:
+        raise PermissionDenied(
+            f"cluster {cluster.name} is observed: karpui writes nothing there but the NodeClaim deletions of approved "
+            "commands (write with kubectl, or let Karpenter)"
+        )
+    if cluster.mode == models.Cluster.Mode.KWOK:
+        from karpui import remote
+        from provisioner.adapters.direct import UncachedCluster
+
+        with transaction.atomic():
+            yield UncachedCluster(remote.transport(cluster))
+        return
     with transaction.atomic(), lab.writing(cluster.name) as api:
         yield api
 
@@ -499,7 +513,7 @@ def manifests_apply(*, cluster: models.Cluster, text: str, actor: Actor) -> list
         if lab_documents:
             for document in lab_documents:
                 authorize(actor, "patch", resource_of(document.kind))
-            with lab.writing(cluster.name) as api:
+            with _lab_write(cluster) as api:
                 results += [_located(d, lambda d=d: _apply_lab(api, d)) for d in lab_documents]
         return results
 

@@ -21,7 +21,7 @@ from provisioner.dra.declarations import API_VERSION as DECLARATION_API
 from provisioner.dra.declarations import DeviceDeclaration, parse_declaration
 from provisioner.manifests import Document, ManifestError
 from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
-from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, parse_nodeclass
+from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, nodeclass_to_manifest, parse_nodeclass
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 from provisioner.objects import NodeClass, NodePool
 from provisioner.scheduling.satisfiable import unsatisfiable
@@ -71,19 +71,25 @@ def cluster_name_check(name: str) -> None:
         raise ValidationError(f"cluster: {'; '.join(error.messages)}") from None
 
 
-def cluster_create(*, name: str, actor: Actor, mode: str = models.Cluster.Mode.LAB) -> models.Cluster:
-    """Make a cluster (a lab one is then ticked with the others). A web or admin user needs karpui.add_cluster;
+def cluster_create(
+    *, name: str, actor: Actor, mode: str = models.Cluster.Mode.LAB, kubeconfig: str = "", context: str = ""
+) -> models.Cluster:
+    """Make a cluster (a lab one is then ticked with the others; a kwok or observe one is driven by `manage.py
+    engine`, which reaches it through `kubeconfig` and `context`). A web or admin user needs karpui.add_cluster;
     the CLI is the machine's operator."""
     if actor.user is not None and not actor.user.has_perm("karpui.add_cluster"):  # type: ignore[attr-defined]
         raise PermissionDenied(f"{actor.name} may not create clusters")
     cluster_name_check(name)
     if mode not in models.Cluster.Mode.values:
         raise ValidationError(f"mode: must be one of {', '.join(models.Cluster.Mode.values)}, got {mode!r}")
+    if mode == models.Cluster.Mode.LAB and (kubeconfig or context):
+        raise ValidationError("kubeconfig: a lab cluster is karpui's own; only kwok and observe clusters are reached")
     with transaction.atomic():
         if models.Cluster.objects.filter(name=name).exists():
             raise ValidationError(f'cluster "{name}" already exists')
-        cluster = models.Cluster.objects.create(name=name, mode=mode)
-        _audit(actor, "create", "Cluster", name, None, {"mode": mode})
+        cluster = models.Cluster.objects.create(name=name, mode=mode, kubeconfig=kubeconfig, kube_context=context)
+        reached = {"kubeconfig": kubeconfig, "context": context} if mode != models.Cluster.Mode.LAB else {}
+        _audit(actor, "create", "Cluster", name, None, {"mode": mode, **reached})
         if mode == models.Cluster.Mode.LAB:
             from karpui import objects  # the write path builds on these services
 
@@ -105,6 +111,17 @@ def _audit(actor: Actor, action: str, kind: str, name: str, before: Any, after: 
     )
 
 
+def _in_cluster(cluster: models.Cluster, manifest: dict[str, Any]) -> None:
+    """A kwok cluster's NodePools and node classes are its own objects: write there first (the row is the mirror
+    the engine keeps). An observed cluster's are Karpenter's, which karpui never writes."""
+    if cluster.mode == models.Cluster.Mode.OBSERVE:
+        raise PermissionDenied(f"cluster {cluster.name} is observed: its {manifest['kind']}s are Karpenter's to write")
+    if cluster.mode == models.Cluster.Mode.KWOK:
+        from karpui import remote
+
+        remote.apply_object(cluster, manifest)
+
+
 def nodepool_check(*, cluster: models.Cluster, nodepool: NodePool) -> None:
     """Refuse a NodePool that no instance type of its node class's catalog can satisfy, naming the requirement."""
     types = lab.lab_config(cluster).catalogs.get(nodepool.node_class_ref.kind, [])
@@ -118,6 +135,7 @@ def nodepool_apply(*, cluster: models.Cluster, nodepool: NodePool, actor: Actor)
     """Create or update a NodePool from its validated domain value (refused, writing nothing, if unsatisfiable)."""
     nodepool_check(cluster=cluster, nodepool=nodepool)
     manifest = nodepool_to_manifest(nodepool)
+    _in_cluster(cluster, manifest)
     fields = {
         "labels": manifest["metadata"].get("labels", {}),
         "annotations": manifest["metadata"].get("annotations", {}),
@@ -152,6 +170,7 @@ def _update(
 @transaction.atomic
 def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Actor) -> ApplyResult:
     resource = f"{nodeclass.kind.lower()}.{nodeclass.group}"
+    _in_cluster(cluster, nodeclass_to_manifest(nodeclass))
     row = (
         models.NodeClass.objects.select_for_update()
         .filter(cluster=cluster, kind=nodeclass.kind, name=nodeclass.name)
@@ -253,6 +272,12 @@ def object_delete(*, cluster: models.Cluster, kind: str, name: str, actor: Actor
             resource = f"{kind.lower()}.{row.api_version.split('/')[0]}" if row else kind.lower()
         if row is None:
             raise LookupError(f'{resource} "{name}" not found')
+        if cluster.mode == models.Cluster.Mode.OBSERVE:
+            raise PermissionDenied(f"cluster {cluster.name} is observed: its {kind}s are Karpenter's to delete")
+        if cluster.mode == models.Cluster.Mode.KWOK:
+            from karpui import remote
+
+            remote.delete_object(cluster, kind, name)
         row.delete()
         _audit(actor, "delete", kind, name, before, None)
     return f'{resource} "{name}" deleted'

@@ -46,7 +46,8 @@ def endpoint(*, public: bool = False) -> Callable[[View], View]:
                 user = auth.authenticate(request)
                 if user is None and not public:
                     raise unauthorized()
-                row = models.Cluster.objects.filter(name=cluster).first()
+                # Lab clusters only: a kwok or observed cluster has an API server of its own.
+                row = models.Cluster.objects.filter(name=cluster, mode=models.Cluster.Mode.LAB).first()
                 if row is None:
                     raise no_route()
                 return view(request, Context(row, user), **kwargs)

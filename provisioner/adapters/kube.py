@@ -164,11 +164,14 @@ class KubeCluster:
         resource = self._resource(obj["kind"])
         namespace = (obj["metadata"].get("namespace") or "default") if resource.kind.namespaced else None
         answer = self.transport.request("POST", resource.collection(namespace), body=self._body(resource, obj))
-        if resource.kind.status and obj.get("status") and obj["status"] != answer.get("status"):
-            name = answer["metadata"]["name"]
-            answer = self.transport.request(
-                "PUT", resource.item(name, namespace or "", "status"), body={**answer, "status": obj["status"]}
-            )
+        if resource.kind.status and "status" in obj and obj["status"] != answer.get("status"):
+            if obj["status"]:
+                name = answer["metadata"]["name"]
+                answer = self.transport.request(
+                    "PUT", resource.item(name, namespace or "", "status"), body={**answer, "status": obj["status"]}
+                )
+            else:
+                answer = {**answer, "status": {}}  # the server leaves an empty status out; the object has one
         return self._stored(answer, resource)
 
     def update(self, obj: Obj, *, spec_changed: bool = False) -> Obj:

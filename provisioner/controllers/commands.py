@@ -138,7 +138,8 @@ def _validate(ctx: ClusterContext, command: Obj) -> str | None:
 
 
 def _start(ctx: ClusterContext, command: Obj) -> bool:
-    """Taint the candidates, launch the replacements, and only then let termination begin."""
+    """Taint the candidates, launch the replacements, and only then let termination begin. Observing a cluster
+    whose Karpenter does all of that, delete the candidates' NodeClaims and leave the rest to it."""
     ctx.log(
         LogRecord(
             "disrupting node(s)",
@@ -146,6 +147,21 @@ def _start(ctx: ClusterContext, command: Obj) -> bool:
             logger="controller.disruption",
         )
     )
+    if ctx.observe:
+        for candidate in command["spec"]["candidates"]:
+            claim = ctx.api.get("NodeClaim", candidate["nodeclaim"])
+            if claim is not None and not claim["metadata"].get("deletionTimestamp"):
+                ctx.api.delete("NodeClaim", candidate["nodeclaim"])
+                ctx.log(
+                    LogRecord(
+                        "deleted nodeclaim",
+                        {"NodeClaim": {"name": candidate["nodeclaim"]}, "reason": command["spec"]["reason"]},
+                        logger=LOGGER,
+                    )
+                )
+        command["status"].update(phase="Executing", startedAt=timestamp(ctx.now), replacementNodeClaims=[])
+        ctx.api.update(command)
+        return True
     for candidate in command["spec"]["candidates"]:
         node = ctx.api.get("Node", candidate["node"])
         if node is not None:

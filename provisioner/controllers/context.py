@@ -48,6 +48,9 @@ class ClusterContext:
     ignore_dra_requests: bool = False  # Karpenter's IGNORE_DRA_REQUESTS: pods with claims are never provisioned
     nominations: dict[str, float] = field(default_factory=dict)  # node -> until when a pending pod is headed there
     views: Views = field(default_factory=Views)
+    # Observe mode: Karpenter provisions, drains and terminates; karpui proposes, and an approved command is
+    # carried out by deleting its NodeClaims (nothing else is written to the cluster).
+    observe: bool = False
     logs: list[TimedRecord] = field(default_factory=list)
     # Derived views (a disruption snapshot, a command's validation) with the inputs they were computed from: a warm
     # engine asked again with unchanged inputs answers from here instead of rescanning the cluster.

@@ -124,7 +124,7 @@ def test_the_cli_refuses_an_unknown_cluster_until_the_operator_creates_it(lab):
     )
     assert clusters() == ["lab"]
 
-    assert ok("cluster", "create", "staging") == "cluster.karpui.dev/staging created\n"
+    assert ok("cluster", "create", "staging") == "cluster.karpui.dev/staging created (lab)\n"
     ok("--cluster", "staging", "apply", "-f", str(EXAMPLES / "provisioning"))
     ok("--cluster", "staging", "scale", "deploy/inflate", "--replicas", "1")
     ok("--cluster", "staging", "advance", "5s")
@@ -140,7 +140,10 @@ def test_the_cli_refuses_an_unknown_cluster_until_the_operator_creates_it(lab):
     [
         (["cluster", "create", "lab"], 'error: cluster "lab" already exists\n'),
         (["cluster", "create", "a" * 64], "error: cluster: Ensure this value has at most 63 characters (it has 64).\n"),
-        (["cluster", "make", "x"], "error: usage: karp cluster create NAME\n"),
+        (
+            ["cluster", "make", "x"],
+            "error: usage: karp cluster create NAME [--mode lab|kwok|observe] [--kubeconfig FILE] [--context CTX]\n",
+        ),
         (
             ["--cluster", "a b", "get", "nodes"],
             "error: cluster: Enter a valid “slug” consisting of letters, numbers, underscores or hyphens.\n",

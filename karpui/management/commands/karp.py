@@ -99,6 +99,11 @@ class Command(BaseCommand):
         parser.add_argument("--for", dest="for_duration", default=None, help="pause duration, e.g. 2h")
         parser.add_argument("--server", default=None, help="kubeconfig: karpui's URL (default http://127.0.0.1:8000)")
         parser.add_argument("--certificate-authority", default=None, help="kubeconfig: CA file of an HTTPS server")
+        parser.add_argument("--mode", default="lab", help="cluster create: lab (default), kwok or observe")
+        parser.add_argument(
+            "--kubeconfig", default=None, help="cluster create: how to reach a kwok or observe cluster (or in-cluster)"
+        )
+        parser.add_argument("--context", default=None, help="cluster create: the kubeconfig's context")
         parser.add_argument("args", nargs="*")
         return parser
 
@@ -130,7 +135,7 @@ class Command(BaseCommand):
             )
         actor = services.Actor(name=f"cli:{getpass.getuser()}", via="cli")
         if verb == "cluster":
-            self._cluster(rest, actor)
+            self._cluster(rest, options, actor)
             return
         try:
             cluster = selectors.cluster_get(name=options["cluster"])
@@ -140,12 +145,21 @@ class Command(BaseCommand):
             ) from None
         getattr(self, f"_{verb}")(cluster, rest, options, actor)
 
-    def _cluster(self, rest: list[str], actor: services.Actor) -> None:
-        """`cluster create NAME`: the machine's operator makes a lab cluster (audited), as an admin can."""
+    def _cluster(self, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
+        """`cluster create NAME [--mode lab|kwok|observe] [--kubeconfig FILE|in-cluster] [--context NAME]`: the
+        machine's operator makes a cluster (audited), as an admin can."""
         if len(rest) != 2 or rest[0] != "create":
-            raise KarpError("usage: karp cluster create NAME")
-        cluster = services.cluster_create(name=rest[1], actor=actor)
-        self.stdout.write(f"cluster.karpui.dev/{cluster.name} created")
+            raise KarpError(
+                "usage: karp cluster create NAME [--mode lab|kwok|observe] [--kubeconfig FILE] [--context CTX]"
+            )
+        cluster = services.cluster_create(
+            name=rest[1],
+            actor=actor,
+            mode=options["mode"],
+            kubeconfig=options["kubeconfig"] or "",
+            context=options["context"] or "",
+        )
+        self.stdout.write(f"cluster.karpui.dev/{cluster.name} created ({cluster.mode})")
 
     # Verbs ------------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,150 @@
+"""kwok mode: karpui is the provisioner of a cluster it reaches over the Kubernetes API. The cluster here is the lab's
+API in a process of its own running only its cluster side (kube-scheduler, kubelets, workload controllers, garbage
+collector, DRA driver) at wall time, as a kind + kwok cluster would; the engine (karpui.engines) drives it through
+the kube adapter and mirrors it into this process's database for the dashboard."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from karpui import models
+from karpui.engines import Engine
+from provisioner.adapters.direct import UncachedCluster
+from provisioner.adapters.transport import Transport
+from provisioner.leaderelection import ElectionConfig
+from tests.karp import EXAMPLES
+
+pytestmark = pytest.mark.django_db
+
+
+def until(check: Any, engines: list[Engine], timeout: float = 60.0, what: str = "") -> Any:
+    """Tick the engines (as `manage.py engine` does, but every 0.2 s) until `check()` holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for engine in engines:
+            engine.step(time.time())
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what or check}"
+        time.sleep(0.2)
+
+
+def election(identity: str) -> ElectionConfig:
+    return ElectionConfig(
+        identity=identity, name="karpui-engine", lease_duration=3.0, renew_deadline=2.0, retry_period=0.25
+    )
+
+
+@pytest.fixture
+def kwok_cluster(lab_api: Any, tmp_path: Path) -> Iterator[tuple[models.Cluster, UncachedCluster]]:
+    """A cluster row in kwok mode, reaching a fresh lab cluster that runs its cluster side at wall time, and a
+    client of that cluster (what kubectl would be)."""
+    name = lab_api.new_cluster("kwok", components="cluster", tick=True)
+    kubeconfig = lab_api.kubeconfig(name, tmp_path / "kubeconfig")
+    row = models.Cluster.objects.create(name="real", mode=models.Cluster.Mode.KWOK, kubeconfig=str(kubeconfig))
+    yield row, UncachedCluster(Transport.from_kubeconfig(str(kubeconfig)))
+
+
+def scale(client: UncachedCluster, replicas: int) -> None:
+    """kubectl scale: a merge patch, so the Deployment controller's own writes meanwhile are no conflict."""
+    client.patch("Deployment", "inflate", "default", {"spec": {"replicas": replicas}})
+
+
+def apply(client: UncachedCluster, path: Path) -> None:
+    for document in yaml.safe_load_all(path.read_text()):
+        if document:
+            client.create(document)
+
+
+def test_getting_started_in_kwok_mode_one_c8x_then_consolidated_away(kwok_cluster: Any) -> None:
+    row, client = kwok_cluster
+    apply(client, EXAMPLES / "provisioning" / "nodepool.yaml")
+    apply(client, EXAMPLES / "provisioning" / "deployment.yaml")
+    engine = Engine.open(row, election=election("engine-a"))
+    try:
+        assert until(lambda: engine.leading, [engine], 10, "the engine leads")
+        scale(client, 5)
+        until(
+            lambda: (
+                [p for p in client.list("Pod") if (p.get("status") or {}).get("phase") == "Running"]
+                and all((p.get("status") or {}).get("phase") == "Running" for p in client.list("Pod"))
+                and len(client.list("Pod")) == 5
+            ),
+            [engine],
+            what="five pods Running",
+        )
+        [claim] = client.list("NodeClaim")
+        labels = claim["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "c-8x-amd64-linux"
+        [node] = client.list("Node")
+        assert node["metadata"]["name"] == claim["status"]["nodeName"]
+        assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+        assert (node["status"]["allocatable"]["cpu"], node["status"]["allocatable"]["memory"]) == ("7900m", "16374Mi")
+        # The dashboard's read model: the cluster mirrored into this database.
+        until(lambda: models.KubeObject.objects.filter(cluster=row, kind="Pod", phase="Running").count() == 5, [engine])
+        assert models.NodePool.objects.get(cluster=row, name="default").spec["disruption"]["consolidateAfter"] == "10s"
+        assert models.KubeObject.objects.filter(cluster=row, kind="NodeClaim").count() == 1
+        assert models.LogEntry.objects.filter(cluster=row, message="created nodeclaim").count() == 1
+
+        scale(client, 0)
+        until(lambda: not client.list("NodeClaim") and not client.list("Node"), [engine], 90, "the empty node removed")
+        assert models.LogEntry.objects.filter(cluster=row, message="disrupting node(s)").count() == 1
+        assert models.KubeObject.objects.filter(cluster=row, kind__in=["Node", "NodeClaim"]).count() == 0
+    finally:
+        engine.stop()
+
+
+def test_two_engines_one_leader_and_the_other_takes_over_without_duplicates(kwok_cluster: Any) -> None:
+    row, client = kwok_cluster
+    apply(client, EXAMPLES / "provisioning" / "nodepool.yaml")
+    apply(client, EXAMPLES / "provisioning" / "deployment.yaml")
+    first, second = Engine.open(row, election=election("engine-a")), None
+    try:
+        until(lambda: first.leading, [first], 10, "the first engine leads")
+        second = Engine.open(row, election=election("engine-b"))
+        scale(client, 3)
+        acted = {"engine-a": 0, "engine-b": 0}
+
+        def tick_both() -> None:
+            for engine in (first, second):
+                if engine.step(time.time()):
+                    acted[engine.elector.config.identity] += 1
+
+        deadline = time.monotonic() + 60
+        while len(client.list("NodeClaim")) < 1 or any(
+            (p.get("status") or {}).get("phase") != "Running" for p in client.list("Pod")
+        ):
+            tick_both()
+            assert time.monotonic() < deadline, "three pods did not run"
+            time.sleep(0.2)
+        assert acted["engine-b"] == 0  # it never acted while the first led
+        first.stop(release=False)  # a crash: the lease is not released
+        killed = time.monotonic()
+        while not second.leading:
+            tick_both()
+            time.sleep(0.1)
+        assert time.monotonic() - killed <= 3.0 + 1.0  # within the lease's duration (and a retry)
+        scale(client, 12)
+        until(
+            lambda: (
+                len(client.list("Pod")) == 12
+                and all((p.get("status") or {}).get("phase") == "Running" for p in client.list("Pod"))
+            ),
+            [second],
+            what="twelve pods Running after the takeover",
+        )
+        claims = client.list("NodeClaim")
+        names = [c["metadata"]["name"] for c in claims]
+        assert len(names) == len(set(names)) and len(client.list("Node")) == len(claims)
+        assert second.steps > 0  # the successor did the work after the crash
+    finally:
+        first.stop(release=False)
+        if second is not None:
+            second.stop()
