@@ -15,72 +15,74 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from karpui import models, services
+from karpui import models
 from provisioner.quantity import parse_resources
 
 
 class ClusterCollector(Collector):
-    """Reads every value when scraped, so each web process reports the same numbers without shared state."""
+    """Reads every value when scraped, so each web process reports the same numbers without shared state. Every
+    series carries a `cluster` label (and `mode`, on karpui_cluster_info): one karpui reports all its clusters."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        cluster = models.Cluster.objects.filter(name=services.DEFAULT_CLUSTER).first()
-        if cluster is None:  # a scrape reads; it never makes the cluster it reports on
-            return
+        clusters = list(models.Cluster.objects.order_by("name"))  # a scrape reads; it never makes a cluster
+        info = GaugeMetricFamily(
+            "karpui_cluster_info", "The clusters karpui manages, by mode.", labels=["cluster", "mode"]
+        )
         usage = GaugeMetricFamily(
             "karpenter_nodepools_usage",
             "Resources the NodePool's NodeClaims hold.",
-            labels=["nodepool", "resource_type"],
+            labels=["cluster", "nodepool", "resource_type"],
         )
         limit = GaugeMetricFamily(
-            "karpenter_nodepools_limit", "The NodePool's spec.limits.", labels=["nodepool", "resource_type"]
+            "karpenter_nodepools_limit", "The NodePool's spec.limits.", labels=["cluster", "nodepool", "resource_type"]
         )
-        for row in models.NodePool.objects.filter(cluster=cluster).order_by("name"):
-            for resource, amount in sorted(parse_resources((row.status or {}).get("resources") or {}).items()):
-                usage.add_metric([row.name, resource], _base(amount))
-            for resource, amount in sorted(parse_resources((row.spec or {}).get("limits") or {}).items()):
-                limit.add_metric([row.name, resource], _base(amount))
-        yield usage
-        yield limit
-        last = (cluster.cost_state or {}).get("last") or {}
-        claims = GaugeMetricFamily("karpui_nodeclaims", "NodeClaims per NodePool.", labels=["nodepool"])
+        claims = GaugeMetricFamily("karpui_nodeclaims", "NodeClaims per NodePool.", labels=["cluster", "nodepool"])
         cost = GaugeMetricFamily(
-            "karpui_nodepool_cost_dollars_per_hour", "Sum of the NodeClaims' offering prices.", labels=["nodepool"]
+            "karpui_nodepool_cost_dollars_per_hour",
+            "Sum of the NodeClaims' offering prices.",
+            labels=["cluster", "nodepool"],
         )
         saved = GaugeMetricFamily(
             "karpui_consolidation_saved_dollars_per_hour",
             "Price difference of the executed consolidation commands.",
-            labels=["nodepool"],
+            labels=["cluster", "nodepool"],
         )
-        for pool, entry in sorted(last.items()):
-            cost_per_hour, count, saved_per_hour = entry["value"]
-            claims.add_metric([pool], count)
-            cost.add_metric([pool], cost_per_hour)
-            saved.add_metric([pool], saved_per_hour)
-        yield claims
-        yield cost
-        yield saved
-        pending = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", unschedulable=True).count()
-        yield GaugeMetricFamily(
-            "karpenter_scheduler_unschedulable_pods_count", "Pods the scheduler could not place.", value=pending
+        pending = GaugeMetricFamily(
+            "karpenter_scheduler_unschedulable_pods_count", "Pods the scheduler could not place.", labels=["cluster"]
         )
         commands = GaugeMetricFamily(
             "karpui_disruption_commands",
             "Disruption commands by phase (AwaitingApproval waits for a person).",
-            labels=["phase"],
+            labels=["cluster", "phase"],
         )
-        phases = (
-            models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand")
-            .values("phase")
-            .annotate(n=Count("id"))
-            .order_by("phase")
+        paused = GaugeMetricFamily(
+            "karpui_disruption_paused", "1 while voluntary disruption is paused.", labels=["cluster"]
         )
-        for row in phases:
-            commands.add_metric([row["phase"]], row["n"])
-        yield commands
-        paused = cluster.is_paused(cluster.clock)
-        yield GaugeMetricFamily(
-            "karpui_disruption_paused", "1 while voluntary disruption is paused.", value=int(paused)
-        )
+        for cluster in clusters:
+            name = cluster.name
+            info.add_metric([name, cluster.mode], 1)
+            for row in models.NodePool.objects.filter(cluster=cluster).order_by("name"):
+                for resource, amount in sorted(parse_resources((row.status or {}).get("resources") or {}).items()):
+                    usage.add_metric([name, row.name, resource], _base(amount))
+                for resource, amount in sorted(parse_resources((row.spec or {}).get("limits") or {}).items()):
+                    limit.add_metric([name, row.name, resource], _base(amount))
+            for pool, entry in sorted(((cluster.cost_state or {}).get("last") or {}).items()):
+                cost_per_hour, count, saved_per_hour = entry["value"]
+                claims.add_metric([name, pool], count)
+                cost.add_metric([name, pool], cost_per_hour)
+                saved.add_metric([name, pool], saved_per_hour)
+            unschedulable = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", unschedulable=True).count()
+            pending.add_metric([name], unschedulable)
+            phases = (
+                models.KubeObject.objects.filter(cluster=cluster, kind="DisruptionCommand")
+                .values("phase")
+                .annotate(n=Count("id"))
+                .order_by("phase")
+            )
+            for row in phases:
+                commands.add_metric([name, row["phase"]], row["n"])
+            paused.add_metric([name], int(cluster.is_paused(cluster.clock)))
+        yield from (info, usage, limit, claims, cost, saved, pending, commands, paused)
 
 
 def _base(milli: int) -> float:
