@@ -17,6 +17,7 @@ class PodEventsController:
     def __init__(self, state: dict[str, Any]) -> None:
         self.pod_sets: dict[str, str] = dict(state.get("pod_sets") or {})
         self._seen: tuple[int, int] | None = None  # Pod and NodeClaim versions at the last run
+        self._uids: dict[str, list[str]] = {}  # node -> the sorted pod uids its digest in pod_sets was made from
 
     def to_state(self) -> dict[str, Any]:
         return {"pod_sets": self.pod_sets}
@@ -43,7 +44,11 @@ class PodEventsController:
             if not node:
                 continue
             nodes.add(node)
-            digest = hashlib.sha256(json.dumps(sorted(by_node.get(node, []))).encode()).hexdigest()[:16]
+            uids = sorted(by_node.get(node, []))
+            if node in self.pod_sets and self._uids.get(node) == uids:
+                continue  # the same pods as when its digest was made
+            self._uids[node] = uids
+            digest = hashlib.sha256(json.dumps(uids).encode()).hexdigest()[:16]
             if self.pod_sets.get(node) != digest:
                 if node in self.pod_sets or by_node.get(node):
                     claim["status"]["lastPodEventTime"] = timestamp(ctx.now)
@@ -53,5 +58,6 @@ class PodEventsController:
         # Nodes whose NodeClaim is gone are never looked at again: a warm engine (and its saved state) would
         # otherwise keep every node it ever saw.
         self.pod_sets = {node: digest for node, digest in self.pod_sets.items() if node in nodes}
+        self._uids = {node: uids for node, uids in self._uids.items() if node in nodes}
         self._seen = (ctx.api.kind_version("Pod"), ctx.api.kind_version("NodeClaim"))
         return changed

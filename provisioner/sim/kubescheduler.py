@@ -63,6 +63,7 @@ class KubeScheduler:
     def __init__(self, state: dict[str, Any] | None = None) -> None:
         self.seen: tuple[int, ...] | None = None
         self.arrivals: dict[str, int] = dict((state or {}).get("arrivals") or {})  # pending pod uid -> arrival
+        self.node_states: NodeStates = {}
 
     def to_state(self) -> dict[str, Any]:
         return {"arrivals": self.arrivals}
@@ -85,16 +86,19 @@ class KubeScheduler:
                 p["metadata"]["name"],
             )
         )
-        changed = schedule_pending(store, views, now, pending)
+        changed = schedule_pending(store, views, now, pending, self.node_states)
         self.seen = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
         return changed
 
 
-def schedule_pending(store: ObjectStore, views: Views, now: float, pending: list[Obj]) -> bool:
-    """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable."""
+def schedule_pending(
+    store: ObjectStore, views: Views, now: float, pending: list[Obj], cache: NodeStates | None = None
+) -> bool:
+    """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable. `cache` keeps
+    node states between passes (see `_node_states`)."""
     if not pending:
         return False
-    nodes = _node_states(store, views)
+    nodes = _node_states(store, views, {} if cache is None else cache)
     changed = False
     classes = cluster_dra.device_classes(store) if any(p["spec"].get("resourceClaims") for p in pending) else {}
     taken = cluster_dra.allocated(store) if classes else set()
@@ -213,28 +217,44 @@ class _ClassQueue:
         return reasons
 
 
-def _node_states(store: ObjectStore, views: Views) -> list[_NodeState]:
-    by_node = views.pods_by_node(store)
+# node name -> (the Node's resourceVersion and its pods' index bucket version, the state built from them)
+NodeStates = dict[str, tuple[tuple[object, int], _NodeState]]
+
+
+def _node_states(store: ObjectStore, views: Views, cache: NodeStates) -> list[_NodeState]:
+    """Every node that is not being deleted, with its pods. A node whose object and pods were not written since its
+    state was built keeps that state (binding a pod writes the pod, so a state a pass changed is always rebuilt):
+    a pass costs the nodes and pods that changed, not every pod in the cluster."""
     states = []
+    names = set()
     for node in store.list("Node"):
         if node["metadata"].get("deletionTimestamp"):
             continue
         name = node["metadata"]["name"]
-        pods = [p for p in by_node.get(name, []) if not p.is_terminal() and not p.deleting]
-        states.append(
-            _NodeState(
-                name=name,
-                labels=dict(node["metadata"].get("labels") or {}),
-                allocatable=_allocatable(node),
-                taints=[Taint.from_spec(t) for t in (node.get("spec") or {}).get("taints") or []],
-                ready=is_ready(node),
-                unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
-                pods=pods,
-                requested=add(*(_requests(p) for p in pods)) if pods else {},
-                scored=add(*(_scored(p) for p in pods)) if pods else {},
-                requirements=Requirements.from_labels(node["metadata"].get("labels") or {}),
-            )
+        names.add(name)
+        key = (node["metadata"].get("resourceVersion"), store.bucket_version("Pod", "spec.nodeName", name))
+        cached = cache.get(name)
+        if cached is not None and cached[0] == key:
+            states.append(cached[1])
+            continue
+        bound = (views.pod(p) for p in store.list("Pod", fields={"spec.nodeName": name}))
+        pods = [p for p in bound if not p.is_terminal() and not p.deleting]
+        state = _NodeState(
+            name=name,
+            labels=dict(node["metadata"].get("labels") or {}),
+            allocatable=_allocatable(node),
+            taints=[Taint.from_spec(t) for t in (node.get("spec") or {}).get("taints") or []],
+            ready=is_ready(node),
+            unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
+            pods=pods,
+            requested=add(*(_requests(p) for p in pods)) if pods else {},
+            scored=add(*(_scored(p) for p in pods)) if pods else {},
+            requirements=Requirements.from_labels(node["metadata"].get("labels") or {}),
         )
+        cache[name] = (key, state)
+        states.append(state)
+    for gone in [name for name in cache if name not in names]:
+        del cache[gone]
     return states
 
 
