@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -387,6 +388,16 @@ def defaults_ensure() -> None:
     from karpui import objects  # the write path builds on these services
 
     cluster_get_or_create()
+    if settings.KARPUI_MODE != models.Cluster.Mode.LAB and not models.Cluster.objects.filter(
+        name=settings.KARPUI_CLUSTER
+    ).exists():
+        cluster_create(
+            name=settings.KARPUI_CLUSTER,
+            mode=settings.KARPUI_MODE,
+            kubeconfig=settings.KARPUI_KUBECONFIG,
+            context=settings.KARPUI_KUBE_CONTEXT,
+            actor=Actor(name="system", via="migrate"),
+        )
     for cluster in models.Cluster.objects.filter(mode=models.Cluster.Mode.LAB):
         objects.system_namespaces_ensure(cluster)
     roles_ensure()

@@ -47,6 +47,13 @@ CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS"
 KARPUI_MODE = os.environ.get("KARPUI_MODE", "lab")
 if KARPUI_MODE not in ("lab", "kwok", "observe"):
     raise ImproperlyConfigured(f"KARPUI_MODE must be lab, kwok or observe, got {KARPUI_MODE!r}")
+# With KARPUI_MODE kwok or observe, migrate makes the cluster this deployment drives or watches (KARPUI_CLUSTER,
+# reached through KARPUI_KUBECONFIG: a kubeconfig path, or "in-cluster" for the pod's service account).
+KARPUI_CLUSTER = os.environ.get("KARPUI_CLUSTER", "cluster")
+KARPUI_KUBECONFIG = os.environ.get(
+    "KARPUI_KUBECONFIG", "in-cluster" if os.environ.get("KUBERNETES_SERVICE_HOST") else os.environ.get("KUBECONFIG", "")
+)
+KARPUI_KUBE_CONTEXT = os.environ.get("KARPUI_KUBE_CONTEXT", "")
 KARPUI_FEATURE_GATES = feature_gates(os.environ.get("KARPUI_FEATURE_GATES", ""))
 # DRA works by default; true restores Karpenter's IGNORE_DRA_REQUESTS behaviour (such pods are never provisioned).
 KARPUI_IGNORE_DRA_REQUESTS = env_bool("KARPUI_IGNORE_DRA_REQUESTS", False)

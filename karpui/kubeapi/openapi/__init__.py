@@ -467,3 +467,48 @@ def unknown_fields(group: str, version: str, kind: str, obj: dict[str, Any]) -> 
     if schema is not None:
         _unknown(schema, obj, "", found)
     return found
+
+
+def crd_manifests(kinds: tuple[str, ...] = ("NodePool", "NodeClaim", "KWOKNodeClass")) -> list[dict[str, Any]]:
+    """CustomResourceDefinitions a kwok cluster needs before karpui drives it (`karp crds | kubectl apply -f -`):
+    Karpenter's vendored schemas at their storage version (an older served version would need Karpenter's
+    conversion webhook), with the printer columns, short names and categories karpui serves."""
+    from karpui.kubectl.resources import BY_KIND
+
+    manifests = []
+    for kind in kinds:
+        crd, resource = _crds()[kind], BY_KIND[kind]
+        version = crd["versions"][0]
+        names: dict[str, Any] = {
+            "kind": kind,
+            "listKind": f"{kind}List",
+            "plural": crd["plural"],
+            "singular": kind.lower(),
+        }
+        if resource.short_names:
+            names["shortNames"] = list(resource.short_names)
+        if resource.categories:
+            names["categories"] = list(resource.categories)
+        manifests.append(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": f"{crd['plural']}.{crd['group']}"},
+                "spec": {
+                    "group": crd["group"],
+                    "names": names,
+                    "scope": "Namespaced" if resource.namespaced else "Cluster",
+                    "versions": [
+                        {
+                            "name": version["name"],
+                            "served": True,
+                            "storage": True,
+                            "schema": {"openAPIV3Schema": version["schema"]},
+                            "subresources": {"status": {}},
+                            "additionalPrinterColumns": version.get("printerColumns") or [],
+                        }
+                    ],
+                },
+            }
+        )
+    return manifests

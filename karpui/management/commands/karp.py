@@ -6,8 +6,10 @@ kubectl's verbs, writing through the same path as the Kubernetes API (karpui.obj
   describe KIND NAME, scale deploy/NAME --replicas N, rollout restart deploy/NAME,
   label|annotate KIND NAME key=value key2- [--overwrite], taint node NAME key=value:Effect [--overwrite] | key:Effect-,
   cordon NODE, uncordon NODE, drain NODE [--ignore-daemonsets] [--force].
-The lab: advance DURATION, logs [--since DURATION], reset, cluster create NAME (then --cluster NAME picks it; every
-  verb refuses a cluster that does not exist), kubeconfig [--as USER] [--server URL] [--certificate-authority FILE].
+The lab: advance DURATION, logs [--since DURATION], reset, cluster create NAME [--mode lab|kwok|observe]
+  [--kubeconfig FILE|in-cluster] [--context CTX] (then --cluster NAME picks it; every verb refuses a cluster that does
+  not exist), kubeconfig [--as USER] [--server URL] [--certificate-authority FILE], crds (the CustomResourceDefinitions
+  a kwok cluster needs: karp crds | kubectl apply -f -).
 Decisions, each made as a karpui user and audited: approve NAME|deny NAME --as USER [--reason TEXT],
   pause --as USER --for 2h --reason TEXT, resume --as USER, disrupt node NAME --as USER --reason TEXT (another
   person approves), savings (realised and forgone per NodePool).
@@ -64,6 +66,7 @@ VERBS = (
     "disrupt",
     "savings",
     "kubeconfig",
+    "crds",
     "cluster",
 )
 OUTPUTS = ("wide", "json", "yaml", "name")
@@ -136,6 +139,11 @@ class Command(BaseCommand):
         actor = services.Actor(name=f"cli:{getpass.getuser()}", via="cli")
         if verb == "cluster":
             self._cluster(rest, options, actor)
+            return
+        if verb == "crds":  # about no cluster of karpui's: what a kwok cluster needs installed
+            from karpui.kubeapi.openapi import crd_manifests
+
+            self.stdout.write(yaml.safe_dump_all(crd_manifests(), sort_keys=False).rstrip())
             return
         try:
             cluster = selectors.cluster_get(name=options["cluster"])
