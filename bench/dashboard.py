@@ -1,9 +1,10 @@
-"""Dashboard render times and partial sizes on a big lab: prints a table; asserts nothing.
+"""Dashboard render times and sizes on a big lab: prints a table; asserts nothing.
 
-Usage: python bench/dashboard.py [--nodes 2000] [--pods 20000]
-Builds the lab straight into a throwaway SQLite database (var/bench-dashboard.sqlite3), then renders each page and
-its htmx partial in-process with Django's test client, timing the server side: one warm-up request per page, then
-the median of five.
+Usage: python bench/dashboard.py [--pods 20000] [--nodes PODS/10]     (e.g. --pods 2000 for the small lab)
+Builds the lab straight into a throwaway SQLite database in a temporary directory (KARPUI_VAR_DIR, if set, is used
+instead; the repository's var/ is never touched), then requests each page and its htmx partial in-process with
+Django's test client, timing the server side: one warm-up request per page, then the median of five. A page without
+a live region answers htmx with the whole page, so both columns then measure the same.
 """
 
 from __future__ import annotations
@@ -12,35 +13,50 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+VAR = Path(os.environ.get("KARPUI_VAR_DIR") or tempfile.mkdtemp(prefix="karpui-bench-dashboard-"))
+os.environ["KARPUI_VAR_DIR"] = str(VAR)
 os.environ["DJANGO_SETTINGS_MODULE"] = "karpui.settings"
 os.environ["ALLOWED_HOSTS"] = "testserver"
-os.environ["DATABASE_URL"] = f"sqlite:///{ROOT / 'var' / 'bench-dashboard.sqlite3'}"
+os.environ["DATABASE_URL"] = f"sqlite:///{VAR / 'bench-dashboard.sqlite3'}"
 
 import django  # noqa: E402
 
 PAGES = [
     "/",
+    "/banners/",
     "/pods/pending/",
+    "/pods/pending/?group=reason",
+    "/pods/pending/?group=none",
+    "/pods/pending/?q=pod-0001",
     "/nodes/",
+    "/nodes/?nodepool=default&sort=-cpu",
+    "/nodes/?q=default-0001",
     "/nodes/default-00007/",
     "/nodes/default-00007/?why=1",
+    "/objects/Pod/default/pod-000001/",
+    "/objects/NodeClaim/default-00007/",
     "/disruption/",
     "/savings/",
     "/savings/?window=24h",
+    "/trends/",
+    "/trends/?window=24h",
     "/events/",
+    "/events/?group=reason",
     "/nodepools/",
     "/catalog/",
+    "/catalog/?sort=-cpu",
     "/devices/",
 ]
 COMMANDS = 1000  # finished disruption commands in the history
 RUNS = 5  # timed requests per page and partial; the median is printed (a stray GC pause is not the page)
-HISTORY_DAYS = 30  # of cost samples, one per NodePool every 10 minutes
+HISTORY_DAYS = 30  # of cost and trend samples, one per NodePool (and pending pods) every 10 minutes
 
 
 def build(nodes: int, pods: int) -> None:
@@ -160,6 +176,7 @@ def build(nodes: int, pods: int) -> None:
             setattr(row, field, value)
     models.KubeObject.objects.bulk_create(rows, batch_size=2000)
     _cost_history(cluster, [row.body for row in rows if row.kind == "NodeClaim"])
+    _trend_history(cluster, nodes, pods)
 
 
 def _command(cluster: Any, i: int) -> Any:
@@ -234,13 +251,52 @@ def _cost_history(cluster: Any, claims: list[dict[str, Any]]) -> None:
     cluster.save(update_fields=["cost_state"])
 
 
+def _trend_history(cluster: Any, nodes: int, pods: int) -> None:
+    """What the lab runs would have written for the Trends page: pending pods and each NodePool's nodes every 10
+    minutes, and a minute of pod starts (latencies from 1 s to 60 s) and disruptions every 10 minutes."""
+    from datetime import timedelta
+
+    from karpui import models
+
+    now = cluster.clock.replace(second=0, microsecond=0)
+    steps = HISTORY_DAYS * 24 * 6
+    gauges = [
+        models.TrendSample(
+            cluster=cluster,
+            time=now - timedelta(minutes=10 * step),
+            series=series,
+            key=key,
+            value=float(value),
+        )
+        for step in range(1, steps + 1)
+        for series, key, value in (
+            ("pending", "", (pods // 50) + step % 17),
+            *(("nodes", f"pool-{pool}", nodes // 3 + step % 7) for pool in range(3)),
+        )
+    ]
+    models.TrendSample.objects.bulk_create(gauges, batch_size=5000)
+    models.ActivitySample.objects.bulk_create(
+        (
+            models.ActivitySample(
+                cluster=cluster,
+                time=now - timedelta(minutes=10 * step),
+                started=60,
+                latency={str(s): 1 for s in range(1, 61)},
+                disrupted={"Underutilized": step % 3, "Empty": 1},
+            )
+            for step in range(1, steps + 1)
+        ),
+        batch_size=5000,
+    )
+
+
 def measure() -> None:
     from django.contrib.auth.models import User
     from django.test import Client
 
     client = Client()
     client.force_login(User.objects.create_superuser("bench", "", "bench-password-not-used"))
-    print(f"{'page':<30}{'full ms':>10}{'partial ms':>12}{'partial KB':>12}")
+    print(f"{'page':<38}{'full ms':>9}{'full KB':>9}{'partial ms':>12}{'partial KB':>12}")
     for page in PAGES:
         client.get(page)  # warm-up: the first request of a process pays for lazy imports (the CEL library, ...)
         full_ms, partial_ms = [], []
@@ -252,17 +308,20 @@ def measure() -> None:
             partial = client.get(page, HTTP_HX_REQUEST="true")
             partial_ms.append((time.perf_counter() - start) * 1000)
             assert full.status_code == partial.status_code == 200, page
-        size = len(partial.content) / 1024
-        print(f"{page:<30}{statistics.median(full_ms):>10.0f}{statistics.median(partial_ms):>12.0f}{size:>12.1f}")
+        print(
+            f"{page:<38}{statistics.median(full_ms):>9.0f}{len(full.content) / 1024:>9.1f}"
+            f"{statistics.median(partial_ms):>12.0f}{len(partial.content) / 1024:>12.1f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--nodes", type=int, default=2000)
-    parser.add_argument("--pods", type=int, default=20000)
+    parser.add_argument("--pods", type=int, default=20000, help="pods in the lab (one in 50 pending); 2000 or 20000")
+    parser.add_argument("--nodes", type=int, default=None, help="nodes (default: one per 10 pods)")
     args = parser.parse_args()
     django.setup()
-    build(args.nodes, args.pods)
+    build(args.nodes or max(args.pods // 10, 1), args.pods)
+    print(f"{args.pods} pods on {args.nodes or max(args.pods // 10, 1)} nodes, database in {VAR}")
     measure()
 
 
