@@ -134,9 +134,12 @@ class Informer:
         return version
 
     def _typed(self, obj: Obj) -> Obj:
-        # List items come without kind and apiVersion; the engine's objects always carry both.
+        # List items come without kind and apiVersion; the engine's objects always carry both. A kind with a status
+        # has one, as a typed client reads it, even when the server left an empty one out (a NodeClaim just made).
         obj["kind"] = self.kind
         obj["apiVersion"] = self.resource.api_version
+        if self.resource.kind.status:
+            obj.setdefault("status", {})
         return obj
 
     def _watch_once(self, until_resync: float) -> int:

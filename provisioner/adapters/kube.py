@@ -152,6 +152,8 @@ class KubeCluster:
 
     def _stored(self, answer: Obj, resource: Resource) -> Obj:
         answer = {**answer, "kind": resource.kind.kind, "apiVersion": resource.api_version}
+        if resource.kind.status:
+            answer.setdefault("status", {})  # as a typed client reads it (see Informer._typed)
         if is_deleting(answer) and not answer["metadata"].get("finalizers") and resource.kind.kind != "Pod":
             self.cache.remove(answer)  # the last finalizer went: the server has removed it
         else:

@@ -52,6 +52,9 @@ class ClusterContext:
     # carried out by deleting its NodeClaims (nothing else is written to the cluster).
     observe: bool = False
     logs: list[TimedRecord] = field(default_factory=list)
+    # Errors `guard` caught so far: a controller that skips unchanged inputs must not skip a run that failed (its
+    # next run retries, as Karpenter requeues a failed reconcile).
+    errors: int = 0
     # Derived views (a disruption snapshot, a command's validation) with the inputs they were computed from: a warm
     # engine asked again with unchanged inputs answers from here instead of rescanning the cluster.
     memos: dict[str, tuple[Any, Any]] = field(default_factory=dict)
@@ -88,6 +91,7 @@ class ClusterContext:
         try:
             yield
         except Exception as error:
+            self.errors += 1
             fields: dict[str, object] = {"controller": controller, "error": f"{type(error).__name__}: {error}"}
             if obj is not None:
                 fields[obj["kind"]] = {

@@ -54,10 +54,12 @@ class LifecycleController:
     def reconcile(self, ctx: ClusterContext) -> bool:
         if self._versions(ctx) == self._seen and not any(self._seen_at < t <= ctx.now for t in self._dues):
             return False
+        errors = ctx.errors
         changed = reconcile(ctx)
         # A NodeClaim moves one phase per run (launch, register, initialize), so a run that changed something
-        # runs again; only a run that found nothing to do may be skipped until its inputs change.
-        self._seen = None if changed else self._versions(ctx)
+        # runs again, and so does one that failed (a write refused with a 409 on a real API is retried); only a run
+        # that found nothing to do may be skipped until its inputs change.
+        self._seen = None if changed or ctx.errors > errors else self._versions(ctx)
         self._seen_at = ctx.now
         self._dues = _registration_dues(ctx)
         return changed

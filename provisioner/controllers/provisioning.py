@@ -159,14 +159,18 @@ def cluster_nodes(ctx: ClusterContext) -> list[Node]:
         )
     for claim in claims.values():
         status = claim.get("status") or {}
-        if status.get("nodeName") or not is_true(claim, "Launched") or claim["metadata"].get("deletionTimestamp"):
+        if status.get("nodeName") or claim["metadata"].get("deletionTimestamp"):
             continue
+        # Not launched yet (a launch that failed a write, on a real API): its capacity is at least what it was
+        # made to hold, so the pods it was made for are not given a second NodeClaim meanwhile.
+        launched = is_true(claim, "Launched")
+        planned = parse_resources(((claim.get("spec") or {}).get("resources") or {}).get("requests") or {})
         nodes.append(
             Node(
                 name=claim["metadata"]["name"],
                 labels={**(claim["metadata"].get("labels") or {}), "kubernetes.io/hostname": claim["metadata"]["name"]},
-                allocatable=parse_resources(status.get("allocatable") or {}),
-                capacity=parse_resources(status.get("capacity") or {}),
+                allocatable=parse_resources(status.get("allocatable") or {}) if launched else planned,
+                capacity=parse_resources(status.get("capacity") or {}) if launched else planned,
                 initialized=False,
                 managed=True,
                 nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""),
