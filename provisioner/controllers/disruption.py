@@ -44,12 +44,14 @@ class DisruptionController:
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.next_poll: float | None = state.get("next_poll")
+        # Where the last pass's single-node consolidation stopped at its bound: the next pass starts there.
+        self.resume: str | None = state.get("resume")
         self.last_result: PassResult | None = None
         self._consolidated: tuple[tuple[Any, ...], float] | None = None  # what the last empty pass read, and when
         self._last_pass: _Pass | None = None
 
     def to_state(self) -> dict[str, Any]:
-        return {"next_poll": self.next_poll}
+        return {"next_poll": self.next_poll, **({"resume": self.resume} if self.resume else {})}
 
     def next_due(self) -> list[float]:
         return [self.next_poll] if self.next_poll is not None else []
@@ -72,7 +74,12 @@ class DisruptionController:
             return False  # already consolidated: nothing it reads has changed since a pass found nothing
         self._consolidated = None
         last = self._last_pass
-        if last is not None and last.inputs == inputs and ctx.now - last.at < CONSOLIDATED_TTL_SECONDS:
+        if (
+            last is not None
+            and last.result.resume is None  # a partial pass goes on where it stopped instead
+            and last.inputs == inputs
+            and ctx.now - last.at < CONSOLIDATED_TTL_SECONDS
+        ):
             # A pass that a budget held back (so it is not "consolidated") over inputs that have not changed since:
             # the pass is a function of those inputs, so it would find exactly the same again. Its explanations and
             # commands are replayed instead of simulating every candidate once more.
@@ -84,7 +91,8 @@ class DisruptionController:
             busy = {c["node"] for cmd in live_commands(ctx) for c in cmd["spec"]["candidates"]}
             view = without(view, busy)
             nodepools = {np.name: np for np in ctx.nodepools}
-            result = disruption_pass(view, nodepools)
+            result = disruption_pass(view, nodepools, resume=self.resume)
+            self.resume = result.resume
             self._last_pass = _Pass(inputs, ctx.now, result, claimed)
         self.last_result = result
         _explain(ctx, claimed, result)
@@ -97,7 +105,7 @@ class DisruptionController:
             self._create(ctx, command, fingerprint)
             created = True
         budget_limited = any("disruption budget" in r for reasons in result.notes.values() for r in reasons)
-        if not created and not budget_limited:
+        if not created and not budget_limited and result.resume is None:
             self._consolidated = (inputs, ctx.now)
         return created
 

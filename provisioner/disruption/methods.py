@@ -17,6 +17,10 @@ from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, Candidat
 from provisioner.objects import NodePool
 
 MAX_MULTI_CANDIDATES = 100
+# Karpenter stops single-node consolidation after 3 minutes and starts the next pass where it stopped. The lab
+# must be deterministic, so its bound is a count: this many candidates simulated per pass (each takes ~90 ms
+# at thousands of nodes), then the next pass resumes with the candidate after the last one tried.
+MAX_SINGLE_SIMULATIONS = 20
 
 
 @dataclass
@@ -27,9 +31,13 @@ class PassResult:
     blocked: dict[str, list[str]] = field(default_factory=dict)  # node -> reasons it is not a candidate
     notes: dict[str, list[str]] = field(default_factory=dict)  # node -> why consolidation did not act on it
     budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (nodepool, reason) -> allowed
+    # Single-node consolidation stopped at its bound: the candidate the next pass starts with (None: it went through
+    # every candidate, so a pass that found nothing is a whole pass).
+    resume: str | None = None
 
 
-def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool]) -> PassResult:
+def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool], *, resume: str | None = None) -> PassResult:
+    """One pass; `resume` names the candidate where the previous pass's single-node consolidation stopped."""
     result = PassResult()
     candidates, result.blocked = build_candidates(view.claimed, nodepools, view.pdbs, view.now)
     for nodepool in nodepools.values():
@@ -37,7 +45,10 @@ def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool]) -> Pas
             result.budgets[(nodepool.name, reason)] = allowed_disruptions(nodepool, reason, view.claimed, view.now)
     eventual, _ = build_candidates(view.claimed, nodepools, view.pdbs, view.now, eventual=True)
     for method in (_emptiness, _drift, _multi_node, _single_node):
-        commands = method(eventual if method is _drift else candidates, view, result)
+        if method is _single_node:
+            commands = _single_node(candidates, view, result, resume)
+        else:
+            commands = method(eventual if method is _drift else candidates, view, result)
         if commands:
             result.commands = commands
             break
@@ -111,9 +122,19 @@ def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: Pass
     return [best] if best is not None else []
 
 
-def _single_node(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
-    """The first candidate that can go; one command at most, so trying a candidate spends no budget."""
-    for candidate in _interleaved(consolidation_order(_consolidatable(candidates, result, empty=False))):
+def _single_node(
+    candidates: Sequence[Candidate], view: ClusterView, result: PassResult, resume: str | None = None
+) -> list[Command]:
+    """The first candidate that can go; one command at most, so trying a candidate spends no budget. At most
+    MAX_SINGLE_SIMULATIONS are simulated, starting at `resume` if it is still a candidate."""
+    ordered = _interleaved(consolidation_order(_consolidatable(candidates, result, empty=False)))
+    start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
+    ordered = ordered[start:] + ordered[:start]
+    simulated = 0
+    for candidate in ordered:
+        if simulated == MAX_SINGLE_SIMULATIONS:
+            result.resume = candidate.name
+            return []
         pool = candidate.claimed.nodepool
         if result.budgets.get((pool, UNDERUTILIZED), 0) <= 0:
             result.notes.setdefault(candidate.name, []).append(
@@ -121,6 +142,7 @@ def _single_node(candidates: Sequence[Candidate], view: ClusterView, result: Pas
             )
             continue
         outcome = compute([candidate], view, "single", UNDERUTILIZED)
+        simulated += 1
         if isinstance(outcome, Command):
             return [outcome]
         result.notes.setdefault(candidate.name, []).extend(outcome)

@@ -330,3 +330,37 @@ def test_pending_pods_may_still_land_on_a_node_inside_its_consolidate_after_wind
     node = replace(fresh.node, under_consolidate_after=True)
     result = solve(SchedulingInput(pods=[pod(cpu="1")], pools=[], nodes=[node]))
     assert list(result.placements) == ["fresh"]
+
+
+def test_single_node_consolidation_stops_at_its_bound_and_the_next_pass_resumes_where_it_stopped():
+    """Karpenter's single-node pass has a 3-minute timeout and starts the next pass where it stopped; the lab's
+    bound is MAX_SINGLE_SIMULATIONS candidates, so a pass over thousands of nodes never blocks a tick for minutes."""
+    from provisioner.disruption import methods
+
+    types = [instance_type("only", "4", "4Gi", zones=[("test-zone-1", "on-demand")], price=0.50)]
+    count = methods.MAX_SINGLE_SIMULATIONS + 10
+    nodes = [
+        claimed(f"n{i:03}", "only", types=types, pods=[rs_pod(cpu="3")], price=0.50) for i in range(count)
+    ]  # each pod fills most of its node: none can move, and no cheaper node exists
+    pool = nodepool(budgets=(Budget(nodes="100%"),))
+    first = run(nodes, pools=[pool], types=types)
+    assert first.commands == []
+    tried = sorted(n for n, notes in first.notes.items() if any("cheaper" in r or "schedule" in r for r in notes))
+    assert len(tried) == methods.MAX_SINGLE_SIMULATIONS and first.resume is not None
+    assert first.resume not in tried
+    view_nodes, pools = nodes, [pool]
+    from provisioner.disruption.consolidation import ClusterView
+    from provisioner.scheduling.scheduler import PoolOffer
+
+    view = ClusterView(
+        claimed=list(view_nodes),
+        nodes=[n.node for n in view_nodes],
+        pending=[],
+        pools=[PoolOffer(p, types) for p in pools],
+        now=NOW,
+        pdbs=[],
+        spot_to_spot=False,
+    )
+    second = methods.disruption_pass(view, {pool.name: pool}, resume=first.resume)
+    again = sorted(n for n, notes in second.notes.items() if any("cheaper" in r or "schedule" in r for r in notes))
+    assert first.resume in again and set(again) - set(tried)  # it went on with the candidates not yet tried
