@@ -7,7 +7,7 @@ import json
 import yaml
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
@@ -70,7 +70,10 @@ def catalog_export(request: HttpRequest, name: str) -> HttpResponse:
     if row is None:
         raise Http404(f'catalog "{name}" not found')
     manifest = catalog_to_manifest(store.catalog_domain(row))
-    if request.GET.get("format") == "json":
+    wanted = request.GET.get("format", "yaml")
+    if wanted not in ("yaml", "json"):
+        raise BadRequest(f"format: must be yaml or json, got {wanted[:40]!r}")
+    if wanted == "json":
         body, kind, suffix = json.dumps(manifest, indent=2), "application/json", "json"
     else:
         body, kind, suffix = yaml.safe_dump(manifest, sort_keys=False), "application/yaml", "yaml"

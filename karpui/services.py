@@ -388,9 +388,10 @@ def defaults_ensure() -> None:
     from karpui import objects  # the write path builds on these services
 
     cluster_get_or_create()
-    if settings.KARPUI_MODE != models.Cluster.Mode.LAB and not models.Cluster.objects.filter(
-        name=settings.KARPUI_CLUSTER
-    ).exists():
+    if (
+        settings.KARPUI_MODE != models.Cluster.Mode.LAB
+        and not models.Cluster.objects.filter(name=settings.KARPUI_CLUSTER).exists()
+    ):
         cluster_create(
             name=settings.KARPUI_CLUSTER,
             mode=settings.KARPUI_MODE,

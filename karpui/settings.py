@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "karpui.badrequest.BadRequestMiddleware",
 ]
 
 ROOT_URLCONF = "karpui.urls"

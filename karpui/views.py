@@ -38,21 +38,42 @@ _WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")
 
 
 def _page_number(request: HttpRequest) -> int:
-    """The page asked for; anything but a whole number from 1 (text, "²", 0, ten digits or more) is the first."""
-    return _whole_number(request, "page") or 1
+    """The page asked for (the first when none is); anything but a whole number from 1 is a 400 naming `page`."""
+    page = _whole_number(request, "page")
+    if "page" in request.GET and page < 1:
+        raise BadRequest(f"page: must be a page number from 1, got {_shown(request.GET['page'])}")
+    return page or 1
 
 
 def _whole_number(request: HttpRequest, key: str) -> int:
-    """A filter's whole number; anything else (empty, negative, text, too many digits) means no filter."""
+    """A filter's whole number (0: no filter); text, "²", a sign or ten digits and more are a 400 naming it."""
     text = _query_text(request, key)
-    return int(text) if _WHOLE_NUMBER.fullmatch(text) else 0
+    if not text:
+        return 0
+    if not _WHOLE_NUMBER.fullmatch(text):
+        raise BadRequest(f"{key}: must be a whole number of at most nine digits, got {_shown(text)}")
+    return int(text)
 
 
 def _query_text(request: HttpRequest, key: str, default: str = "") -> str:
-    """A text filter. One holding a NUL character is dropped: PostgreSQL can neither store nor compare NUL, so it
-    could only fail the query, and no stored name contains one."""
+    """A text filter; one holding a NUL character is a 400 (PostgreSQL can neither store nor compare NUL)."""
     text = request.GET.get(key, default)
-    return default if "\x00" in text else text
+    if "\x00" in text:
+        raise BadRequest(f"{key}: must not contain a NUL character")
+    return text
+
+
+def _window(request: HttpRequest) -> str:
+    """A chart's window: auto (the default) or one of the savings and trends charts' own."""
+    window = _query_text(request, "window", "auto")
+    if window != "auto" and window not in selectors.SAVINGS_WINDOWS:
+        raise BadRequest(f"window: must be one of auto, {', '.join(selectors.SAVINGS_WINDOWS)}, got {_shown(window)}")
+    return window
+
+
+def _shown(text: str) -> str:
+    """What the client sent, quoted and cut short: an error must not echo a megabyte back."""
+    return repr(text[:40] + ("…" if len(text) > 40 else ""))
 
 
 def _page(request: HttpRequest, template: str, partial: str, context: dict[str, object]) -> HttpResponse:
@@ -174,7 +195,7 @@ def savings(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
     context = {
         "cluster": cluster,
-        **selectors.savings_overview(cluster, _query_text(request, "window", "auto"), _page_number(request)),
+        **selectors.savings_overview(cluster, _window(request), _page_number(request)),
     }
     return _page(request, "karpui/savings/overview.html", "savings", context)
 
@@ -182,7 +203,7 @@ def savings(request: HttpRequest) -> HttpResponse:
 @require_GET
 def trends(request: HttpRequest) -> HttpResponse:
     cluster = _cluster(request)
-    context = {"cluster": cluster, **selectors.trends_overview(cluster, _query_text(request, "window", "auto"))}
+    context = {"cluster": cluster, **selectors.trends_overview(cluster, _window(request))}
     return _page(request, "karpui/trends/overview.html", "trends", context)
 
 
