@@ -151,7 +151,11 @@ def test_the_trends_page_draws_four_charts_and_refreshes_its_live_section(lab, b
     assert "vendor/chartjs/chart.umd.min.js" in page and "karpui/trends.js" in page
     live = client.get("/trends/?window=1h", HTTP_HX_REQUEST="true").content.decode()
     assert live.lstrip().startswith('<section id="trends" hx-get="/trends/?window=1h" hx-trigger="every 10s"')
-    assert client.get("/trends/?window=bogus").context["window"] == "auto"
+    refused = client.get("/trends/?window=bogus")
+    assert (refused.status_code, refused.content.decode()) == (
+        400,
+        "window: must be one of auto, 1h, 6h, 24h, 7d, 30d, got 'bogus'\n",
+    )
 
 
 def test_gauges_get_a_daily_sample_and_old_samples_are_pruned_with_the_cost_history(lab, busy_two_minutes):
