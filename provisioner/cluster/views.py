@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from provisioner.cluster.api import ClusterReader
@@ -14,12 +15,20 @@ from provisioner.quantity import parse_resources
 from provisioner.taints import Taint
 
 
+class UnreadablePod(ValueError):
+    """A stored pod karpui cannot read (a field its parser refuses): skipped by whoever lists pods, reported once."""
+
+
 class Views:
     """Caches parsed pods by uid and resourceVersion: most objects do not change between steps. When only a pod's
     status or node changes (the common case: bound, started, marked unschedulable), the parse of its spec is
     kept and only the status is read again."""
 
     def __init__(self) -> None:
+        # uid -> (resourceVersion, the object, why it cannot be read): kept until the pod changes or goes, so it is
+        # reported once (an Event on it, a log record) and every controller skips it, never stopping for it.
+        self.unreadable: dict[str, tuple[str | None, Obj, str]] = {}
+        self.reported: set[tuple[str, str | None]] = set()
         self._pods: dict[str, tuple[str | None, Pod]] = {}
         # uid -> (the spec without nodeName, the namespace and labels it was parsed with, the spec's view)
         self._specs: dict[str, tuple[tuple[str, dict[str, Any], dict[str, str]], Pod]] = {}
@@ -39,23 +48,49 @@ class Views:
         )
         known = self._specs.get(uid)
         spec_view = known[1] if known is not None and known[0] == shape else None
-        pod = pod_from_manifest(obj, created=created, spec_view=spec_view)
+        try:
+            pod = pod_from_manifest(obj, created=created, spec_view=spec_view)
+        except ValueError as error:  # ManifestError, QuantityError: a field karpui cannot read
+            self.unreadable[uid] = (meta.get("resourceVersion"), obj, str(error))
+            raise UnreadablePod(f"pod {meta.get('namespace', 'default')}/{meta.get('name')}: {error}") from None
+        self.unreadable.pop(uid, None)
         if spec_view is None:
             self._specs[uid] = (shape, pod)
         self._pods[uid] = (meta.get("resourceVersion"), pod)
         return pod
 
+    def readable(self, objs: Iterable[Obj]) -> Iterator[tuple[Obj, Pod]]:
+        """Each pod with its view, leaving out those that cannot be read (kept in `unreadable`)."""
+        for obj in objs:
+            try:
+                yield obj, self.pod(obj)
+            except UnreadablePod:
+                continue
+
+    def unreported(self) -> list[tuple[Obj, str]]:
+        """Unreadable pods not reported yet at their current version: each is reported once."""
+        fresh = []
+        for uid, (version, obj, error) in self.unreadable.items():
+            if (uid, version) not in self.reported:
+                self.reported.add((uid, version))
+                fresh.append((obj, error))
+        return fresh
+
     def forget(self, uid: str) -> None:
         """Drop a deleted pod's cached views (a long-running engine would otherwise keep every pod it ever saw)."""
         self._pods.pop(uid, None)
         self._specs.pop(uid, None)
+        self.unreadable.pop(uid, None)
 
     def pods_by_node(self, store: ClusterReader) -> dict[str, list[Pod]]:
         result: dict[str, list[Pod]] = {}
         for obj in store.list("Pod"):
             node = obj["spec"].get("nodeName")
             if node:
-                result.setdefault(node, []).append(self.pod(obj))
+                try:
+                    result.setdefault(node, []).append(self.pod(obj))
+                except UnreadablePod:
+                    continue
         return result
 
 

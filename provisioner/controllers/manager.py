@@ -55,6 +55,9 @@ class Manager:
             with ctx.guard(name):
                 if reconcile(ctx):
                     changed.append(name)
+        for obj, error in ctx.views.unreported():  # skipped by every controller; said once, on the pod itself
+            with ctx.guard("pods", obj):
+                raise ValueError(f"pod left out until it can be read: {error}")
         return changed
 
     def next_due(self, ctx: ClusterContext) -> float | None:

@@ -62,8 +62,8 @@ class ProvisioningController:
     def reconcile(self, ctx: ClusterContext) -> bool:
         provisionable = [
             dra.with_devices(ctx.api, obj, pod)
-            for obj in ctx.api.list("Pod", fields={"spec.nodeName": ""})  # only unbound pods can be provisionable
-            if (pod := ctx.views.pod(obj)).is_provisionable()
+            for obj, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))  # only unbound
+            if pod.is_provisionable()
         ]
         live = {p.uid for p in provisionable}
         for pod in provisionable:

@@ -69,7 +69,7 @@ def clock_inputs(ctx: ClusterContext) -> tuple[Any, ...]:
     return (
         tuple(sorted(node for node, until in ctx.nominations.items() if until > ctx.now)),
         tuple(budget_active(b, ctx.now) for pool in ctx.nodepools for b in pool.budgets if b.schedule),
-        tuple(sorted(pod.uid for obj in annotated if pod_blocks(pod := ctx.views.pod(obj), ctx.now))),
+        tuple(sorted(pod.uid for _, pod in ctx.views.readable(annotated) if pod_blocks(pod, ctx.now))),
     )
 
 
@@ -103,7 +103,7 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         if node_obj is None or node_name not in by_name:
             continue
         claimed.append(_claimed(ctx, claim, node_obj, by_name[node_name], prices))
-    pending = [p for p in (ctx.views.pod(o) for o in ctx.api.list("Pod", fields={"spec.nodeName": ""}))]
+    pending = [pod for _, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))]
     pending = [p for p in pending if p.is_provisionable()]
     fresh = {c.name for c in claimed if _under_consolidate_after(ctx, c)}
     nodes = [replace(n, under_consolidate_after=True) if n.name in fresh else n for n in nodes]

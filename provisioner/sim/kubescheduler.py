@@ -95,7 +95,9 @@ def schedule_pending(
     store: ObjectStore, views: Views, now: float, pending: list[Obj], cache: NodeStates | None = None
 ) -> bool:
     """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable. `cache` keeps
-    node states between passes (see `_node_states`)."""
+    node states between passes (see `_node_states`). A pod that cannot be read is left as it is (the manager
+    reports it on the pod)."""
+    pending = [obj for obj, _ in views.readable(pending)]
     if not pending:
         return False
     nodes = _node_states(store, views, {} if cache is None else cache)
@@ -237,7 +239,7 @@ def _node_states(store: ObjectStore, views: Views, cache: NodeStates) -> list[_N
         if cached is not None and cached[0] == key:
             states.append(cached[1])
             continue
-        bound = (views.pod(p) for p in store.list("Pod", fields={"spec.nodeName": name}))
+        bound = (pod for _, pod in views.readable(store.list("Pod", fields={"spec.nodeName": name})))
         pods = [p for p in bound if not p.is_terminal() and not p.deleting]
         state = _NodeState(
             name=name,

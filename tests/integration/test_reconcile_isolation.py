@@ -91,3 +91,38 @@ def test_a_stored_nodepool_that_no_longer_parses_is_left_out_and_the_good_one_st
     assert errors[0]["controller"] == "nodepool"
     assert errors[0]["NodePool"] == {"name": "default", "namespace": ""}
     assert "metadata.annotations" in errors[0]["error"] and "lots" in errors[0]["error"]
+
+
+def test_a_stored_pod_that_cannot_be_read_is_reported_once_and_the_others_still_get_nodes(lab):
+    """A Pod with requests.cpu "lots" (stored before a rule, or by an observed cluster karpui reads more strictly)
+    used to stop the provisioning and disruption controllers for its whole cluster: three inflate pods stayed
+    Pending for good."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "unreadable",
+            "namespace": "default",
+            "uid": "uid-unreadable",
+            "resourceVersion": "1",
+            "creationTimestamp": lab.clock.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "lots"}}}]},
+        "status": {"phase": "Pending"},
+    }
+    models.KubeObject.objects.create(
+        cluster=lab, kind="Pod", namespace="default", name="unreadable", uid="uid-unreadable", body=body
+    )
+    provisioned()
+    ok("advance", "10s")
+    ok("advance", "60s")
+    phases = {p.split()[0]: p.split()[2] for p in ok("get", "pods").splitlines()[1:]}
+    assert sorted(phases.values()) == ["Pending", "Running", "Running", "Running"]
+    assert phases["unreadable"] == "Pending"
+    errors = [json.loads(line) for line in ok("logs", "--since", "60s").splitlines() if '"Reconciler error"' in line]
+    # Once in the last minute's run, not at each of its steps (a process that loads the lab says it again).
+    assert [(e["controller"], e["Pod"]["name"]) for e in errors] == [("pods", "unreadable")]
+    assert "lots" in errors[0]["error"]
+    events = json.loads(ok("get", "events", "-o", "json"))["items"]
+    warning = next(e for e in events if e["reason"] == "ReconcileError")
+    assert warning["involvedObject"]["name"] == "unreadable"
