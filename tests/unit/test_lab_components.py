@@ -1,5 +1,7 @@
 """Pieces of the lab and controllers on their own: the batcher, ReplicaSet scale-down, the store."""
 
+import random
+
 import pytest
 
 from provisioner.cluster.memory import ObjectStore
@@ -159,3 +161,44 @@ def test_a_lab_running_only_its_cluster_side_makes_pods_but_never_nodeclaims():
 def test_an_unknown_components_setting_is_refused():
     with pytest.raises(ValueError, match="components must be one of all, cluster, none, got 'some'"):
         _lab("some")
+
+
+def test_the_manager_runs_karpenters_controllers_in_its_order_on_any_cluster():
+    """The manager is outside the lab: it runs over the cluster port whatever implements it, in Karpenter's order
+    (provisioning first, then what follows from NodeClaims, termination, the disruption queue, the proposer, the
+    cloud provider, and the NodeClaim lifecycle last)."""
+    from provisioner.cloudprovider.kwok import KwokCloudProvider
+    from provisioner.controllers.context import ClusterContext
+    from provisioner.controllers.manager import Manager
+
+    ran: list[str] = []
+    manager = Manager({})
+    for name in ("provisioning", "podevents", "consolidatable", "drift", "expiration", "termination", "disruption"):
+        controller = getattr(manager, name)
+        controller.reconcile = lambda ctx, name=name: ran.append(name) or False
+    manager.lifecycle.reconcile = lambda ctx: ran.append("lifecycle") or False
+    store = ObjectStore(clock=lambda: 0.0)
+    cloud = KwokCloudProvider(store, {}, {}, random.Random(0))
+    cloud.reconcile = lambda now: ran.append("cloudprovider") or False
+    ctx = ClusterContext(
+        api=store,
+        cloud=cloud,
+        now=0.0,
+        rng=random.Random(0),
+        nodepools=[],
+        nodepool_uids={},
+        nodeclasses={},
+        catalogs={},
+    )
+    assert manager.step(ctx) == []
+    assert ran == [
+        "provisioning",
+        "podevents",
+        "consolidatable",
+        "drift",
+        "expiration",
+        "termination",
+        "disruption",  # commands.reconcile (the queue) runs between termination and the proposer, unpatched
+        "cloudprovider",
+        "lifecycle",
+    ]
