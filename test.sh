@@ -10,4 +10,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
   echo "$want" > "$stamp"
 fi
-exec .venv/bin/python -m pytest "$@"
+# Two worker processes (pytest-xdist): the suite waits on real clocks and servers as much as it computes, so two
+# take about half the time on two cores; KARPUI_TEST_WORKERS=0 runs it in this one process.
+exec .venv/bin/python -m pytest -n "${KARPUI_TEST_WORKERS:-2}" "$@"

@@ -76,9 +76,10 @@ def _fresh_database(tmp: Path) -> str:
     # Through the maintenance database: the configured one need not exist yet (pytest-django makes its own).
     maintenance = urlunsplit(urlsplit(configured)._replace(path="/postgres"))
     with psycopg.connect(maintenance, autocommit=True) as connection:
-        connection.execute("DROP DATABASE IF EXISTS karpui_browser WITH (FORCE)")
-        connection.execute("CREATE DATABASE karpui_browser")
-    return urlunsplit(urlsplit(configured)._replace(path="/karpui_browser"))
+        name = f"karpui_browser{os.environ.get('PYTEST_XDIST_WORKER', '')}"  # one per parallel test worker
+        connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        connection.execute(f"CREATE DATABASE {name}")
+    return urlunsplit(urlsplit(configured)._replace(path=f"/{name}"))
 
 
 @pytest.fixture(scope="session")
