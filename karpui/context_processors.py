@@ -3,6 +3,8 @@ recent reconcile errors. All three sit in the base template's live region (`bann
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from datetime import timedelta
 from typing import Any
 
@@ -52,7 +54,17 @@ def pause_banner(request: HttpRequest) -> dict[str, Any]:
         for c in Cluster.objects.exclude(paused_until=None)
         if c.is_paused(c.clock)
     ]
-    return {**_page_clock(request), "paused_clusters": paused}
+    clock = _page_clock(request)
+    current = clock.get("page_cluster")
+    return {
+        **clock,
+        "paused_clusters": paused,
+        # Every cluster, to switch to; the page's own carried in every link, so moving between pages stays on it.
+        "clusters": list(Cluster.objects.order_by("name").values_list("name", "mode")),
+        "cluster_query": f"?{urlencode({'cluster': current.name})}"
+        if current is not None and current.name != DEFAULT_CLUSTER
+        else "",
+    }
 
 
 def reconcile_errors(request: HttpRequest) -> dict[str, Any]:

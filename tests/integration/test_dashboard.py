@@ -418,7 +418,7 @@ def test_every_page_says_which_clock_its_times_are_on_and_the_clock_is_live(lab)
     client = logged_in(user())
     for page in PAGES:
         body = client.get(page).content.decode()
-        assert "Times on this page: <b>lab time</b> of cluster lab" in body, page
+        assert "Times on this page: <b>lab time</b> of cluster <b>lab</b> (lab (simulated))" in body, page
         assert 'id="banners" hx-get="/banners/?cluster=lab" hx-trigger="every 5s"' in body, page
     services.clusters_tick(now=timezone.now())  # in step with wall time (the row was made when the tests began)
     ok("advance", "10m")  # now ten minutes ahead of it
@@ -427,6 +427,18 @@ def test_every_page_says_which_clock_its_times_are_on_and_the_clock_is_live(lab)
     assert live.lstrip().startswith('<div id="banners"') and "<html" not in live
     assert f'<time id="page-clock-now" datetime="{lab.clock.isoformat()}">{lab.clock:%Y-%m-%d %H:%M:%S}</time>' in live
     assert "(about 10m ahead of wall time, after <code>karp advance</code>)" in live
+
+
+def test_every_page_says_which_cluster_and_mode_and_its_links_stay_on_that_cluster(lab):
+    """Issue 14: one karpui shows several clusters; each page says which and in which mode, and switches."""
+    models.Cluster.objects.create(name="prod", mode=models.Cluster.Mode.OBSERVE)
+    client = logged_in(user())
+    body = client.get("/nodes/?cluster=prod").content.decode()
+    assert "Times on this page: <b>UTC</b> of cluster <b>prod</b> (observe (real Karpenter))" in body
+    assert '<option value="lab">lab (lab)</option><option value="prod" selected>prod (observe)</option>' in body
+    assert '<a href="/pods/pending/?cluster=prod">Pending pods</a>' in body
+    home = client.get("/").content.decode()
+    assert '<a href="/pods/pending/">Pending pods</a>' in home and '<option value="lab" selected>' in home
 
 
 def test_a_pause_banner_and_the_resume_button_go_by_themselves_when_the_ttl_passes(lab):
