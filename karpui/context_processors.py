@@ -3,10 +3,9 @@ recent reconcile errors. All three sit in the base template's live region (`bann
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import HttpRequest
 from django.utils import timezone
