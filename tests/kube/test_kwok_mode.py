@@ -148,3 +148,35 @@ def test_two_engines_one_leader_and_the_other_takes_over_without_duplicates(kwok
         first.stop(release=False)
         if second is not None:
             second.stop()
+
+
+def test_dra_in_kwok_mode_two_pods_each_claiming_the_only_device_get_two_m1x_nodes(kwok_cluster: Any) -> None:
+    """The DRA experiment through the kube adapter: the DRAConfig in the cluster declares a gpu-0 on m-family nodes,
+    karpui launches a node per claim, and the cluster's DRA driver publishes the slices its scheduler allocates."""
+    row, client = kwok_cluster
+    apply(client, EXAMPLES / "dra" / "gpu.yaml")
+    engine = Engine.open(row, election=election("engine-dra"))
+    try:
+
+        def allocated() -> bool:
+            claims = client.list("ResourceClaim")
+            pods = client.list("Pod")
+            return (
+                len(claims) == 2
+                and all((c.get("status") or {}).get("allocation") for c in claims)
+                and len(pods) == 2
+                and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
+            )
+
+        until(allocated, [engine], 90, "both claims allocated and both pods Running")
+        nodeclaims = client.list("NodeClaim")
+        assert [c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in nodeclaims] == [
+            "m-1x-amd64-linux",
+            "m-1x-amd64-linux",
+        ]
+        results = [r for c in client.list("ResourceClaim") for r in c["status"]["allocation"]["devices"]["results"]]
+        assert sorted((r["driver"], r["device"]) for r in results) == [("gpu.example.com", "gpu-0")] * 2
+        assert len({r["pool"] for r in results}) == 2  # one gpu-0 on each node
+        assert len(client.list("ResourceSlice")) == 2
+    finally:
+        engine.stop()
