@@ -26,7 +26,7 @@ from django.db import transaction
 
 from karpui import lab, models, services
 from karpui.kubeapi import storage
-from karpui.kubeapi.versions import at_version
+from karpui.kubeapi.versions import at_version, nodeclaim_v1
 from karpui.kubectl.resources import BY_KIND, DECLARATIONS, LAB, NODECLASSES, NODEPOOLS, Resource
 from karpui.services import Actor, ApplyResult
 from provisioner.apimachinery.apply import applied, with_last_applied
@@ -141,6 +141,23 @@ def _lab_write(cluster: models.Cluster) -> Iterator[ClusterAPI]:
         return
     with transaction.atomic(), lab.writing(cluster.name) as api:
         yield api
+
+
+def _stored_version(cluster: models.Cluster, api: ClusterAPI, obj: Obj, resource: Resource) -> Obj:
+    """A lab object written at another version it is served at, as stored: a v1beta1 NodeClaim converted to v1
+    (what v1beta1 cannot say kept as stored, or for a new one taken from its NodePool, as Karpenter's webhook
+    does); other kinds only differ in name between versions."""
+    if obj.get("apiVersion") == resource.api_version or obj.get("apiVersion") not in resource_versions(resource):
+        return obj  # a version not served is refused by validation, naming it
+    if resource.kind != "NodeClaim":
+        return {**obj, "apiVersion": resource.api_version}
+    meta = obj.get("metadata") or {}
+    stored = api.get("NodeClaim", str(meta.get("name", "")))
+    nodepool = models.NodePool.objects.filter(
+        cluster=cluster, name=(meta.get("labels") or {}).get("karpenter.sh/nodepool", "")
+    ).first()
+    expire_after = ((nodepool.spec.get("template") or {}).get("spec") or {}).get("expireAfter") if nodepool else None
+    return nodeclaim_v1(obj, stored=stored, nodepool_expire_after=expire_after)
 
 
 def _copy(obj: Obj) -> Obj:
@@ -328,7 +345,7 @@ def object_create(*, cluster: models.Cluster, obj: Obj, actor: Actor) -> Obj:
             return written
     validate(obj, resource)
     with _lab_write(cluster) as api:
-        return _copy(_create_in(api, obj, resource))
+        return _copy(_create_in(api, _stored_version(cluster, api, obj, resource), resource))
 
 
 def object_replace(*, cluster: models.Cluster, obj: Obj, subresource: str = "", actor: Actor) -> Obj:
@@ -338,7 +355,7 @@ def object_replace(*, cluster: models.Cluster, obj: Obj, subresource: str = "", 
     if resource.store in _CONFIG:
         return _config_replace(cluster, obj, resource, subresource, actor)
     with _lab_write(cluster) as api:
-        return _copy(_replace_in(api, obj, resource, subresource))
+        return _copy(_replace_in(api, _stored_version(cluster, api, obj, resource), resource, subresource))
 
 
 def object_patch(

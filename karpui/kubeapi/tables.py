@@ -35,7 +35,7 @@ def metadata_only(obj: Obj) -> Obj:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
 
 
-def column_definitions(resource: Resource) -> list[dict[str, Any]]:
+def column_definitions(resource: Resource, version: str) -> list[dict[str, Any]]:
     return [
         {
             "name": column.header,
@@ -44,7 +44,7 @@ def column_definitions(resource: Resource) -> list[dict[str, Any]]:
             "description": _DESCRIPTIONS.get(column.header, ""),
             "priority": 1 if column.wide_only else 0,
         }
-        for index, column in enumerate(resource.columns)
+        for index, column in enumerate(resource.columns_at(version))
     ]
 
 
@@ -70,10 +70,10 @@ def row_object(obj: Obj, include: str) -> Obj | None:
     return metadata_only(obj)
 
 
-def rows(resource: Resource, items: list[Obj], now: datetime, include: str) -> list[dict[str, Any]]:
+def rows(resource: Resource, version: str, items: list[Obj], now: datetime, include: str) -> list[dict[str, Any]]:
     result = []
     for obj in items:
-        row: dict[str, Any] = {"cells": [_cell(column, obj, now) for column in resource.columns]}
+        row: dict[str, Any] = {"cells": [_cell(column, obj, now) for column in resource.columns_at(version)]}
         shown = row_object(obj, include)
         if shown is not None:
             row["object"] = shown
@@ -83,6 +83,7 @@ def rows(resource: Resource, items: list[Obj], now: datetime, include: str) -> l
 
 def table(
     resource: Resource,
+    version: str,
     items: list[Obj],
     now: datetime,
     *,
@@ -91,6 +92,6 @@ def table(
     headers: bool = True,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata or {}}
-    body["columnDefinitions"] = column_definitions(resource) if headers else None
-    body["rows"] = rows(resource, items, now, include)
+    body["columnDefinitions"] = column_definitions(resource, version) if headers else None
+    body["rows"] = rows(resource, version, items, now, include)
     return body

@@ -166,7 +166,9 @@ def respond(request: HttpRequest, ctx: Context, at: Target, obj: Obj, status: in
     if tables.wants_table(request.headers.get("Accept", "")):
         metadata = {"resourceVersion": body["metadata"].get("resourceVersion", "")}
         include = request.GET.get("includeObject", "Metadata")
-        return _json(tables.table(at.resource, [body], ctx.cluster.clock, include=include, metadata=metadata), status)
+        return _json(
+            tables.table(at.resource, at.version, [body], ctx.cluster.clock, include=include, metadata=metadata), status
+        )
     if tables.wants_metadata(request.headers.get("Accept", "")):
         return _json(tables.metadata_only(body), status)
     return _json(body, status)
@@ -288,7 +290,7 @@ def _list(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
     shown = [served(at, item) for item in page]
     if tables.wants_table(request.headers.get("Accept", "")):
         include = request.GET.get("includeObject", "Metadata")
-        return _json(tables.table(resource, shown, ctx.cluster.clock, include=include, metadata=metadata))
+        return _json(tables.table(resource, at.version, shown, ctx.cluster.clock, include=include, metadata=metadata))
     if tables.wants_metadata(request.headers.get("Accept", "")):
         items = [tables.metadata_only(item) for item in shown]
         return _json(

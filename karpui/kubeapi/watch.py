@@ -95,6 +95,7 @@ class Watch:
             return _line(event_type, served)
         table = tables.table(
             request.resource,
+            request.version,
             [served],
             request.now(),
             include=request.include,

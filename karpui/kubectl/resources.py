@@ -34,6 +34,8 @@ class Resource:
     subresources: tuple[str, ...] = ()
     store: str = LAB
     verbs: tuple[str, ...] = ALL_VERBS
+    # Columns of an older served version whose CRD prints others (Karpenter's v1beta1 NodeClaim), by version.
+    older_columns: tuple[tuple[str, tuple[Column, ...]], ...] = ()
 
     @property
     def singular(self) -> str:
@@ -42,6 +44,9 @@ class Resource:
     @property
     def aliases(self) -> tuple[str, ...]:
         return (self.singular, self.plural, *self.short_names)
+
+    def columns_at(self, version: str) -> tuple[Column, ...]:
+        return dict(self.older_columns).get(version, self.columns)
 
     @property
     def version(self) -> str:
@@ -388,6 +393,7 @@ LAB_RESOURCES: Sequence[Resource] = (
         "NodeClaim",
         "nodeclaims",
         "karpenter.sh",
+        versions=("v1", "v1beta1"),
         short_names=("nc",),
         categories=("karpenter",),
         subresources=("status",),
@@ -404,6 +410,23 @@ LAB_RESOURCES: Sequence[Resource] = (
             Column("NodePool", _label("karpenter.sh/nodepool"), wide_only=True),
             Column("NodeClass", _field("spec", "nodeClassRef", "name"), wide_only=True),
             Column("Drifted", lambda m, now: _condition(m, "Drifted"), wide_only=True, karp=False),
+        ),
+        # Karpenter's v1beta1 CRD printed the capacity type only with -o wide, and no ID, ImageID or Drifted.
+        older_columns=(
+            (
+                "v1beta1",
+                (
+                    _NAME,
+                    Column("Type", _label("node.kubernetes.io/instance-type")),
+                    Column("Zone", _label("topology.kubernetes.io/zone")),
+                    Column("Node", _field("status", "nodeName")),
+                    _READY,
+                    _CRD_AGE,
+                    Column("Capacity", _label("karpenter.sh/capacity-type"), wide_only=True),
+                    Column("NodePool", _label("karpenter.sh/nodepool"), wide_only=True),
+                    Column("NodeClass", _field("spec", "nodeClassRef", "name"), wide_only=True),
+                ),
+            ),
         ),
         list_manifests=_lab("NodeClaim"),
     ),

@@ -93,7 +93,7 @@ def test_aggregated_discovery_names_every_kind_with_short_names_categories_and_s
     v1_resources = {r["resource"]: r for r in karpenter["versions"][0]["resources"]}
     assert v1_resources["nodeclaims"]["shortNames"] == ["nc"] and v1_resources["nodepools"]["shortNames"] == ["np"]
     assert v1_resources["nodeclaims"]["categories"] == ["karpenter"]
-    assert [r["resource"] for r in karpenter["versions"][1]["resources"]] == ["nodepools"]
+    assert [r["resource"] for r in karpenter["versions"][1]["resources"]] == ["nodepools", "nodeclaims"]
     names = {g["metadata"]["name"] for g in groups["items"]}
     assert names == {
         "apps",
