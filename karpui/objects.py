@@ -32,7 +32,14 @@ from karpui.services import Actor, ApplyResult
 from provisioner.apimachinery.apply import applied, with_last_applied
 from provisioner.apimachinery.patch import apply_patch
 from provisioner.cluster.api import ClusterAPI
-from provisioner.cluster.objects import AlreadyExists, Conflict, NotFound, Obj
+from provisioner.cluster.objects import (
+    OWNER_KINDS,
+    PROPAGATION_FINALIZERS,
+    AlreadyExists,
+    Conflict,
+    NotFound,
+    Obj,
+)
 from provisioner.manifests import Document, ManifestError, load_documents
 from provisioner.manifests.cluster import MAX_REPLICAS, VALIDATORS, check_pods_per_apply, validate_cluster_object
 from provisioner.manifests.fields import metadata as check_metadata
@@ -228,39 +235,20 @@ def _delete_in(api: ClusterAPI, resource: Resource, name: str, namespace: str, p
     obj = api.get(resource.kind, name, namespace)
     if obj is None:
         raise NotFound(f'{resource.qualified} "{name}" not found')
-    uid = obj["metadata"].get("uid", "")
-    if propagation == "Orphan":
-        for dependent in _dependents(api, uid):
-            refs = [r for r in dependent["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
-            dependent["metadata"]["ownerReferences"] = refs
-            api.update(dependent)
-    elif propagation == "Foreground":
-        for dependent in _dependents(api, uid):  # the dependents go first (and theirs before them)
-            dependent_resource = BY_KIND.get(dependent["kind"])
-            if dependent_resource is not None:
-                _delete_in(
-                    api,
-                    dependent_resource,
-                    dependent["metadata"]["name"],
-                    _namespace_of(dependent, dependent_resource),
-                    "Foreground",
-                )
+    finalizer = PROPAGATION_FINALIZERS.get(propagation)
+    meta = obj["metadata"]
+    finalizers = meta.get("finalizers") or []
+    if finalizer and resource.kind in OWNER_KINDS and not meta.get("deletionTimestamp") and finalizer not in finalizers:
+        # As kube-apiserver does: the owner stays, marked, until the garbage collector has orphaned its dependents
+        # (Orphan) or deleted them (Foreground), and then removes the finalizer.
+        meta["finalizers"] = [*finalizers, finalizer]
+        api.update(obj)
     if resource.kind == "Namespace":  # the namespace controller empties it, then the namespace goes
         for kind, other in BY_KIND.items():
             if other.namespaced and other.store == LAB:
                 for item in api.list(kind, namespace=name):
                     api.delete(kind, item["metadata"]["name"], name)
     return _copy(api.delete(resource.kind, name, namespace))
-
-
-def _dependents(api: ClusterAPI, uid: str) -> list[Obj]:
-    """Objects whose controller (or any owner) is the object with `uid`: what the garbage collector would follow."""
-    found = []
-    for kind in ("ReplicaSet", "Pod", "ResourceClaim", "ResourceSlice"):
-        for item in api.list(kind):
-            if any(ref.get("uid") == uid for ref in item["metadata"].get("ownerReferences") or []):
-                found.append(item)
-    return found
 
 
 # Configuration tables: NodePools, node classes, DeviceDeclarations ---------------------------------------------
@@ -406,9 +394,10 @@ def object_delete(
     grace_seconds: int | None = None,
     preconditions: dict[str, Any] | None = None,
 ) -> Obj:
-    """DELETE: the object as it was (marked with deletionTimestamp while finalizers remain). Background and
-    Foreground propagation leave the dependents to the garbage collector (Foreground deletes them first); Orphan
-    keeps them, without the owner reference. Pods in the lab stop at once, so the grace period changes nothing."""
+    """DELETE: the object as it was (marked with deletionTimestamp while finalizers remain). Background propagation
+    leaves the dependents to the garbage collector; Foreground and Orphan mark the owner with the collector's
+    finalizer, and it goes once the collector has deleted its dependents (Foreground) or removed their owner
+    references (Orphan). Pods in the lab stop at once, so the grace period changes nothing."""
     resource = resource_of(kind)
     authorize(actor, "delete", resource)
     conditions = preconditions or {}

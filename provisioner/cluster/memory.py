@@ -18,6 +18,8 @@ from provisioner.apimachinery.mergepatch import merge_patch
 from provisioner.cluster import pdb
 from provisioner.cluster.objects import (
     CLUSTER_SCOPED,
+    FOREGROUND_FINALIZER,
+    ORPHAN_FINALIZER,
     AlreadyExists,
     Conflict,
     Key,
@@ -82,15 +84,28 @@ def _controller_uid(obj: Obj) -> str:
     return str(owner.get("uid") or "") if owner is not None else ""
 
 
+def _collector_finalizer(obj: Obj) -> str:
+    """The garbage collector's finalizer of an object marked for deletion (`orphan`, `foregroundDeletion`), if any."""
+    if not obj["metadata"].get("deletionTimestamp"):
+        return ""
+    finalizers = obj["metadata"].get("finalizers") or []
+    return next((f for f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER) if f in finalizers), "")
+
+
 # Fields kept indexed per kind (value -> keys), as an informer cache's indexers: field selectors on them and the
-# lab's owner lookups cost the size of the answer, not of the cluster. "owner" is the controller's uid.
+# lab's owner lookups cost the size of the answer, not of the cluster. "owner" is the controller's uid; "collector"
+# the garbage collector's finalizer of an owner being deleted, so the collector finds them among 20,000 pods cheaply.
 INDEXERS: dict[str, dict[str, Callable[[Obj], str]]] = {
     "Pod": {
         "spec.nodeName": lambda o: str((o.get("spec") or {}).get("nodeName") or ""),
         "status.phase": lambda o: str((o.get("status") or {}).get("phase") or ""),
         "owner": _controller_uid,
+        "collector": _collector_finalizer,
     },
-    "ReplicaSet": {"owner": _controller_uid},
+    "ReplicaSet": {"owner": _controller_uid, "collector": _collector_finalizer},
+    "Deployment": {"collector": _collector_finalizer},
+    "DaemonSet": {"collector": _collector_finalizer},
+    "Node": {"collector": _collector_finalizer},
     "ResourceClaim": {"owner": _controller_uid},
     "ResourceSlice": {
         "owner": _controller_uid,

@@ -23,6 +23,16 @@ CLUSTER_SCOPED = frozenset(
     }
 )
 
+# The garbage collector's finalizers, which kube-apiserver adds to an object deleted with propagationPolicy Orphan or
+# Foreground: it stays, marked for deletion, until the collector has orphaned or deleted its dependents.
+ORPHAN_FINALIZER, FOREGROUND_FINALIZER = "orphan", "foregroundDeletion"
+PROPAGATION_FINALIZERS = {"Orphan": ORPHAN_FINALIZER, "Foreground": FOREGROUND_FINALIZER}
+# The kinds whose objects own others in a cluster: Deployment -> ReplicaSet -> Pod (and DaemonSet -> Pod),
+# Pod -> ResourceClaim, Node -> ResourceSlice.
+OWNER_KINDS = ("Deployment", "DaemonSet", "ReplicaSet", "Pod", "Node")
+# What they own, each by its controller's uid.
+DEPENDENT_KINDS = ("ReplicaSet", "Pod", "ResourceClaim", "ResourceSlice")
+
 
 class APIError(Exception):
     """An error the API server answers with a status code (and a Kubernetes `Status` body)."""

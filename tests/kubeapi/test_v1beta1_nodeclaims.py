@@ -9,14 +9,11 @@ import json
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 
 from karpui import lab as labs
-from karpui.kubeapi.auth import token_create
 from tests.karp import EXAMPLES, ok
+from tests.kubeapi.admin_api import BASE, AdminApi
 
-BASE = "/k8s/clusters/lab"
 V1, V1BETA1 = "/apis/karpenter.sh/v1/nodeclaims", "/apis/karpenter.sh/v1beta1/nodeclaims"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 KWOK_REF = {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "name": "default"}
@@ -24,27 +21,10 @@ NODECLASS_ANNOTATION = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
 KUBELET_ANNOTATION = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
 
 
-class Api:
-    def __init__(self) -> None:
-        token = token_create(user=User.objects.create_superuser("admin", "", "admin-pass-1"))
-        self.client = Client()
-        self.headers = {"Authorization": f"Bearer {token}"}
-
-    def get(self, path: str, accept: str = "application/json", **params: Any) -> tuple[int, Any]:
-        response = self.client.get(BASE + path, params, headers={**self.headers, "Accept": accept})
-        return response.status_code, json.loads(response.content)
-
-    def send(self, method: str, path: str, body: Any, content_type: str = "application/json") -> tuple[int, Any]:
-        response = self.client.generic(
-            method, BASE + path, json.dumps(body), content_type=content_type, headers=self.headers
-        )
-        return response.status_code, json.loads(response.content)
-
-
 @pytest.fixture
-def api(lab: Any) -> Api:
+def api(lab: Any) -> AdminApi:
     inflate()
-    return Api()
+    return AdminApi()
 
 
 def inflate() -> None:
@@ -66,7 +46,7 @@ def as_v1beta1(stored: dict[str, Any]) -> dict[str, Any]:
     return expected
 
 
-def test_get_and_list_at_v1beta1_serve_the_stored_v1_nodeclaim_converted(api: Api) -> None:
+def test_get_and_list_at_v1beta1_serve_the_stored_v1_nodeclaim_converted(api: AdminApi) -> None:
     [stored] = api.get(V1)[1]["items"]
     assert stored["spec"]["expireAfter"] == "720h"
     name = stored["metadata"]["name"]
@@ -77,7 +57,7 @@ def test_get_and_list_at_v1beta1_serve_the_stored_v1_nodeclaim_converted(api: Ap
     assert claims["items"] == [as_v1beta1(stored)]
 
 
-def test_a_watch_at_v1beta1_streams_v1beta1_nodeclaims(api: Api) -> None:
+def test_a_watch_at_v1beta1_streams_v1beta1_nodeclaims(api: AdminApi) -> None:
     [stored] = api.get(V1)[1]["items"]
     response = api.client.get(BASE + V1BETA1, {"watch": "true", "timeoutSeconds": "1"}, headers=api.headers)
     first = json.loads(next(iter(response.streaming_content)))  # type: ignore[attr-defined]
@@ -85,7 +65,7 @@ def test_a_watch_at_v1beta1_streams_v1beta1_nodeclaims(api: Api) -> None:
     assert first == {"type": "ADDED", "object": as_v1beta1(stored)}
 
 
-def test_v1beta1_tables_print_the_v1beta1_crd_s_columns(api: Api) -> None:
+def test_v1beta1_tables_print_the_v1beta1_crd_s_columns(api: AdminApi) -> None:
     [stored] = api.get(V1)[1]["items"]
     status, table = api.get(V1BETA1, TABLE)
     assert status == 200
@@ -106,7 +86,7 @@ def test_v1beta1_tables_print_the_v1beta1_crd_s_columns(api: Api) -> None:
     assert row["cells"][6:] == ["on-demand", "default", "default"]
 
 
-def test_a_put_at_v1beta1_round_trips_and_stores_v1(api: Api) -> None:
+def test_a_put_at_v1beta1_round_trips_and_stores_v1(api: AdminApi) -> None:
     [before] = api.get(V1)[1]["items"]
     name = before["metadata"]["name"]
     claim = api.get(f"{V1BETA1}/{name}")[1]
@@ -124,7 +104,7 @@ def test_a_put_at_v1beta1_round_trips_and_stores_v1(api: Api) -> None:
     assert written == claim == api.get(f"{V1BETA1}/{name}")[1]
 
 
-def test_a_merge_patch_at_v1beta1_sets_the_kubelet_v1_keeps_in_an_annotation(api: Api) -> None:
+def test_a_merge_patch_at_v1beta1_sets_the_kubelet_v1_keeps_in_an_annotation(api: AdminApi) -> None:
     [before] = api.get(V1)[1]["items"]
     name = before["metadata"]["name"]
     patch = {"spec": {"kubelet": {"maxPods": 20}}}
@@ -141,7 +121,7 @@ def test_a_merge_patch_at_v1beta1_sets_the_kubelet_v1_keeps_in_an_annotation(api
     assert api.get(f"{V1BETA1}/{name}")[1] == patched
 
 
-def test_discovery_serves_nodeclaims_and_nodepools_at_v1beta1(api: Api) -> None:
+def test_discovery_serves_nodeclaims_and_nodepools_at_v1beta1(api: AdminApi) -> None:
     aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     groups = api.get("/apis", aggregated)[1]
     karpenter = next(g for g in groups["items"] if g["metadata"]["name"] == "karpenter.sh")

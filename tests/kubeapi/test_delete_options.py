@@ -1,0 +1,128 @@
+"""DELETE's options over HTTP, with the outcomes kube-apiserver and its garbage collector give: propagationPolicy
+Orphan (the ReplicaSet stays, without its owner reference), Foreground (the owner is marked with the collector's
+finalizer and goes once its dependents are gone), Background (the default: the owner goes at once, its dependents
+right after), gracePeriodSeconds=0 for a pod, dryRun=All; and kubectl's --cascade and --force."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from karpui import lab as labs
+from karpui import models
+from tests.karp import EXAMPLES, ok
+from tests.kubeapi.admin_api import AdminApi
+
+INFLATE = "/apis/apps/v1/namespaces/default/deployments/inflate"
+REPLICASETS = "/apis/apps/v1/namespaces/default/replicasets"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def inflate() -> None:
+    """The getting-started experiment at three replicas: a Deployment, its ReplicaSet, three running pods."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "3")
+    labs.advance("lab", 5)
+
+
+@pytest.fixture
+def api(lab: Any) -> AdminApi:
+    inflate()
+    return AdminApi()
+
+
+def names(items: list[dict[str, Any]]) -> list[str]:
+    return [item["metadata"]["name"] for item in items]
+
+
+def test_orphan_leaves_the_replicaset_and_its_pods_without_the_owner_reference(api: AdminApi) -> None:
+    [replicaset] = api.items(REPLICASETS)
+    pods = api.items(PODS)
+    status, deleted = api.send("DELETE", f"{INFLATE}?propagationPolicy=Orphan")
+    assert status == 200
+    # answered as kube-apiserver answers: marked, with the collector's finalizer, which the collector then removes
+    assert deleted["metadata"]["finalizers"] == ["orphan"] and deleted["metadata"]["deletionTimestamp"]
+    assert api.get(INFLATE)[0] == 404
+    [orphan] = api.items(REPLICASETS)
+    assert "ownerReferences" not in orphan["metadata"]
+    expected = {k: v for k, v in replicaset["metadata"].items() if k not in ("ownerReferences", "resourceVersion")}
+    assert {k: v for k, v in orphan["metadata"].items() if k != "resourceVersion"} == expected
+    assert api.items(PODS) == pods  # still the ReplicaSet's, untouched
+    labs.advance("lab", 60)
+    assert names(api.items(REPLICASETS)) == [replicaset["metadata"]["name"]]
+    assert names(api.items(PODS)) == names(pods)
+
+
+def test_foreground_keeps_the_owner_marked_until_its_dependents_are_gone(api: AdminApi) -> None:
+    [replicaset] = api.items(REPLICASETS)
+    rs_path = f"{REPLICASETS}/{replicaset['metadata']['name']}"
+    hold = {"metadata": {"finalizers": ["example.com/hold"]}}
+    assert api.send("PATCH", rs_path, hold, "application/merge-patch+json")[0] == 200
+    status, deleted = api.send("DELETE", INFLATE, {"kind": "DeleteOptions", "propagationPolicy": "Foreground"})
+    assert status == 200 and deleted["metadata"]["finalizers"] == ["foregroundDeletion"]
+    # The pods went first; the ReplicaSet waits for its own finalizer, and the Deployment for the ReplicaSet.
+    assert api.items(PODS) == []
+    status, marked_rs = api.get(rs_path)
+    assert status == 200 and marked_rs["metadata"]["finalizers"] == ["example.com/hold"]
+    assert marked_rs["metadata"]["deletionTimestamp"]
+    status, marked = api.get(INFLATE)
+    assert status == 200 and marked["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert marked["metadata"]["deletionTimestamp"] == deleted["metadata"]["deletionTimestamp"]
+    labs.advance("lab", 60)
+    assert api.get(INFLATE)[0] == 200 and api.items(PODS) == []  # nothing recreated meanwhile
+    release = {"metadata": {"finalizers": None}}
+    assert api.send("PATCH", rs_path, release, "application/merge-patch+json")[0] == 200
+    assert api.get(rs_path)[0] == 404
+    assert api.get(INFLATE)[0] == 404
+
+
+def test_foreground_with_nothing_holding_on_deletes_the_whole_chain_at_once(api: AdminApi) -> None:
+    status, deleted = api.send("DELETE", f"{INFLATE}?propagationPolicy=Foreground")
+    assert status == 200 and deleted["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert (api.get(INFLATE)[0], api.items(REPLICASETS), api.items(PODS)) == (404, [], [])
+
+
+def test_background_is_the_default_the_owner_goes_at_once_and_its_dependents_after(api: AdminApi) -> None:
+    status, deleted = api.send("DELETE", INFLATE)
+    assert status == 200
+    assert "deletionTimestamp" not in deleted["metadata"] and "finalizers" not in deleted["metadata"]
+    assert (api.get(INFLATE)[0], api.items(REPLICASETS), api.items(PODS)) == (404, [], [])
+
+
+def test_a_pod_deleted_with_a_zero_grace_period_goes_at_once_and_is_replaced(api: AdminApi) -> None:
+    before = names(api.items(PODS))
+    status, deleted = api.send("DELETE", f"{PODS}/{before[0]}", {"kind": "DeleteOptions", "gracePeriodSeconds": 0})
+    assert (status, deleted["metadata"]["name"]) == (200, before[0])
+    after = names(api.items(PODS))
+    assert len(after) == 3 and before[0] not in after and set(before[1:]) < set(after)
+
+
+def test_a_dry_run_delete_answers_as_a_delete_would_and_writes_nothing(api: AdminApi) -> None:
+    counts = (models.ChangeLogEntry.objects.count(), models.KubeObject.objects.count())
+    deployment = api.get(INFLATE)[1]
+    status, answered = api.send("DELETE", f"{INFLATE}?dryRun=All&propagationPolicy=Foreground")
+    assert status == 200 and answered["metadata"]["finalizers"] == ["foregroundDeletion"]
+    status, answered = api.send("DELETE", f"{INFLATE}?dryRun=All")
+    assert status == 200 and answered["metadata"]["uid"] == deployment["metadata"]["uid"]
+    assert (models.ChangeLogEntry.objects.count(), models.KubeObject.objects.count()) == counts
+    assert api.get(INFLATE)[1] == deployment
+    assert len(api.items(REPLICASETS)) == 1 and len(api.items(PODS)) == 3
+
+
+def test_kubectl_delete_with_cascade_orphan_and_a_forced_pod_delete(kubectl: Any) -> None:
+    inflate()
+    [replicaset] = kubectl.rows("get", "replicasets")
+    assert kubectl.ok("delete", "deployment", "inflate", "--cascade=orphan") == 'deployment.apps "inflate" deleted\n'
+    assert kubectl.run("get", "deployments").stderr == "No resources found in default namespace.\n"
+    assert [row[0] for row in kubectl.rows("get", "replicasets")] == [replicaset[0]]
+    orphan = json.loads(kubectl.ok("get", "replicaset", replicaset[0], "-o", "json"))
+    assert "ownerReferences" not in orphan["metadata"]
+    pods = kubectl.rows("get", "pods")
+    assert [row[2] for row in pods] == ["Running"] * 3
+    forced = kubectl.run("delete", "pod", pods[0][0], "--grace-period=0", "--force")
+    assert forced.returncode == 0 and forced.stdout == f'pod "{pods[0][0]}" force deleted\n'
+    assert "Immediate deletion does not wait for confirmation" in forced.stderr
+    left = [row[0] for row in kubectl.rows("get", "pods")]
+    assert pods[0][0] not in left and len(left) == 3  # the orphaned ReplicaSet still keeps three
