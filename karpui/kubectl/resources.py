@@ -238,6 +238,8 @@ _NAME = Column("Name", _name)
 _AGE = Column("Age", age)
 _CRD_AGE = Column("Age", age, type="date")
 _READY = Column("Ready", _ready)
+_NODECLASS_NAME = Column("NodeClass", lambda m, now: m["spec"]["template"]["spec"]["nodeClassRef"]["name"])
+_WEIGHT = Column("Weight", lambda m, now: str(m["spec"].get("weight", "")), wide_only=True, type="integer")
 # Built-in kinds' columns as kube-apiserver prints them; karp leaves out those the lab never fills.
 _WIDE_WORKLOAD = (
     Column("Containers", _containers("name"), wide_only=True),
@@ -257,7 +259,7 @@ RESOURCES: Sequence[Resource] = (
         store=NODEPOOLS,
         columns=(
             _NAME,
-            Column("NodeClass", lambda m, now: m["spec"]["template"]["spec"]["nodeClassRef"]["name"]),
+            _NODECLASS_NAME,
             Column(
                 "Nodes",
                 lambda m, now: str(
@@ -266,7 +268,7 @@ RESOURCES: Sequence[Resource] = (
             ),
             _READY,
             _CRD_AGE,
-            Column("Weight", lambda m, now: str(m["spec"].get("weight", "")), wide_only=True, type="integer"),
+            _WEIGHT,
             Column("CPU", lambda m, now: str(m.get("status", {}).get("resources", {}).get("cpu", "0")), wide_only=True),
             Column(
                 "Memory",
@@ -274,6 +276,8 @@ RESOURCES: Sequence[Resource] = (
                 wide_only=True,
             ),
         ),
+        # Karpenter's v1beta1 CRD printed only the node class (and the weight with -o wide), not even an age.
+        older_columns=(("v1beta1", (_NAME, _NODECLASS_NAME, _WEIGHT)),),
         list_manifests=_nodepools,
     ),
     Resource(

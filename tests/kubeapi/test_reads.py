@@ -213,6 +213,17 @@ def test_a_nodepool_is_served_as_v1beta1_too(inflated: Any, api: Api) -> None:
     assert pool["spec"]["disruption"]["expireAfter"] == "720h"
 
 
+def test_a_v1beta1_nodepool_table_has_the_v1beta1_crd_s_columns(inflated: Any, api: Api) -> None:
+    status, table = api.get("/apis/karpenter.sh/v1beta1/nodepools", TABLE)
+    assert status == 200
+    assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]] == [
+        ("Name", 0),
+        ("NodeClass", 0),
+        ("Weight", 1),
+    ]
+    assert [row["cells"] for row in table["rows"]] == [["default", "default", None]]  # no weight: <none>
+
+
 def test_unknown_resources_and_objects_are_404_with_a_status(api: Api) -> None:
     assert api.get("/apis/karpenter.sh/v1/widgets")[1] == {
         "kind": "Status",
