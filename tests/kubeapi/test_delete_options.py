@@ -111,7 +111,7 @@ def test_a_dry_run_delete_answers_as_a_delete_would_and_writes_nothing(api: Admi
     assert len(api.items(REPLICASETS)) == 1 and len(api.items(PODS)) == 3
 
 
-def test_kubectl_delete_with_cascade_orphan_and_a_forced_pod_delete(kubectl: Any) -> None:
+def test_kubectl_delete_with_cascade_orphan_a_forced_pod_delete_and_cascade_foreground(kubectl: Any) -> None:
     inflate()
     [replicaset] = kubectl.rows("get", "replicasets")
     assert kubectl.ok("delete", "deployment", "inflate", "--cascade=orphan") == 'deployment.apps "inflate" deleted\n'
@@ -126,3 +126,6 @@ def test_kubectl_delete_with_cascade_orphan_and_a_forced_pod_delete(kubectl: Any
     assert "Immediate deletion does not wait for confirmation" in forced.stderr
     left = [row[0] for row in kubectl.rows("get", "pods")]
     assert pods[0][0] not in left and len(left) == 3  # the orphaned ReplicaSet still keeps three
+    deleted = kubectl.ok("delete", "replicaset", replicaset[0], "--cascade=foreground")
+    assert deleted == f'replicaset.apps "{replicaset[0]}" deleted\n'
+    assert kubectl.run("get", "replicasets,pods").stderr == "No resources found in default namespace.\n"
