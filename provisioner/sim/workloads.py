@@ -247,6 +247,8 @@ def reconcile_daemonsets(store: ObjectStore, rng: random.Random) -> bool:
         return False
     nodes = {n["metadata"]["name"]: n for n in store.list("Node") if not n["metadata"].get("deletionTimestamp")}
     for daemonset in daemonsets:
+        if daemonset["metadata"].get("deletionTimestamp"):
+            continue  # as Kubernetes' controller: the garbage collector is deleting its pods, none are made again
         # The template is parsed once, not once per node (and not at all without nodes).
         template = _daemon_pod(daemonset) if nodes else None
         runs_on = {name: _runs_on(template, node) for name, node in nodes.items()} if template is not None else {}

@@ -84,6 +84,41 @@ def test_foreground_with_nothing_holding_on_deletes_the_whole_chain_at_once(api:
     assert (api.get(INFLATE)[0], api.items(REPLICASETS), api.items(PODS)) == (404, [], [])
 
 
+def test_a_daemonset_deleted_in_the_foreground_makes_no_new_pods_while_one_holds_it(lab: Any) -> None:
+    ok("apply", "-f", str(EXAMPLES / "static-nodes" / "nodes.yaml"))  # a control plane (tainted) and two workers
+    api = AdminApi()
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [{"name": "agent"}]}},
+        },
+    }
+    daemonsets = "/apis/apps/v1/namespaces/default/daemonsets"
+    assert api.send("POST", daemonsets, daemonset)[0] == 201
+    on_node = {pod["spec"]["nodeName"]: pod["metadata"]["name"] for pod in api.items(PODS)}
+    assert sorted(on_node) == ["kind-worker", "kind-worker2"]
+    held = on_node["kind-worker"]
+    hold = {"metadata": {"finalizers": ["example.com/hold"]}}
+    assert api.send("PATCH", f"{PODS}/{held}", hold, "application/merge-patch+json")[0] == 200
+    since = models.ChangeLogEntry.objects.order_by("-resource_version").values_list("resource_version", flat=True)[0]
+    assert api.send("DELETE", f"{daemonsets}/agent?propagationPolicy=Foreground")[0] == 200
+    version = models.Cluster.objects.get(name="lab").resource_version
+    labs.advance("lab", 30)
+    # The DaemonSet controller leaves a DaemonSet being deleted alone: kind-worker2 gets no pod again (it used to
+    # get one every settle round, which the collector deleted, never settling).
+    assert "settle did not converge" not in ok("logs")
+    assert models.Cluster.objects.get(name="lab").resource_version == version
+    assert names(api.items(PODS)) == [held]
+    changes = models.ChangeLogEntry.objects.filter(kind="Pod", resource_version__gt=since).order_by("resource_version")
+    assert list(changes.values_list("type", "name")) == [("MODIFIED", held), ("DELETED", on_node["kind-worker2"])]
+    release = {"metadata": {"finalizers": None}}
+    assert api.send("PATCH", f"{PODS}/{held}", release, "application/merge-patch+json")[0] == 200
+    assert (api.items(PODS), api.get(f"{daemonsets}/agent")[0]) == ([], 404)
+
+
 def test_background_is_the_default_the_owner_goes_at_once_and_its_dependents_after(api: AdminApi) -> None:
     status, deleted = api.send("DELETE", INFLATE)
     assert status == 200
