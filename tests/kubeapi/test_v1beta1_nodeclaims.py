@@ -121,6 +121,20 @@ def test_a_merge_patch_at_v1beta1_sets_the_kubelet_v1_keeps_in_an_annotation(api
     assert api.get(f"{V1BETA1}/{name}")[1] == patched
 
 
+def test_a_create_at_v1beta1_answers_v1beta1_and_a_dry_run_stores_nothing(api: AdminApi) -> None:
+    claim = {
+        "apiVersion": "karpenter.sh/v1beta1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "by-hand", "labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"nodeClassRef": KWOK_REF, "kubelet": {"maxPods": 20}, "requirements": []},
+    }
+    status, created = api.send("POST", f"{V1BETA1}?dryRun=All", claim)
+    assert status == 201
+    assert (created["apiVersion"], created["spec"]) == ("karpenter.sh/v1beta1", claim["spec"])
+    assert "annotations" not in created["metadata"]  # the compatibility annotations are v1's alone
+    assert api.get(f"{V1}/by-hand")[0] == 404
+
+
 def test_discovery_serves_nodeclaims_and_nodepools_at_v1beta1(api: AdminApi) -> None:
     aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     groups = api.get("/apis", aggregated)[1]
