@@ -415,7 +415,7 @@ def _delete_options(request: HttpRequest) -> dict[str, Any]:
     if request.body:
         decoded = _decode(request, "DeleteOptions")
         body = decoded if isinstance(decoded, dict) else {}
-    propagation = request.GET.get("propagationPolicy") or body.get("propagationPolicy") or "Background"
+    propagation = request.GET.get("propagationPolicy") or body.get("propagationPolicy") or _orphans(request, body)
     if propagation not in ("Orphan", "Background", "Foreground"):
         raise bad_request(
             f'DeleteOptions.propagationPolicy: Unsupported value: "{propagation}": supported values: '
@@ -431,3 +431,9 @@ def _delete_options(request: HttpRequest) -> dict[str, Any]:
         "grace_seconds": grace_seconds,
         "preconditions": body.get("preconditions") or {},
     }
+
+
+def _orphans(request: HttpRequest, body: dict[str, Any]) -> str:
+    """The propagation the deprecated orphanDependents asks for (the Python client's `orphan_dependents`)."""
+    orphan = request.GET.get("orphanDependents", body.get("orphanDependents"))
+    return "Orphan" if str(orphan).lower() == "true" else "Background"

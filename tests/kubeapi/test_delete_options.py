@@ -55,6 +55,14 @@ def test_orphan_leaves_the_replicaset_and_its_pods_without_the_owner_reference(a
     assert names(api.items(PODS)) == names(pods)
 
 
+def test_the_deprecated_orphan_dependents_orphans_too(api: AdminApi) -> None:
+    [replicaset] = api.items(REPLICASETS)
+    status, deleted = api.send("DELETE", f"{INFLATE}?orphanDependents=true")
+    assert status == 200 and deleted["metadata"]["finalizers"] == ["orphan"]
+    [orphan] = api.items(REPLICASETS)
+    assert orphan["metadata"]["uid"] == replicaset["metadata"]["uid"] and "ownerReferences" not in orphan["metadata"]
+
+
 def test_foreground_keeps_the_owner_marked_until_its_dependents_are_gone(api: AdminApi) -> None:
     [replicaset] = api.items(REPLICASETS)
     rs_path = f"{REPLICASETS}/{replicaset['metadata']['name']}"
