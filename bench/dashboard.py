@@ -256,7 +256,7 @@ def _trend_history(cluster: Any, nodes: int, pods: int) -> None:
     minutes, and a minute of pod starts (latencies from 1 s to 60 s) and disruptions every 10 minutes."""
     from datetime import timedelta
 
-    from karpui import models
+    from karpui import models, trends
 
     now = cluster.clock.replace(second=0, microsecond=0)
     steps = HISTORY_DAYS * 24 * 6
@@ -288,6 +288,7 @@ def _trend_history(cluster: Any, nodes: int, pods: int) -> None:
         ),
         batch_size=5000,
     )
+    trends.roll_up(cluster, now.replace(minute=0))  # the hours the recorder would have rolled up as they ended
 
 
 def measure() -> None:
