@@ -436,3 +436,24 @@ class ActivitySample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.time:%Y-%m-%d %H:%M} started {self.started} disrupted {sum(self.disrupted.values())}"
+
+
+class TrendHour(models.Model):
+    """One whole hour of a cluster's trends rolled up from its TrendSamples and ActivitySamples (karpui.trends), so
+    a month's chart reads 720 rows, not 43,200 minutes per gauge: each gauge's time-weighted average over the hour
+    (`gauges`, {"series/key": average}, every gauge that had a value then, zeros included), and the hour's pods
+    started, their latencies ({"seconds": pods}) and nodes disrupted by reason. Written once the hour is over."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="trend_hours")
+    time = models.DateTimeField()
+    gauges = models.JSONField(default=dict, blank=True)
+    started = models.PositiveIntegerField(default=0)
+    latency = models.JSONField(default=dict, blank=True)
+    disrupted = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "time"], name="trendhour_unique_hour")]
+        ordering = ["time"]
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%d %H:00} started {self.started} disrupted {sum(self.disrupted.values())}"

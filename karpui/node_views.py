@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+from datetime import datetime
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -19,8 +22,32 @@ from provisioner.disruption.consolidation import compute
 from provisioner.disruption.types import UNDERUTILIZED, Command
 from provisioner.objects import NodePool
 
+# A simulation is kept for its cluster revision, which any write moves on; the hour only bounds what the cache holds.
+SIMULATION_KEPT_SECONDS = 3600
 
-def why_not_consolidated(cluster: models.Cluster, node: str) -> dict[str, Any]:
+
+def why_not_consolidated(cluster: models.Cluster, node: str) -> tuple[dict[str, Any], datetime]:
+    """`simulate_consolidation`'s answer and the cluster time it was simulated at, kept per node and cluster
+    resourceVersion: at 20,000 pods a simulation takes seconds, and until something is written it cannot change,
+    except for the consolidateAfter countdown, which counts down on the clock. A "not yet" waiting on that countdown
+    is simulated again once it has run out, when the verdict may change."""
+    digest = hashlib.sha256(f"{cluster.pk}/{cluster.resource_version}/{node}".encode()).hexdigest()
+    key = f"node-why-not:{digest}"
+    kept = cache.get(key)
+    if kept is not None:
+        why, simulated_at = kept
+        countdown = why.get("countdown")
+        if not countdown:
+            return why, simulated_at
+        left = countdown - (cluster.clock - simulated_at).total_seconds()
+        if left > 0:
+            return {**why, "countdown": left}, simulated_at
+    why = simulate_consolidation(cluster, node)
+    cache.set(key, (why, cluster.clock), SIMULATION_KEPT_SECONDS)
+    return why, cluster.clock
+
+
+def simulate_consolidation(cluster: models.Cluster, node: str) -> dict[str, Any]:
     """The engine's own answer for this node: blockers, countdowns, budget, and the single-node simulation."""
     running = lab.load(cluster)
     view, claimed = cluster_view(running.ctx)
@@ -103,13 +130,8 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     node = models.KubeObject.objects.filter(cluster=cluster, kind="Node", name=name).first()
     wanted = node is not None and request.GET.get("why") == "1"
     if request.htmx and wanted:  # type: ignore[attr-defined]
-        context = {
-            "cluster": cluster,
-            "name": name,
-            "node": node,
-            "why": why_not_consolidated(cluster, name),
-            "simulated_at": cluster.clock,
-        }
+        why, simulated_at = why_not_consolidated(cluster, name)
+        context = {"cluster": cluster, "name": name, "node": node, "why": why, "simulated_at": simulated_at}
         return render(request, "karpui/nodes/detail.html#why", context)
     pods = drilldown.node_pods(cluster=cluster, node=name)
     commands = [
@@ -126,6 +148,7 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     if node is None and not (pods or commands or events or history):
         # A node that existed keeps its page ("gone", with its record); a name nothing ever recorded is not a node.
         raise Http404(f'node "{name}" was never seen in cluster "{cluster.name}"')
+    why, simulated_at = why_not_consolidated(cluster, name) if wanted else (None, cluster.clock)
     context = {
         "cluster": cluster,
         "name": name,
@@ -137,7 +160,7 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "timeline": history,
         "events": events,
         "known": last_pass(cluster, name, events) if node else None,
-        "why": why_not_consolidated(cluster, name) if wanted else None,
-        "simulated_at": cluster.clock,
+        "why": why,
+        "simulated_at": simulated_at,
     }
     return render(request, "karpui/nodes/detail.html", context)

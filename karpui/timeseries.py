@@ -4,11 +4,13 @@ one sample to the next) integrated over each, so a chart's bucket is the time-we
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 MAX_POINTS = 120
+HOUR = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,21 @@ class Buckets:
         width = max((end - start) / max(points, 1), timedelta(minutes=1))
         count = max(math.ceil((end - start) / width), 1)
         return cls(start, end, width, tuple([start + width * i for i in range(count)] + [end]))
+
+    @classmethod
+    def on_hours(cls, start: datetime, end: datetime, points: int = MAX_POINTS) -> Buckets:
+        """Buckets of whole hours whose inner edges fall on the hour (a 30-day window: 6 h buckets at 00, 06, 12
+        and 18 UTC), so every whole hour lies in one bucket and an hourly rollup sums into it exactly; the first
+        and last buckets are cut by `start` and `end`. At most `points` + 1 buckets."""
+        width = timedelta(hours=max(math.ceil((end - start) / max(points, 1) / HOUR), 1))
+        epoch = datetime(1970, 1, 1, tzinfo=start.tzinfo)
+        edge = epoch + width * math.ceil((start - epoch) / width)
+        inner = []
+        while edge < end:
+            if edge > start:
+                inner.append(edge)
+            edge += width
+        return cls(start, end, width, (start, *inner, end))
 
     @property
     def count(self) -> int:
@@ -43,7 +60,7 @@ class Buckets:
         """The bucket a moment falls in, or None outside [start, end]."""
         if moment < self.start or moment > self.end:
             return None
-        return min(int((moment - self.start) / self.width), self.count - 1)
+        return min(bisect_right(self.edges, moment) - 1, self.count - 1)
 
     def labels(self) -> list[str]:
         """Bucket starts as the charts print them (UTC): with the date only when the span needs it."""
@@ -57,12 +74,12 @@ def integrate(
     """Per key and per bucket, each dimension's value × seconds: a sample's values hold from its time until the
     key's next sample. `samples` are ordered by time and start with each key's last sample at or before the
     window's start, so values carry in. Divide by Buckets.seconds() for the averages."""
-    start, end, count, edges, width = buckets.start, buckets.end, buckets.count, buckets.edges, buckets.width
+    start, end, count, edges = buckets.start, buckets.end, buckets.count, buckets.edges
     sums: dict[str, list[list[float]]] = {}
     value: dict[str, Sequence[float]] = {}
 
     def spread(since: datetime, until: datetime) -> None:
-        first = max(int((since - start) / width), 0)
+        first = max(bisect_right(edges, since) - 1, 0)
         for index in range(first, count):
             if edges[index] >= until:
                 break

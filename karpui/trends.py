@@ -4,7 +4,9 @@ gauges are written (dated to their minute) only when they change, and buckets ar
 
 Gauges are kept per minute as cost is, so a month of a busy cluster stays a bounded read, but unlike cost's "the
 minute's last value" a minute the gauge changed in holds its time-weighted average (pods wait for seconds; the last
-value of a minute would hide every one of them), and the next minute the value it went on at.
+value of a minute would hide every one of them), and the next minute the value it went on at. Each hour, once the
+recorder has moved past it, is rolled up into a TrendHour (its gauges' averages, latency counts and disruptions),
+which windows longer than a day read for the whole hours they hold.
 
 What is counted:
 
@@ -31,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max
+from django.db.models import Max, Min, Q
 
 from karpui import models, timeseries
 from provisioner.cluster.objects import Obj, parse_timestamp
@@ -44,6 +46,10 @@ KEYFRAME = timedelta(days=1)
 STATE_KEY = "karpui.trends"  # the observer's place in the lab's state: where the last observation left off
 DISRUPTING = "disrupting node(s)"
 PERCENTILES = (50, 95)
+HOUR = timeseries.HOUR
+# Windows longer than this are charted in buckets of whole hours, read from the hourly rollup (TrendHour): a 30-day
+# window then reads ~720 rows instead of ~21,600 per-minute samples. Shorter windows read the minutes.
+ROLLED_UP_AFTER = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -291,7 +297,55 @@ def record(cluster: models.Cluster, moments: Sequence[tuple[datetime, Observatio
         else None
     )
     state.pop("last", None)  # the state's shape before gauges were kept per minute
+    if moments:
+        # Every minute before the last moment's is final now (the open minute is that one): its hours can be rolled.
+        until = _hour(_minute(moments[-1][0]))
+        if state.get("rolled") != until.isoformat():
+            roll_up(cluster, until)
+            state["rolled"] = until.isoformat()
     cluster.cost_state = {**(cluster.cost_state or {}), "trends": state}
+
+
+def _hour(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def roll_up(cluster: models.Cluster, until: datetime) -> None:
+    """Write a TrendHour for each whole hour before `until` (on the hour) that has none yet, from the hour after the
+    last one written, or for a history recorded before rollups existed, from its first sample's hour. Only hours
+    whose samples are final may be rolled up: the recorder calls this with the hour its open minute is in."""
+    last = models.TrendHour.objects.filter(cluster=cluster).aggregate(last=Max("time"))["last"]
+    if last is not None:
+        since = last + HOUR
+    else:
+        firsts = [
+            samples.objects.filter(cluster=cluster).aggregate(first=Min("time"))["first"]
+            for samples in (models.TrendSample, models.ActivitySample)
+        ]
+        if not any(firsts):
+            return
+        since = _hour(min(first for first in firsts if first is not None))
+    if since >= until:
+        return
+    hours = timeseries.Buckets.over(since, until, int((until - since) / HOUR))
+    sums = timeseries.integrate(((t, key, (v,)) for t, key, v in _gauges(cluster, since, until)), hours, 1)
+    rows = [
+        models.TrendHour(cluster=cluster, time=time, gauges={key: hourly[i][0] / 3600 for key, hourly in sums.items()})
+        for i, time in enumerate(hours.times)
+    ]
+    latency: list[Counter[str]] = [Counter() for _ in rows]
+    disrupted: list[Counter[str]] = [Counter() for _ in rows]
+    activity = models.ActivitySample.objects.filter(cluster=cluster, time__gte=since, time__lt=until)
+    for time, started, waited, reasons in activity.values_list("time", "started", "latency", "disrupted"):
+        index = hours.index(time)
+        if index is not None:
+            rows[index].started += started
+            latency[index].update(waited)
+            disrupted[index].update(reasons)
+    for row, waited, reasons in zip(rows, latency, disrupted, strict=True):
+        row.latency = dict(sorted(waited.items(), key=lambda kv: int(kv[0])))
+        row.disrupted = dict(sorted(reasons.items()))
+    models.TrendHour.objects.bulk_create(rows, batch_size=1000)
 
 
 def prune(cluster: models.Cluster, now: datetime) -> None:
@@ -299,6 +353,7 @@ def prune(cluster: models.Cluster, now: datetime) -> None:
     cutoff = now - timedelta(days=settings.KARPUI_COST_HISTORY_DAYS) - KEYFRAME
     models.TrendSample.objects.filter(cluster=cluster, time__lt=cutoff).delete()
     models.ActivitySample.objects.filter(cluster=cluster, time__lt=cutoff).delete()
+    models.TrendHour.objects.filter(cluster=cluster, time__lt=cutoff).delete()
 
 
 # Reading -----------------------------------------------------------------------------------------------------------
@@ -341,8 +396,8 @@ class Trends:
 
 
 def _gauges(cluster: models.Cluster, start: datetime, end: datetime) -> list[tuple[datetime, str, float]]:
-    """(time, "series/key", value) ordered by time: each gauge's last sample at or before `start`, then the
-    window. Three queries."""
+    """(time, "series/key", value) ordered by time: each gauge's last sample at or before `start` (dated `start`,
+    the value it carries in with), then the window. Three queries."""
     samples = models.TrendSample.objects.filter(cluster=cluster)
     latest = {
         (row["series"], row["key"]): row["last"]
@@ -358,22 +413,75 @@ def _gauges(cluster: models.Cluster, start: datetime, end: datetime) -> list[tup
         key=lambda row: row[0],
     )
     window = samples.filter(time__gt=start, time__lte=end).order_by("time", "series", "key").values_list(*fields)
-    return [(time, f"{series}/{key}", value) for time, series, key, value in [*seed, *window]]
+    return [
+        *((start, f"{series}/{key}", value) for _, series, key, value in seed),
+        *((time, f"{series}/{key}", value) for time, series, key, value in window),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class RolledHour:
+    """A TrendHour as the chart reads it (tuples, not model instances: a month is 720 of them)."""
+
+    time: datetime
+    gauges: dict[str, float]
+    latency: dict[str, int]
+    disrupted: dict[str, int]
+
+
+def _rolled_hours(cluster: models.Cluster, start: datetime, end: datetime) -> list[RolledHour]:
+    """The rolled-up whole hours inside [start, end], the run of consecutive ones that ends last (hours before
+    rollups began, or a gap, are read by the minute instead). One query."""
+    first = _hour(start) + (HOUR if start > _hour(start) else timedelta(0))
+    rows = models.TrendHour.objects.filter(cluster=cluster, time__gte=first, time__lt=_hour(end)).order_by("time")
+    hours = [RolledHour(*row) for row in rows.values_list("time", "gauges", "latency", "disrupted")]
+    run = len(hours)
+    while run > 1 and hours[run - 2].time == hours[run - 1].time - HOUR:
+        run -= 1
+    return hours[run - 1 :] if hours else []
+
+
+def _gauge_stream(
+    cluster: models.Cluster, start: datetime, end: datetime, hours: list[RolledHour]
+) -> list[tuple[datetime, str, float]]:
+    """The gauges' samples for `integrate`: by the minute before and after the rolled-up hours, and each rolled-up
+    hour as its averages held for the hour (every gauge known by then: one absent from the hour was 0 in it)."""
+    if not hours:
+        return _gauges(cluster, start, end)
+    first, last = hours[0].time, hours[-1].time + HOUR
+    before = _gauges(cluster, start, first)
+    known = {key for _, key, _ in before}
+    rolled = []
+    for hour in hours:
+        known.update(hour.gauges)
+        rolled.extend((hour.time, key, hour.gauges.get(key, 0.0)) for key in sorted(known))
+    return [*before, *rolled, *_gauges(cluster, last, end)]
 
 
 def history(cluster: models.Cluster, start: datetime, end: datetime, points: int = timeseries.MAX_POINTS) -> Trends:
     """The chart series for [start, end]: gauges as time-weighted averages per bucket, latency percentiles over the
-    pods started in each bucket, disruptions as nodes per hour. At most four queries, whatever the window."""
-    buckets = timeseries.Buckets.over(start, end, points)
+    pods started in each bucket, disruptions as nodes per hour. A window longer than a day has buckets of whole
+    hours and reads the hourly rollup for the hours it holds whole, the minutes only for the rest: the same figures
+    (a rolled-up hour's latencies are its pods' counts per second, so percentiles stay exact), from at most eight
+    queries whatever the window."""
+    rolled_up = end - start > ROLLED_UP_AFTER
+    buckets = (timeseries.Buckets.on_hours if rolled_up else timeseries.Buckets.over)(start, end, points)
+    hours = _rolled_hours(cluster, start, end) if rolled_up else []
     seconds = buckets.seconds()
-    sums = timeseries.integrate(((t, key, (v,)) for t, key, v in _gauges(cluster, start, end)), buckets, 1)
+    stream = _gauge_stream(cluster, start, end, hours)
+    sums = timeseries.integrate(((t, key, (v,)) for t, key, v in stream), buckets, 1)
     averages = {key: [round(row[0] / seconds[i], 3) for i, row in enumerate(rows)] for key, rows in sums.items()}
     pending = averages.pop(f"{PENDING}/", [0.0] * buckets.count)
     nodes = {key.partition("/")[2]: values for key, values in sorted(averages.items()) if key.startswith(NODES)}
     merged: list[dict[str, int]] = [{} for _ in range(buckets.count)]  # seconds (as stored) -> pods, per bucket
     disrupted: dict[str, list[int]] = {}
-    activity = models.ActivitySample.objects.filter(cluster=cluster, time__gte=start, time__lte=end)
-    for time, latency, reasons in activity.values_list("time", "latency", "disrupted"):
+    minutes = Q(time__gte=start, time__lte=end)
+    if hours:
+        minutes &= Q(time__lt=hours[0].time) | Q(time__gte=hours[-1].time + HOUR)
+    activity = models.ActivitySample.objects.filter(minutes, cluster=cluster).values_list(
+        "time", "latency", "disrupted"
+    )
+    for time, latency, reasons in [*activity, *((h.time, h.latency, h.disrupted) for h in hours)]:
         index = buckets.index(time)
         if index is None:
             continue
@@ -407,4 +515,4 @@ def history(cluster: models.Cluster, start: datetime, end: datetime, points: int
     )
 
 
-__all__ = ["Observation", "Observer", "Trends", "history", "percentile", "prune", "record"]
+__all__ = ["Observation", "Observer", "Trends", "history", "percentile", "prune", "record", "roll_up"]

@@ -172,7 +172,7 @@ def test_nodes_filter_by_pool_type_zone_capacity_type_utilisation_and_name(three
 def test_node_rows_show_requests_in_cores_and_gib_with_one_price_precision(three_nodes, viewer):
     body = viewer.get("/nodes/", {"q": "c-gpu"}).content.decode()
     assert "1.50 / 4.00 (38%)" in body and "14.0 / 16.0 (88%)" in body
-    assert '<div class="bar level-high" title="memory 88%">' in body
+    assert '<td class="use level-high" style="--w:88%">14.0 / 16.0 (88%)</td>' in body
     assert "<td>$1.2000</td>" in body
     [general, gpu] = viewer.get("/nodes/").context["pools"]
     assert (general.name, general.nodes, general.usage.cpu_requested, general.usage.cpu_allocatable) == (
@@ -182,3 +182,32 @@ def test_node_rows_show_requests_in_cores_and_gib_with_one_price_precision(three
         10_000,
     )
     assert (gpu.usage.memory_requested, gpu.usage.memory_allocatable) == (14 * GIB, 16 * GIB)
+
+
+def test_a_full_page_of_nodes_with_long_names_and_labels_stays_under_50_kb(lab, viewer):
+    """Issue 15: a refresh stays under 50 KB. A page is 75 nodes; these have 63-character names (as long as a
+    hostname label may be) and long NodePool, type and zone labels, and the cluster switcher lists three clusters.
+    Rows of ~850 bytes made this page 65.3 KB and its partial 62.0 KB."""
+    for other in ("staging-eu-central-1-observe", "production-eu-central-1-kwok"):
+        models.Cluster.objects.create(name=other, mode=models.Cluster.Mode.OBSERVE)
+    pools = ["batch-processing-spot-arm64", "latency-critical-on-demand", "general-purpose-x86"]
+    for i in range(80):
+        name = f"ip-10-{i:03d}-{i * 7 % 256:03d}-{i * 13 % 256:03d}.eu-central-1.compute.internal-amd64-general-1"
+        instance_type = f"m7i-flex-{i % 4 * 4 + 4}xlarge-amd64-linux"
+        _node(
+            lab, name, pools[i % 3], instance_type, f"eu-central-1{'abc'[i % 3]}-zone", "on-demand", "15900m", 64, "1.2"
+        )
+        _pod(lab, f"pod-{i}", name, "12345m", "48Gi")
+
+    for query in ({}, {"sort": "-cpu"}):
+        full = viewer.get("/nodes/", query)
+        partial = viewer.get("/nodes/", query, HTTP_HX_REQUEST="true")
+        assert len(full.context["nodes"]) == 75 and "<html" not in partial.content.decode()
+        assert (len(full.content) < 50_000, len(partial.content) < 50_000) == (True, True)
+
+
+def test_the_nodes_page_has_no_blank_cluster_row(three_nodes, viewer):
+    """The capacity table on the nodes page took the page's node count for the cluster's usage: a "cluster" row with
+    no figures and $0.0000. The overview has the cluster's row; the nodes page has the NodePools'."""
+    body = viewer.get("/nodes/").content.decode()
+    assert 'id="capacity-cluster"' not in body and 'id="capacity-general"' in body

@@ -216,6 +216,67 @@ def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_g
     assert "Succeeded" in gone.content.decode()
 
 
+def _counting_simulations(monkeypatch) -> list[str]:
+    """Each loading of the whole cluster into the engine (the part of a node page's simulation that takes seconds
+    at scale), by cluster."""
+    from karpui import lab as lab_module
+
+    loads: list[str] = []
+    load = lab_module.load
+
+    def counted(cluster, **kwargs):
+        loads.append(cluster.name)
+        return load(cluster, **kwargs)
+
+    monkeypatch.setattr(lab_module, "load", counted)
+    return loads
+
+
+def test_a_nodes_simulation_is_kept_until_the_cluster_changes(lab, monkeypatch):
+    """Issue 15: the simulation took 2.9 s at 20,000 pods on every click and every reload of ?why=1."""
+    client = logged_in(user())
+    ok("apply", "-f", str(EXAMPLES / "disruption"))
+    ok("advance", "10s")
+    big = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-8x-amd64-linux")
+    simulations = _counting_simulations(monkeypatch)
+
+    card = client.get(f"/nodes/{big}/", {"why": "1"}, HTTP_HX_REQUEST="true")
+    again = client.get(f"/nodes/{big}/", {"why": "1"}, HTTP_HX_REQUEST="true")
+    reloaded = client.get(f"/nodes/{big}/", {"why": "1"})
+    assert simulations == ["lab"]
+    assert card.context["why"] == again.context["why"] == reloaded.context["why"]
+    assert card.context["why"]["verdict"] == "kept"
+    assert card.context["simulated_at"] == reloaded.context["simulated_at"]
+    assert again.content == card.content  # the same card: button, spinner and all
+
+    ok("label", "node", big, "team=web")  # any write is a new revision
+    simulations.clear()
+    client.get(f"/nodes/{big}/", {"why": "1"}, HTTP_HX_REQUEST="true")
+    assert simulations == ["lab"]
+
+
+def test_a_kept_not_yet_counts_down_and_is_simulated_again_once_consolidate_after_elapsed(lab, monkeypatch):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    [[node, *_]] = rows("get", "nodes")
+    client = logged_in(user())
+    simulations = _counting_simulations(monkeypatch)
+    first = client.get(f"/nodes/{node}/", {"why": "1"}).context["why"]
+    assert first["verdict"] == "not yet" and 3 < first["countdown"] <= 10
+
+    # The clock moves without a write (as a lab tick with nothing to do): the same revision, 3 s later.
+    lab.refresh_from_db()
+    models.Cluster.objects.filter(pk=lab.pk).update(clock=lab.clock + timezone.timedelta(seconds=3))
+    later = client.get(f"/nodes/{node}/", {"why": "1"}).context["why"]
+    assert simulations == ["lab"] and later == {**first, "countdown": first["countdown"] - 3}
+
+    models.Cluster.objects.filter(pk=lab.pk).update(clock=lab.clock + timezone.timedelta(seconds=11))
+    elapsed = client.get(f"/nodes/{node}/", {"why": "1"}).context["why"]
+    # Simulated again: the countdown has run out (the claim becomes Consolidatable at the next disruption pass).
+    assert simulations == ["lab", "lab"] and elapsed["countdown"] == 0.0
+
+
 def test_a_fresh_node_counts_down_its_consolidate_after(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "1")

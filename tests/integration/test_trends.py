@@ -10,6 +10,7 @@ from django.test import override_settings
 
 from karpui import lab as karplab
 from karpui import models, trends
+from karpui.timeseries import HOUR
 from tests.integration.test_dashboard import logged_in, user
 from tests.karp import EXAMPLES, ok
 
@@ -169,3 +170,74 @@ def test_gauges_get_a_daily_sample_and_old_samples_are_pruned_with_the_cost_hist
     assert not models.TrendSample.objects.filter(series="pending").exists()  # none pending since: no samples needed
     nodes = list(models.TrendSample.objects.filter(series="nodes").values_list("value", flat=True))
     assert len(nodes) >= 3 and set(nodes) == {2.0}  # a keyframe a day carries the two nodes on
+
+
+def _three_days_of_history(lab):
+    """Samples as a busy cluster writes them, over three days to the lab's clock: pending pods changing every 7
+    minutes, a NodePool's nodes every 11, a second NodePool for a day only, and a minute of pod starts (several
+    latencies each) and disruptions every 5 minutes. Returns the clock."""
+    lab.refresh_from_db()
+    end = lab.clock
+    minute = end.replace(second=0, microsecond=0)
+    gauges, activity = [], []
+    for step in range(3 * 24 * 60 + 30):
+        time = minute - timedelta(minutes=step)
+        if step % 7 == 0:
+            gauges.append(("pending", "", round((step * 13 % 17) + (step % 3) / 3, 6), time))
+        if step % 11 == 0:
+            gauges.append(("nodes", "general", float(20 + step % 9), time))
+        if 24 * 60 <= step < 48 * 60 and step % 13 == 0:
+            gauges.append(("nodes", "gpu", float(step % 4 if step < 47 * 60 else 0), time))
+        if step % 5 == 0:
+            latency = {str(s): 1 + (step + s) % 4 for s in (1, 2, 5 + step % 20, 30 + step % 50)}
+            disrupted = {"Underutilized": step % 3, "Empty": 1} if step % 15 == 0 else {}
+            activity.append((time, sum(latency.values()), latency, disrupted))
+    models.TrendSample.objects.bulk_create(
+        models.TrendSample(cluster=lab, series=s, key=k, value=v, time=t) for s, k, v, t in gauges
+    )
+    models.ActivitySample.objects.bulk_create(
+        models.ActivitySample(cluster=lab, time=t, started=n, latency=latency, disrupted=d)
+        for t, n, latency, d in activity
+    )
+    return end
+
+
+def test_a_long_window_read_from_the_hourly_rollup_equals_the_same_window_read_by_the_minute(
+    lab, django_assert_num_queries
+):
+    """Issue 15: /trends/ over 30 days read every minute's samples (250-300 ms at 21,600 rows). Windows longer than
+    a day now read whole hours from TrendHour: the series, p50/p95 latencies included (a rolled-up hour keeps its
+    pods' counts per second), must be the ones the minutes give."""
+    end = _three_days_of_history(lab)
+    trends.roll_up(lab, end.replace(minute=0, second=0, microsecond=0))
+    for start in (end - timedelta(days=3), end - timedelta(days=2, hours=5, minutes=17)):
+        first_whole_hour = start.replace(minute=0, second=0, microsecond=0) + HOUR  # start is never on the hour
+        whole_hours = (end.replace(minute=0, second=0, microsecond=0) - first_whole_hour) / HOUR
+        assert len(trends._rolled_hours(lab, start, end)) == whole_hours  # every whole hour from the rollup
+        with django_assert_num_queries(8):
+            rolled = trends.history(lab, start, end)
+        hours = list(models.TrendHour.objects.all())
+        models.TrendHour.objects.all().delete()
+        by_minute = trends.history(lab, start, end)
+        models.TrendHour.objects.bulk_create(hours)
+
+        assert rolled == by_minute
+        assert len(rolled.labels) == len(rolled.pending) <= 121
+        assert rolled.totals["started"] > 0 and rolled.latency["p95"][1] is not None
+
+
+def test_the_recorder_rolls_up_each_hour_once_it_is_over(lab, busy_two_minutes):
+    m = busy_two_minutes
+    lab.refresh_from_db()
+    now = lab.clock.replace(minute=0, second=0, microsecond=0)
+    assert set(models.TrendHour.objects.values_list("time", flat=True)) <= {now - HOUR}  # only hours that are over
+    ok("advance", "3h")
+    lab.refresh_from_db()
+    now = lab.clock.replace(minute=0, second=0, microsecond=0)
+    first = m.replace(minute=0)
+    hours = list(models.TrendHour.objects.values_list("time", "started", "latency"))
+    assert [time for time, _, _ in hours] == [first + timedelta(hours=i) for i in range(int((now - first) / HOUR))]
+    latency = Counter()
+    for _, _, waited in hours:
+        latency.update(waited)
+    assert sum(started for _, started, _ in hours) == 12 and latency == {"0": 2, "21": 10}
