@@ -118,6 +118,7 @@ def test_kwok_mode_writes_only_what_a_provisioner_writes() -> None:
     objects = rendered("kwok")
     writable = {(group, resource) for group, resource, verbs in rules(objects, "ClusterRole") if set(verbs) - set(READ)}
     assert writable == {
+        ("", "pods"),  # deleted once a NodeClaim's terminationGracePeriod runs out, as Karpenter does
         ("", "nodes"),
         ("", "nodes/status"),
         ("", "pods/eviction"),
@@ -128,7 +129,9 @@ def test_kwok_mode_writes_only_what_a_provisioner_writes() -> None:
         ("karpenter.sh", "nodeclaims/status"),
         ("karpenter.kwok.sh", "kwoknodeclasses"),
     }
-    assert not any(resource in ("secrets", "pods", "deployments") for _, resource in writable)
+    assert not any(resource in ("secrets", "deployments") for _, resource in writable)
+    pods = [verbs for group, resource, verbs in rules(objects, "ClusterRole") if (group, resource) == ("", "pods")]
+    assert pods == [["delete"], ["get", "list", "watch"]]  # no create, update or patch: pods are not karpui's
     [config] = [o for o in objects if o["kind"] == "ConfigMap"]
     assert config["data"]["KARPUI_MODE"] == "kwok"
 
