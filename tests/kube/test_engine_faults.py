@@ -103,6 +103,13 @@ FAULTS: dict[str, Callable[[FaultProxy], Any]] = {
         500, "InternalError", method="POST", path="nodeclaims$", times=8
     ),
     "2 s latency": lambda proxy: setattr(proxy.faults, "latency", 2.0),
+    # Done, but answered 500: the retry must see the NodeClaim (or Node) it made and not make a second one.
+    "500 after the NodeClaim POST was done": lambda proxy: proxy.fail(
+        500, "InternalError", method="POST", path="nodeclaims$", forward=True
+    ),
+    "500 after the Node POST was done": lambda proxy: proxy.fail(
+        500, "InternalError", method="POST", path="/nodes$", forward=True
+    ),
 }
 
 
@@ -119,6 +126,8 @@ def test_provisioning_through_a_fault_makes_one_node_and_loses_no_pod(setting: S
     time.sleep(1.0)
     setting.engine.step(time.time())  # one more step after the fault: nothing new is made
     setting.consistent()
+    assert len(setting.client.list("Node")) == 1
+    assert all(failure.times == 0 for failure in setting.proxy.faults.failures if failure.forward)  # it was met
     print(f"{fault}: caught up in {took:.1f} s")
 
 
