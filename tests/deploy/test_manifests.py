@@ -156,6 +156,20 @@ def test_web_worker_beat_and_engine_run_as_described() -> None:
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
 
+def test_the_engine_and_beat_are_live_while_their_heartbeat_is_fresh() -> None:
+    """No HTTP port: each touches KARPUI_HEARTBEAT_FILE as its loop goes round, and an exec probe checks its age."""
+    objects = {o["metadata"]["name"]: o for o in rendered("demo") if o["kind"] == "Deployment"}
+    probes = {}
+    for name in ("karpui-engine", "karpui-beat"):
+        [container] = objects[name]["spec"]["template"]["spec"]["containers"]
+        [env] = [e for e in container["env"] if e["name"] == "KARPUI_HEARTBEAT_FILE"]
+        command = container["livenessProbe"]["exec"]["command"]
+        assert command[:4] == ["python", "-m", "karpui.heartbeat", env["value"]]
+        assert env["value"].startswith("/tmp/")  # the one writable mount: the root filesystem is read-only
+        probes[name] = float(command[4])
+    assert probes == {"karpui-engine": 120.0, "karpui-beat": 60.0}
+
+
 def test_the_readmes_walkthrough_names_every_command_it_needs() -> None:
     text = (ROOT / "deploy" / "README.md").read_text()
     for command in (
