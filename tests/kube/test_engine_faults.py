@@ -113,8 +113,9 @@ FAULTS: dict[str, Callable[[FaultProxy], Any]] = {
 }
 
 
-# Seconds each fault may take to catch up: the slowest measured, with room for a loaded machine.
-LIMITS = {"2 s latency": 60.0, "500s on the NodeClaim POST": 50.0}
+# Seconds each fault may take to catch up: the slowest measured, with room for a loaded machine. Any eight 500s
+# may all land on the NodeClaim POST (one run in four did), so they get that worst case's limit.
+LIMITS = {"2 s latency": 60.0, "500s": 50.0, "500s on the NodeClaim POST": 50.0}
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
