@@ -21,6 +21,7 @@ import http.client
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -50,6 +51,17 @@ class Faults:
     expire: int = 0
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a cut watch, a stopped engine) is what this proxy is for, not a bug
+        to print a traceback about."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream)
@@ -57,8 +69,7 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.seen: list[tuple[str, str, int]] = []  # method, path, status answered
         self._watches: set[socket.socket] = set()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
