@@ -1,4 +1,4 @@
-"""Readiness for /readyz: the database answers, the broker (and Redis) answer, and every lab cluster ticked lately.
+"""Readiness for /readyz: the database answers, the broker (and Redis) answer, and every cluster ticked lately.
 
 Each check says only whether it passed and, if not, the kind of failure: never a URL, host or message that could
 carry a password.
@@ -71,11 +71,12 @@ def broker() -> Check:
 
 
 def ticks(now: datetime) -> dict[str, Check]:
-    """Each lab cluster's last successful tick, stale after KARPUI_TICK_STALE_SECONDS. A cluster not ticked yet
-    passes only while it is younger than that (a fresh install waits for its first tick)."""
+    """Each cluster's last successful tick (a lab's periodic tick; a kwok or observe cluster's last step by the
+    engine leading it), stale after KARPUI_TICK_STALE_SECONDS. A cluster not ticked yet passes only while it is
+    younger than that (a fresh install waits for its first tick, an engine for its informers and its Lease)."""
     stale = settings.KARPUI_TICK_STALE_SECONDS
     checks = {}
-    for cluster in models.Cluster.objects.filter(mode=models.Cluster.Mode.LAB).order_by("name"):
+    for cluster in models.Cluster.objects.order_by("name"):
         since = cluster.ticked_at or cluster.created_at
         age = max((now - since).total_seconds(), 0.0)
         check: Check = {"ok": age <= stale, "stale_after_seconds": stale}

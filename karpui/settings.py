@@ -184,6 +184,9 @@ CELERY_TIMEZONE = "UTC"
 KARPUI_TICK_SECONDS = float(os.environ.get("KARPUI_TICK_SECONDS", "1"))
 # /readyz fails while a lab cluster's last successful tick is older than this (30 periods: 30 s by default).
 KARPUI_TICK_STALE_SECONDS = float(os.environ.get("KARPUI_TICK_STALE_SECONDS", str(30 * KARPUI_TICK_SECONDS)))
+# Touched by `manage.py engine` each time round its loop, and by Celery beat each time it sends a task, when set: the
+# liveness probes of deploy/ check its age (python -m karpui.heartbeat FILE MAX_AGE).
+KARPUI_HEARTBEAT_FILE = os.environ.get("KARPUI_HEARTBEAT_FILE", "")
 # The largest catalog file the dashboard accepts (the built-in AWS sample is about 0.2 MB).
 KARPUI_CATALOG_MAX_BYTES = int(os.environ.get("KARPUI_CATALOG_MAX_BYTES", str(20 * 1024 * 1024)))
 # How long the savings chart's cost history is kept (cluster time).

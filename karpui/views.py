@@ -105,7 +105,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 @require_GET
 @never_cache
 def readyz(request: HttpRequest) -> HttpResponse:
-    """Readiness: 200 when the database, the broker and every lab cluster's tick are fine, else 503; each named."""
+    """Readiness: 200 when the database, the broker and every cluster's tick are fine, else 503; each named."""
     ready, body = health.readiness(timezone.now())
     return JsonResponse(body, status=200 if ready else 503)
 

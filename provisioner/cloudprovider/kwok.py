@@ -21,7 +21,7 @@ from provisioner.cloudprovider.types import (
 )
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.conditions import is_true, transition_time
-from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.cluster.objects import AlreadyExists, Obj, parse_timestamp
 from provisioner.manifests.nodeclass import node_registration_delay_seconds
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import format_resources
@@ -105,7 +105,12 @@ class KwokCloudProvider:
             if due is None or now < due or now >= due + REGISTRATION_TIMEOUT:
                 continue
             if self.api.get("Node", _node_name(claim)) is None:
-                self.api.create(node_for(claim))
+                try:
+                    self.api.create(node_for(claim))
+                except AlreadyExists:
+                    # Named after its NodeClaim, so a taken name is this Node: created by a POST whose answer
+                    # was lost, and not yet in a real cluster's informer cache.
+                    continue
                 changed = True
         self._seen, self._ran_at = self.api.kind_version("NodeClaim"), now
         return changed

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from contextlib import suppress
 
 from provisioner.cluster.api import ClusterAPI
-from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
+from provisioner.cluster.objects import AlreadyExists, Obj, parse_timestamp, timestamp
 
 
 def record(
@@ -38,23 +39,25 @@ def record(
         existing["lastTimestamp"] = timestamp(now)
         api.update(existing)
         return
-    api.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {
-                "kind": involved["kind"],
-                "name": meta["name"],
-                "namespace": meta.get("namespace", ""),
-                "uid": meta.get("uid", ""),
-            },
-            "type": event_type,
-            "reason": reason,
-            "message": message,
-            "count": 1,
-            "firstTimestamp": timestamp(now),
-            "lastTimestamp": timestamp(now),
-            "source": {"component": component},
-        }
-    )
+    # Taken: recorded by a write whose answer was lost, or one the informer cache has not seen yet; one Event either way.
+    with suppress(AlreadyExists):
+        api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": {
+                    "kind": involved["kind"],
+                    "name": meta["name"],
+                    "namespace": meta.get("namespace", ""),
+                    "uid": meta.get("uid", ""),
+                },
+                "type": event_type,
+                "reason": reason,
+                "message": message,
+                "count": 1,
+                "firstTimestamp": timestamp(now),
+                "lastTimestamp": timestamp(now),
+                "source": {"component": component},
+            }
+        )

@@ -25,8 +25,19 @@ from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
 
 REQUEUE_SECONDS = 10.0
+# A provisioning run that failed (a NodeClaim POST answered 500, say) is run again after 1 s, then 2, 4, then every
+# 5 s, as controller-runtime requeues a failed reconcile with exponential back-off (capped well under the 10 s
+# re-trigger, or eight 500s in a row would hold pods Pending for a minute); no jitter, so the lab, driven by its own
+# clock, stays deterministic.
+RETRY_SECONDS = 1.0
+RETRY_MAX_SECONDS = 5.0
 NOMINATION_SECONDS = 20.0
 HASH_VERSION = "v3"
+
+
+def retry_delay(failures: int) -> float:
+    """How long after its `failures`-th failure in a row a provisioning run is retried."""
+    return float(min(RETRY_SECONDS * 2 ** (failures - 1), RETRY_MAX_SECONDS))
 
 
 def nodepool_hash(nodepool: NodePool) -> str:
@@ -44,20 +55,35 @@ def nodepool_hash(nodepool: NodePool) -> str:
 
 
 class ProvisioningController:
-    """Triggers the batcher for provisionable pods (again every 10 s while they stay so) and provisions when it closes."""
+    """Triggers the batcher for provisionable pods (again every 10 s while they stay so) and provisions when it closes;
+    a run that failed is retried with back-off instead of at the next batch."""
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.batcher = Batcher.from_state(state.get("batcher") or {})
         self.triggers: dict[str, float] = dict(state.get("triggers") or {})
         self.verdicts: dict[str, list[dict[str, str]]] = dict(state.get("verdicts") or {})
+        self.failures: int = int(state.get("failures") or 0)
+        self.retry_at: float | None = state.get("retry_at")
         self.last_result: SchedulingResult | None = None
 
     def to_state(self) -> dict[str, Any]:
-        return {"batcher": self.batcher.to_state(), "triggers": self.triggers, "verdicts": self.verdicts}
+        return {
+            "batcher": self.batcher.to_state(),
+            "triggers": self.triggers,
+            "verdicts": self.verdicts,
+            "failures": self.failures,
+            "retry_at": self.retry_at,
+        }
 
     def next_due(self, now: float) -> float | None:
-        times = [t for t in (self.batcher.closes_at, *self.triggers.values()) if t is not None and t > now]
+        times = [
+            t for t in (self.batcher.closes_at, self.retry_at, *self.triggers.values()) if t is not None and t > now
+        ]
         return min(times) if times else None
+
+    def _due(self, now: float) -> bool:
+        """After a failure the retry decides, not the batch window (new pods meanwhile join the retry)."""
+        return now >= self.retry_at if self.retry_at is not None else self.batcher.due(now)
 
     def reconcile(self, ctx: ClusterContext) -> bool:
         provisionable = [
@@ -75,14 +101,24 @@ class ProvisioningController:
             if uid not in live:
                 del self.triggers[uid]
                 self.verdicts.pop(uid, None)
-        if not self.batcher.due(ctx.now):
+        if not self._due(ctx.now):
             return False
         self.batcher.reset()
+        self.retry_at = None
         if ctx.ignore_dra_requests:
             provisionable = self._without_dra(ctx, provisionable)
         if not provisionable:
+            self.failures = 0
             return False
-        return self.provision(ctx, provisionable)
+        try:
+            changed = self.provision(ctx, provisionable)
+        except Exception:
+            # NodeClaims created before the failure count as capacity at the retry, so their pods get no second.
+            self.failures += 1
+            self.retry_at = ctx.now + retry_delay(self.failures)
+            raise
+        self.failures = 0
+        return changed
 
     def _without_dra(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
         """Karpenter's IGNORE_DRA_REQUESTS=true: a permanent error for pods with claims, which are left out."""

@@ -1,6 +1,7 @@
 """The termination controller: a NodeClaim being deleted has its Node tainted and drained through the eviction API
-(PDBs answer 429 and the drain retries), in Karpenter's order — ordinary pods, then DaemonSet pods, then critical
-ones — before the lifecycle controller deletes the instance. A terminationGracePeriod forces the end."""
+(PDBs answer 429 and the drain retries each pod with back-off), in Karpenter's order — ordinary pods, then DaemonSet
+pods, then critical ones — before the lifecycle controller deletes the instance. A terminationGracePeriod forces
+the end."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from provisioner.scheduling.logs import LogRecord
 from provisioner.taints import DISRUPTED
 
 DRAIN_RETRY_SECONDS = 1.0
+# Karpenter's eviction queue retries a refused pod after 100 ms, doubling each time, at most every 10 s
+# (evictionQueueBaseDelay, evictionQueueMaxDelay): a PDB that stays shut costs an eviction every 10 s, not every
+# second, and one that opens soon is found open at once. On the controller's clock, so the lab stays deterministic.
+EVICTION_RETRY_SECONDS = 0.1
+EVICTION_RETRY_MAX_SECONDS = 10.0
 MIN_DRAIN_SECONDS = 5.0
 CRITICAL = ("system-cluster-critical", "system-node-critical")
 LOGGER = "controller.node.termination"
@@ -41,6 +47,11 @@ def taint_disrupted(ctx: ClusterContext, node: Obj, logger: str, *, leaving_load
     return True
 
 
+def eviction_delay(refusals: int) -> float:
+    """How long after its `refusals`-th refusal in a row a pod's eviction is tried again."""
+    return float(min(EVICTION_RETRY_SECONDS * 2 ** (refusals - 1), EVICTION_RETRY_MAX_SECONDS))
+
+
 def grace_deadline(claim: Obj) -> float | None:
     """deletionTimestamp + spec.terminationGracePeriod, when the NodeClaim has one."""
     grace = (claim.get("spec") or {}).get("terminationGracePeriod")
@@ -51,17 +62,24 @@ def grace_deadline(claim: Obj) -> float | None:
 
 
 class TerminationController:
-    """Drains the Nodes of deleting NodeClaims, one eviction pass per node per second, at least five seconds."""
+    """Drains the Nodes of deleting NodeClaims, at least five seconds each: a pass over a node's pods every second,
+    and whenever a refused pod's back-off ends."""
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.draining: dict[str, float] = dict(state.get("draining") or {})
         self.drained_at: dict[str, float] = dict(state.get("drained_at") or {})
+        # Pods whose eviction was refused, by uid: [node, refusals in a row, when to try again].
+        self.refused: dict[str, list[Any]] = {uid: list(entry) for uid, entry in (state.get("refused") or {}).items()}
 
     def to_state(self) -> dict[str, Any]:
         return {
             "draining": self.draining,
             "drained_at": {n: t for n, t in self.drained_at.items() if n in self.draining},
+            "refused": {uid: entry for uid, entry in self.refused.items() if entry[0] in self.draining},
         }
+
+    def _retry_due(self, node: str, now: float) -> bool:
+        return any(entry[0] == node and entry[2] <= now for entry in self.refused.values())
 
     def next_due(self, ctx: ClusterContext) -> list[float]:
         versions = (ctx.api.kind_version("NodeClaim"), ctx.api.kind_version("Pod"))
@@ -69,6 +87,7 @@ class TerminationController:
         for node, started in self.draining.items():
             times.append(self.drained_at.get(node, ctx.now) + DRAIN_RETRY_SECONDS)
             times.append(started + MIN_DRAIN_SECONDS)
+        times.extend(entry[2] for entry in self.refused.values() if entry[0] in self.draining)
         return times
 
     def reconcile(self, ctx: ClusterContext) -> bool:
@@ -91,8 +110,9 @@ class TerminationController:
         name = node["metadata"]["name"]
         changed = taint_disrupted(ctx, node, LOGGER, leaving_load_balancers=True)
         started = self.draining.setdefault(name, ctx.now)
-        if self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS > ctx.now:
-            return changed  # one drain attempt per node per second, as Karpenter requeues
+        recheck = self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS <= ctx.now
+        if not recheck and not self._retry_due(name, ctx.now):
+            return changed  # a pass per node per second, as Karpenter requeues, and when a pod's back-off ends
         self.drained_at[name] = ctx.now
         waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim))
         if waiting or ctx.now - started < MIN_DRAIN_SECONDS:
@@ -101,6 +121,7 @@ class TerminationController:
         ctx.api.update(node)
         self.draining.pop(name, None)
         self.drained_at.pop(name, None)  # as to_state keeps it: only for nodes still draining
+        self.refused = {uid: entry for uid, entry in self.refused.items() if entry[0] != name}
         return True
 
     def _drain_step(self, ctx: ClusterContext, node: str, deadline: float | None = None) -> tuple[bool, bool]:
@@ -116,6 +137,9 @@ class TerminationController:
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             and not _tolerates_disrupted(p)
         ]
+        present = {p["metadata"].get("uid") for p in pods}
+        for uid in [uid for uid, entry in self.refused.items() if entry[0] == node and uid not in present]:
+            del self.refused[uid]  # gone (or terminating): nothing left to retry
         if not pods:
             return False, False
         evicted = False
@@ -135,11 +159,18 @@ class TerminationController:
         for pod in [p for p in pods if _tier(p) == first]:
             if pod_blocks(ctx.views.pod(pod), ctx.now):
                 continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
+            uid = pod["metadata"].get("uid", "")
+            backing_off = self.refused.get(uid)
+            if backing_off is not None and backing_off[2] > ctx.now:
+                continue
             try:
                 ctx.api.evict(pod)
             except TooManyRequests as refusal:
+                refusals = (backing_off[1] if backing_off is not None else 0) + 1
+                self.refused[uid] = [node, refusals, ctx.now + eviction_delay(refusals)]
                 ctx.event(pod, "Warning", "FailedDraining", f"Failed to drain node, {refusal}")
             else:
+                self.refused.pop(uid, None)
                 evicted = True
                 ctx.event(pod, "Normal", "Evicted", "Evicted pod: Disrupted")
         return True, evicted

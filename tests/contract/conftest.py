@@ -8,6 +8,7 @@ cluster (skipped otherwise), so a user can run the suite on kind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from provisioner.cluster.memory import ObjectStore
-from provisioner.cluster.objects import Obj
+from provisioner.cluster.objects import NotFound, Obj
 
 NOW = 1_800_000_000.0
 NOW_TEXT = "2027-01-15T08:00:00Z"
@@ -64,7 +65,6 @@ def _kube(lab_api: Any, tmp_path: Any) -> Implementation:
     from provisioner.adapters.kinds import BY_KIND
     from provisioner.adapters.kube import KubeCluster
     from provisioner.adapters.transport import Transport
-    from tests.kube.harness import eventually
 
     name = lab_api.new_cluster("contract", components="none", clock=NOW)
     transport = Transport.from_kubeconfig(str(lab_api.kubeconfig(name, tmp_path / "kubeconfig")))
@@ -73,20 +73,7 @@ def _kube(lab_api: Any, tmp_path: Any) -> Implementation:
     assert cluster.wait_synced(30), "the informers did not list within 30 s"
 
     def seed(objects: list[Obj]) -> list[Obj]:
-        written = lab_api.command("write", cluster=name, objects=objects)["objects"]
-        versions = {
-            (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", "")): o["metadata"]["resourceVersion"]
-            for o in written
-        }
-
-        def seen() -> bool:
-            return all(
-                (got := cluster.get(*key)) is not None and got["metadata"]["resourceVersion"] == version
-                for key, version in versions.items()
-            )
-
-        eventually(seen, sync=cluster.sync)
-        return list(written)
+        return _seen(cluster, lab_api.command("write", cluster=name, objects=objects)["objects"])
 
     implementation = Implementation(cluster, sync=cluster.sync, seed=seed)
     implementation.cleanup.append(cluster.stop)
@@ -98,8 +85,44 @@ def _kube(lab_api: Any, tmp_path: Any) -> Implementation:
     return implementation
 
 
+def _seen(cluster: Any, written: list[Obj]) -> list[Obj]:
+    """`written`, once the kube adapter's cache holds each object at the version its writer was answered."""
+    from tests.kube.harness import eventually
+
+    versions = {
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", "")): o["metadata"]["resourceVersion"]
+        for o in written
+    }
+
+    def seen() -> bool:
+        return all(
+            (got := cluster.get(*key)) is not None and got["metadata"]["resourceVersion"] == version
+            for key, version in versions.items()
+        )
+
+    eventually(seen, sync=cluster.sync)
+    return list(written)
+
+
+class _OwnObjects:
+    """A real cluster as the suites expect a fresh one: what was there before the test (kube-system's pods, the
+    nodes, their events) is left out of lists; everything else is the cluster's adapter, unchanged."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.before = {o["metadata"]["uid"] for kind in CONTRACT_KINDS for o in cluster.list(kind)}
+
+    def list(self, *args: Any, **kwargs: Any) -> list[Obj]:
+        return [o for o in self.cluster.list(*args, **kwargs) if o["metadata"]["uid"] not in self.before]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+
 def _real(tmp_path: Any) -> Implementation:
-    """The cluster KUBECONFIG names: everything a test creates is deleted afterwards."""
+    """The cluster KUBECONFIG names. Others' writes (`seed`) come from a client of its own, without a cache, as
+    kubectl's; everything the test or the seeding creates is deleted afterwards, namespaces included."""
+    from provisioner.adapters.direct import UncachedCluster
     from provisioner.adapters.kinds import BY_KIND
     from provisioner.adapters.kube import KubeCluster
     from provisioner.adapters.transport import Transport
@@ -107,10 +130,12 @@ def _real(tmp_path: Any) -> Implementation:
     cluster = KubeCluster(Transport.from_kubeconfig(), kinds=[BY_KIND[k] for k in CONTRACT_KINDS])
     cluster.start()
     assert cluster.wait_synced(60)
-    for namespace in ("team", "other"):
-        if cluster.get("Namespace", namespace) is None:
-            cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    other = UncachedCluster(Transport.from_kubeconfig())
     created: list[Obj] = []
+    for namespace in ("team", "other"):
+        if other.get("Namespace", namespace) is None:
+            created.append(other.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))
+    _seen(cluster, created)
     create = cluster.create
 
     def tracked(obj: Obj) -> Obj:
@@ -120,20 +145,25 @@ def _real(tmp_path: Any) -> Implementation:
 
     cluster.create = tracked  # type: ignore[method-assign]
 
-    def clean() -> None:
-        for obj in reversed(created):
-            meta = obj["metadata"]
-            current = cluster.get(obj["kind"], meta["name"], meta.get("namespace", ""))
-            if current is not None and current["metadata"].get("finalizers"):
-                current["metadata"]["finalizers"] = []
-                cluster.update(current)
-            try:
-                cluster.delete(obj["kind"], meta["name"], meta.get("namespace", ""))
-            except Exception:  # noqa: S112 - already gone
-                continue
-        cluster.stop()
+    def seed(objects: list[Obj]) -> list[Obj]:
+        written = [other.create(obj) for obj in objects]
+        created.extend(written)
+        return _seen(cluster, written)
 
-    implementation = Implementation(cluster, created_at=None, exact_versions=False, sync=cluster.sync)
+    def clean() -> None:
+        cluster.stop()
+        for obj in reversed(created):  # namespaces, made first, go last
+            meta = obj["metadata"]
+            key = (obj["kind"], meta["name"], meta.get("namespace", ""))
+            current = other.get(*key)
+            if current is not None and current["metadata"].get("finalizers"):
+                other.patch(*key, {"metadata": {"finalizers": None}})
+            with contextlib.suppress(NotFound):
+                other.delete(*key)
+
+    implementation = Implementation(
+        _OwnObjects(cluster), created_at=None, exact_versions=False, sync=cluster.sync, seed=seed
+    )
     implementation.cleanup.append(clean)
     return implementation
 

@@ -118,6 +118,7 @@ def test_kwok_mode_writes_only_what_a_provisioner_writes() -> None:
     objects = rendered("kwok")
     writable = {(group, resource) for group, resource, verbs in rules(objects, "ClusterRole") if set(verbs) - set(READ)}
     assert writable == {
+        ("", "pods"),  # deleted once a NodeClaim's terminationGracePeriod runs out, as Karpenter does
         ("", "nodes"),
         ("", "nodes/status"),
         ("", "pods/eviction"),
@@ -128,7 +129,9 @@ def test_kwok_mode_writes_only_what_a_provisioner_writes() -> None:
         ("karpenter.sh", "nodeclaims/status"),
         ("karpenter.kwok.sh", "kwoknodeclasses"),
     }
-    assert not any(resource in ("secrets", "pods", "deployments") for _, resource in writable)
+    assert not any(resource in ("secrets", "deployments") for _, resource in writable)
+    pods = [verbs for group, resource, verbs in rules(objects, "ClusterRole") if (group, resource) == ("", "pods")]
+    assert pods == [["delete"], ["get", "list", "watch"]]  # no create, update or patch: pods are not karpui's
     [config] = [o for o in objects if o["kind"] == "ConfigMap"]
     assert config["data"]["KARPUI_MODE"] == "kwok"
 
@@ -151,6 +154,20 @@ def test_web_worker_beat_and_engine_run_as_described() -> None:
         [container] = pod["containers"]
         assert container["image"] == "karpui:0.1.0" and container["resources"]["limits"]["memory"]
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_engine_and_beat_are_live_while_their_heartbeat_is_fresh() -> None:
+    """No HTTP port: each touches KARPUI_HEARTBEAT_FILE as its loop goes round, and an exec probe checks its age."""
+    objects = {o["metadata"]["name"]: o for o in rendered("demo") if o["kind"] == "Deployment"}
+    probes = {}
+    for name in ("karpui-engine", "karpui-beat"):
+        [container] = objects[name]["spec"]["template"]["spec"]["containers"]
+        [env] = [e for e in container["env"] if e["name"] == "KARPUI_HEARTBEAT_FILE"]
+        command = container["livenessProbe"]["exec"]["command"]
+        assert command[:4] == ["python", "-m", "karpui.heartbeat", env["value"]]
+        assert env["value"].startswith("/tmp/")  # the one writable mount: the root filesystem is read-only
+        probes[name] = float(command[4])
+    assert probes == {"karpui-engine": 120.0, "karpui-beat": 60.0}
 
 
 def test_the_readmes_walkthrough_names_every_command_it_needs() -> None:

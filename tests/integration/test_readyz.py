@@ -120,3 +120,19 @@ def test_reachable_redis_as_broker_and_lock_service_is_ready(ticked, settings):
 
     assert status == 200
     assert body["checks"] == {"database": {"ok": True}, "broker": {"kind": "redis", "ok": True}, "redis": {"ok": True}}
+
+
+@pytest.mark.parametrize("mode", [models.Cluster.Mode.KWOK, models.Cluster.Mode.OBSERVE])
+def test_a_kwok_or_observe_cluster_whose_engine_stopped_stepping_is_a_503(ticked, filesystem_broker, mode):
+    """Their tick is the leading engine's step (it sets ticked_at): none for 31 s, no engine is doing the work."""
+    cluster = models.Cluster.objects.create(name="real", mode=mode, kubeconfig="/nowhere")
+    models.Cluster.objects.filter(pk=cluster.pk).update(ticked_at=timezone.now() - timedelta(seconds=31))
+
+    status, body = readyz()
+
+    assert status == 503
+    assert body["ticks"]["real"]["ok"] is False and body["ticks"]["real"]["age_seconds"] >= 31
+    assert body["ticks"]["lab"]["ok"] is True
+
+    models.Cluster.objects.filter(pk=cluster.pk).update(ticked_at=timezone.now())  # the engine stepped again
+    assert readyz()[0] == 200

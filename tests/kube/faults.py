@@ -4,7 +4,8 @@ Everything is forwarded unchanged (responses streamed, so watches stay live) unl
 
 * `latency` seconds before each request is forwarded;
 * `fail(status, reason, method=, path=, times=)`: answer the next matching requests with that error Status instead
-  of forwarding them (500, 409 on an update, 429 on an eviction, ...);
+  of forwarding them (500, 409 on an update, 429 on an eviction, ...); with `forward=True` the request is forwarded
+  and done, and only its answer is replaced by the error (a write whose answer was lost);
 * `expire_watches(times)`: the next watches get an ERROR event with a 410 Status, as a server that no longer keeps
   the version asked for answers;
 * `cut_watches()`: close every open watch mid-stream (the connection just ends, as when a load balancer drops it);
@@ -20,6 +21,7 @@ import http.client
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ class Failure:
     method: str
     path: str  # a regular expression searched in the path (with its query)
     times: int
+    forward: bool = False
     message: str = "injected by the fault proxy"
 
 
@@ -48,6 +51,17 @@ class Faults:
     expire: int = 0
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a cut watch, a stopped engine) is what this proxy is for, not a bug
+        to print a traceback about."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream)
@@ -55,8 +69,7 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.seen: list[tuple[str, str, int]] = []  # method, path, status answered
         self._watches: set[socket.socket] = set()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -71,9 +84,11 @@ class FaultProxy:
 
     # Faults -------------------------------------------------------------------------------------------------
 
-    def fail(self, status: int, reason: str, *, method: str = "", path: str = "", times: int = 1) -> None:
+    def fail(
+        self, status: int, reason: str, *, method: str = "", path: str = "", times: int = 1, forward: bool = False
+    ) -> None:
         with self.lock:
-            self.faults.failures.append(Failure(status, reason, method, path, times))
+            self.faults.failures.append(Failure(status, reason, method, path, times, forward))
 
     def expire_watches(self, times: int = 1) -> None:
         with self.lock:
@@ -149,6 +164,8 @@ class FaultProxy:
         watching = re.search(r"[?&]watch=(true|1)", path) is not None
         failure = self._take_failure(method, path)
         if failure is not None:
+            if failure.forward:
+                self._forward(handler, method, path, body)
             self._answer(handler, failure.status, _status(failure.status, failure.reason, failure.message))
             self._record(method, path, failure.status)
             return
@@ -161,10 +178,8 @@ class FaultProxy:
             with self.lock:
                 self._watches.add(handler.connection)
         upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=3600)
-        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
         try:
-            upstream.request(method, self.upstream.path + path, body=body or None, headers=headers)
-            response = upstream.getresponse()
+            response = self._send(upstream, handler, method, path, body)
         except OSError:
             self._hang_up(handler, method, path)  # the API server is not there: nor is an answer
             return
@@ -190,6 +205,22 @@ class FaultProxy:
         finally:
             with self.lock:
                 self._watches.discard(handler.connection)
+            upstream.close()
+
+    def _send(
+        self, upstream: http.client.HTTPConnection, handler: BaseHTTPRequestHandler, method: str, path: str, body: bytes
+    ) -> http.client.HTTPResponse:
+        """Send the client's request upstream as it came; the upstream's response."""
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+        upstream.request(method, self.upstream.path + path, body=body or None, headers=headers)
+        return upstream.getresponse()
+
+    def _forward(self, handler: BaseHTTPRequestHandler, method: str, path: str, body: bytes) -> None:
+        """Send the request upstream and wait until it is done; its answer is dropped."""
+        upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=60)
+        try:
+            self._send(upstream, handler, method, path, body).read()
+        finally:
             upstream.close()
 
     def _hang_up(self, handler: BaseHTTPRequestHandler, method: str, path: str) -> None:

@@ -22,6 +22,7 @@ from provisioner.adapters.transport import Transport
 from provisioner.leaderelection import ElectionConfig
 from tests.karp import EXAMPLES
 from tests.kube.faults import WRITES, FaultProxy
+from tests.kube.rbac import Attributes, attributes, denied, roles
 
 pytestmark = pytest.mark.django_db
 
@@ -117,6 +118,14 @@ def test_observe_mode_proposes_and_an_approved_delete_is_its_only_write(observed
             f"/k8s/clusters/{karpenter_name(proxy, row)}/apis/karpenter.sh/v1/nodeclaims/{claim['metadata']['name']}",
         )
     ]
+    # Every request is one deploy/'s observe roles allow: reads, the Lease, and deleting NodeClaims.
+    assert denied(proxy.seen, roles("observe")) == []
+    sent = {attributes(method, path) for method, path, _ in proxy.seen}
+    assert {a for a in sent if a is not None and a.verb not in ("get", "list", "watch")} <= {
+        Attributes("karpenter.sh", "nodeclaims", "delete"),
+        Attributes("coordination.k8s.io", "leases", "create"),
+        Attributes("coordination.k8s.io", "leases", "update"),
+    }
     # The dashboard shows the observed cluster from its mirror.
     admin = User.objects.create_superuser("root", password="root-pass-1")
     client = Client()

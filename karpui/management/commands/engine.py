@@ -4,7 +4,8 @@ Each engine keeps its cluster's informer caches warm and runs karpui's controlle
 cluster's Lease (`karpui-engine` in --lease-namespace). Run the command in as many processes or pods as you like:
 for each cluster exactly one leads and the others wait, ready to take over within the lease's 15 s. The cluster
 rows are read again every --rescan seconds, so a cluster made in the admin gets its engine without a restart.
-SIGTERM or Ctrl-C stops every engine and releases its lease, so a successor takes over at once.
+SIGTERM or Ctrl-C stops every engine and releases its lease, so a successor takes over at once. Each time round
+its loop it touches KARPUI_HEARTBEAT_FILE (when set), which deploy/'s liveness probe checks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from karpui import models
+from karpui import heartbeat, models
 from karpui.engines import Engine
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ class Command(BaseCommand):
                         engine.step(time.time())
                     except Exception:
                         logger.exception("engine step failed", extra={"cluster_id": engine.cluster_id})
+                if settings.KARPUI_HEARTBEAT_FILE:  # a waiting engine is alive too: it is ready to take over
+                    heartbeat.beat(settings.KARPUI_HEARTBEAT_FILE)
                 if options["once"]:
                     break
                 stop.wait(period)
