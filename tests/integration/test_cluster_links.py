@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from karpui import disruption, models, services
-from tests.integration.test_dashboard import PAGES, awaiting_command, logged_in
+from tests.integration.test_dashboard import PAGES, awaiting_command, logged_in, user
 from tests.karp import EXAMPLES, ok, rows
 
 URL_ATTRIBUTES = ("href", "action", "hx-get", "hx-post", "hx-push-url")
@@ -63,6 +63,13 @@ def astray(body: str) -> list[str]:
         if parse_qs(parts.query).get("cluster") != ["b"]:
             wrong.append(url)
     return wrong + [f"<form {name}>" for name, cluster in links.get_forms if cluster != "b"]
+
+
+def form_urls(client, page: str) -> list[str]:
+    """The URLs a page's links and forms lead to."""
+    links = Links()
+    links.feed(client.get(page).content.decode())
+    return links.urls
 
 
 def command_on(cluster: models.Cluster, approver) -> None:
@@ -132,10 +139,9 @@ def test_every_link_poll_and_form_of_cluster_bs_pages_stays_on_cluster_b(two_clu
 @pytest.mark.parametrize(("action", "decision"), [("Approve", "approved"), ("Deny", "denied")])
 def test_deciding_a_command_on_cluster_bs_page_decides_bs_command(two_clusters, action, decision):
     client, name, lab_command = two_clusters
-    page = client.get("/disruption/?cluster=b").content.decode()
-    forms = Links()
-    forms.feed(page)
-    [url] = [u for u in forms.urls if u.startswith(f"/disruption/{name}/{action.lower()}")]
+    [url] = [
+        u for u in form_urls(client, "/disruption/?cluster=b") if u.startswith(f"/disruption/{name}/{action.lower()}")
+    ]
     response = client.post(url, {"reason": "not during the sale"})
     assert (response.status_code, response["Location"]) == (302, "/disruption/?cluster=b")
     assert (approvals("b")[name]["decision"], approvals("b")[name]["reason"]) == (decision, "not during the sale")
@@ -145,11 +151,31 @@ def test_deciding_a_command_on_cluster_bs_page_decides_bs_command(two_clusters, 
 def test_cordoning_a_node_on_cluster_bs_node_page_cordons_bs_node(two_clusters):
     client, *_ = two_clusters
     node = rows("--cluster", "b", "get", "nodes")[0][0]
-    page = client.get(f"/nodes/{node}/?cluster=b").content.decode()
-    forms = Links()
-    forms.feed(page)
-    [url] = [u for u in forms.urls if u.startswith(f"/nodes/{node}/cordon")]
+    [url] = [u for u in form_urls(client, f"/nodes/{node}/?cluster=b") if u.startswith(f"/nodes/{node}/cordon")]
     response = client.post(url)
     assert (response.status_code, response["Location"]) == (302, f"/nodes/{node}/?cluster=b")
     assert {row[0]: row[1] for row in rows("--cluster", "b", "get", "nodes")}[node] == "Ready,SchedulingDisabled"
     assert {row[1] for row in rows("get", "nodes")} == {"Ready"}
+
+
+def test_pausing_and_resuming_on_cluster_bs_page_pauses_and_resumes_b_alone(lab):
+    ok("cluster", "create", "b")
+    client = logged_in(user("alice", "pause_disruption"))
+    [pause] = [u for u in form_urls(client, "/disruption/?cluster=b") if u.startswith("/disruption/pause")]
+    response = client.post(pause, {"duration": "1h", "reason": "incident 4711"})
+    assert (response.status_code, response["Location"]) == (302, "/disruption/?cluster=b")
+    paused = {c.name: c.pause_reason for c in models.Cluster.objects.exclude(paused_until=None)}
+    assert paused == {"b": "incident 4711"}
+    [resume] = [u for u in form_urls(client, "/disruption/?cluster=b") if u.startswith("/disruption/resume")]
+    assert client.post(resume)["Location"] == "/disruption/?cluster=b"
+    assert list(models.Cluster.objects.exclude(paused_until=None)) == []
+
+
+def test_saving_a_nodepool_in_cluster_bs_editor_changes_bs_and_comes_back_to_it(two_clusters):
+    client, *_ = two_clusters
+    form = client.get("/nodepools/default/?cluster=b").context["form"]
+    data = {field: ("" if value is None else value) for field, value in form.initial.items()}
+    response = client.post("/nodepools/default/?cluster=b", {**data, "weight": "7", "action": "save"})
+    assert (response.status_code, response["Location"]) == (302, "/nodepools/default/?cluster=b")
+    weights = {row.cluster.name: row.spec.get("weight") for row in models.NodePool.objects.filter(name="default")}
+    assert weights == {"lab": None, "b": 7}
