@@ -9,10 +9,10 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from karpui import services, store, views
+from karpui.links import cluster_redirect
 from provisioner.catalog.files import catalog_to_manifest, load_catalog
 from provisioner.manifests import ManifestError
 
@@ -38,7 +38,7 @@ def catalog_import(request: HttpRequest) -> HttpResponse:
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
     services.catalog_import(catalog=catalog, actor=actor)
     messages.success(request, f"catalog {catalog.name}: {len(catalog.instance_types)} instance types imported")
-    return redirect("catalog")
+    return cluster_redirect(request, "catalog")
 
 
 def _refused(request: HttpRequest, message: str) -> HttpResponse:
@@ -60,7 +60,7 @@ def catalog_delete(request: HttpRequest, name: str) -> HttpResponse:
     except LookupError as error:
         raise Http404(str(error)) from None
     messages.success(request, f"catalog {name} deleted")
-    return redirect("catalog")
+    return cluster_redirect(request, "catalog")
 
 
 @require_GET

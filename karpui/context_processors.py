@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlencode
 
 from django.http import HttpRequest
 from django.utils import timezone
@@ -53,16 +52,11 @@ def pause_banner(request: HttpRequest) -> dict[str, Any]:
         for c in Cluster.objects.exclude(paused_until=None)
         if c.is_paused(c.clock)
     ]
-    clock = _page_clock(request)
-    current = clock.get("page_cluster")
     return {
-        **clock,
+        **_page_clock(request),
         "paused_clusters": paused,
-        # Every cluster, to switch to; the page's own carried in every link, so moving between pages stays on it.
+        # Every cluster, to switch to; the page's own is carried in every link by `{% cluster_url %}`.
         "clusters": list(Cluster.objects.order_by("name").values_list("name", "mode")),
-        "cluster_query": f"?{urlencode({'cluster': current.name})}"
-        if current is not None and current.name != DEFAULT_CLUSTER
-        else "",
     }
 
 

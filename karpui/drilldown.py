@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models.fields.json import KeyTransform
-from django.urls import reverse
 
 from karpui import models
 from karpui.capacity import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, PRICE, ZONE, Usage, node_state
 from karpui.kubectl import printers
 from karpui.kubectl.resources import BY_KIND, LAB, NAMESPACED, resolve
+from karpui.links import cluster_url
 from karpui.owners import pod_owners
 from provisioner.quantity import QuantityError, is_byte_resource, parse_quantity
 
@@ -19,13 +19,13 @@ RESOURCE_ORDER = ("cpu", "memory", "pods", "ephemeral-storage")
 GIB = 2**30
 
 
-def object_url(kind: str, namespace: str, name: str) -> str:
-    """The object page of any kind the dashboard knows (the node page for a Node)."""
+def object_url(cluster: models.Cluster, kind: str, namespace: str, name: str) -> str:
+    """The object page, in `cluster`, of any kind the dashboard knows (the node page for a Node)."""
     if kind == "Node":
-        return reverse("node-detail", args=[name])
+        return cluster_url(cluster, "node-detail", name)
     if kind in NAMESPACED:
-        return reverse("object-detail-namespaced", args=[kind, namespace or "default", name])
-    return reverse("object-detail", args=[kind, name])
+        return cluster_url(cluster, "object-detail-namespaced", kind, namespace or "default", name)
+    return cluster_url(cluster, "object-detail", kind, name)
 
 
 def _amount(resource: str, text: Any) -> str:
@@ -119,8 +119,8 @@ def node_pods(*, cluster: models.Cluster, node: str) -> list[dict[str, Any]]:
             "cpu": cpu,
             "memory": memory,
             "owner": owner,
-            "owner_url": object_url(owner.kind, owner.namespace, owner.name) if owner.kind in BY_KIND else "",
-            "url": object_url("Pod", ns, name),
+            "owner_url": object_url(cluster, owner.kind, owner.namespace, owner.name) if owner.kind in BY_KIND else "",
+            "url": object_url(cluster, "Pod", ns, name),
             "do_not_disrupt": ((annotations or {}) if isinstance(annotations, dict) else {}).get(
                 "karpenter.sh/do-not-disrupt", ""
             ),
@@ -149,7 +149,7 @@ def _milli(text: Any) -> int:
         return 0
 
 
-def _node_url(kind: str, name: str, manifest: dict[str, Any]) -> str:
+def _node_url(cluster: models.Cluster, kind: str, name: str, manifest: dict[str, Any]) -> str:
     """The node page an object belongs to: a NodeClaim's node, or the node a pod is bound to."""
     if kind == "NodeClaim":
         node = (manifest.get("status") or {}).get("nodeName")
@@ -157,7 +157,7 @@ def _node_url(kind: str, name: str, manifest: dict[str, Any]) -> str:
         node = (manifest.get("spec") or {}).get("nodeName")
     else:
         node = None
-    return reverse("node-detail", args=[node]) if node else ""
+    return cluster_url(cluster, "node-detail", node) if node else ""
 
 
 def object_detail(*, cluster: models.Cluster, kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -194,7 +194,7 @@ def object_detail(*, cluster: models.Cluster, kind: str, namespace: str, name: s
     owners = [
         {
             **ref,
-            "url": object_url(ref.get("kind", ""), namespace, ref.get("name", ""))
+            "url": object_url(cluster, ref.get("kind", ""), namespace, ref.get("name", ""))
             if ref.get("kind") in BY_KIND
             else "",
         }
@@ -211,5 +211,5 @@ def object_detail(*, cluster: models.Cluster, kind: str, namespace: str, name: s
         "events": sorted(
             (e.body for e in events), key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "", reverse=True
         ),
-        "node_url": _node_url(kind, name, manifest),
+        "node_url": _node_url(cluster, kind, name, manifest),
     }

@@ -23,8 +23,8 @@ def _fold_id(key: Any) -> str:
     return "fold-" + hashlib.sha1(repr(key).encode(), usedforsecurity=False).hexdigest()[:12]
 
 
-def _url(kind: str, namespace: str, name: str) -> str:
-    return object_url(kind, namespace, name) if kind in BY_KIND else ""
+def _url(cluster: models.Cluster, kind: str, namespace: str, name: str) -> str:
+    return object_url(cluster, kind, namespace, name) if kind in BY_KIND else ""
 
 
 def event_rows(cluster: models.Cluster, events: Iterable[dict[str, Any]], by: str = "object") -> list[dict[str, Any]]:
@@ -70,7 +70,11 @@ def event_rows(cluster: models.Cluster, events: Iterable[dict[str, Any]], by: st
             row["first"] = first
         label = f"{kind}/{namespace + '/' if namespace else ''}{name}"
         # A Node's and its NodeClaim's events lead to the node's page, which shows both.
-        url = object_url("Node", "", subject[1]) if subject[0] == "node" else _url(kind, namespace, name)
+        url = (
+            object_url(cluster, "Node", "", subject[1])
+            if subject[0] == "node"
+            else _url(cluster, kind, namespace, name)
+        )
         row["objects"].setdefault(label, {"label": label, "url": url})
     result = []
     for row in rows.values():
@@ -110,7 +114,7 @@ def evictions(cluster: models.Cluster, commands: Iterable[dict[str, Any]]) -> di
                 {
                     "id": _fold_id((command, owner)),
                     "label": owner.label if owner else "pods no longer there",
-                    "url": _url(owner.kind, owner.namespace, owner.name) if owner else "",
+                    "url": _url(cluster, owner.kind, owner.namespace, owner.name) if owner else "",
                     "count": len(names),
                     "names": names[:NAMES_SHOWN],
                     "more": max(len(names) - NAMES_SHOWN, 0),

@@ -7,19 +7,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from karpui import disruption, node_services, services
+from karpui.links import cluster_redirect
 from karpui.views import _cluster
-
-
-def _back(request: HttpRequest, name: str) -> HttpResponse:
-    cluster = request.GET.get("cluster")
-    response = redirect("node-detail", name)
-    if cluster:
-        response["Location"] += f"?cluster={cluster}"
-    return response
 
 
 def _cordon(request: HttpRequest, name: str, cordoned: bool) -> HttpResponse:
@@ -33,7 +25,7 @@ def _cordon(request: HttpRequest, name: str, cordoned: bool) -> HttpResponse:
         raise Http404(str(error)) from None
     verb = "cordoned" if cordoned else "uncordoned"
     messages.success(request, f"node {name} {verb}" if changed else f"node {name} was already {verb}")
-    return _back(request, name)
+    return cluster_redirect(request, "node-detail", name)
 
 
 @require_POST
@@ -54,7 +46,7 @@ def node_disrupt(request: HttpRequest, name: str) -> HttpResponse:
     reason = request.POST.get("reason", "").strip()
     if not reason:
         messages.error(request, "reason: say why this node should go (it is kept in the audit trail)")
-        return _back(request, name)
+        return cluster_redirect(request, "node-detail", name)
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
     try:
         command = disruption.node_disruption_request(cluster=_cluster(request), node=name, actor=actor, reason=reason)
@@ -65,4 +57,4 @@ def node_disrupt(request: HttpRequest, name: str) -> HttpResponse:
             request,
             f"disruption command {command['metadata']['name']} created: another person approves it on the Disruption page",
         )
-    return _back(request, name)
+    return cluster_redirect(request, "node-detail", name)

@@ -11,10 +11,11 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from karpui import models, services, store, whatif
+from karpui.links import cluster_redirect
 from karpui.views import _cluster
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.manifests import ManifestError
@@ -307,7 +308,7 @@ def _editor(
             actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
             result = services.nodepool_apply(cluster=cluster, nodepool=proposed, actor=actor)
             messages.success(request, str(result))
-            return redirect("nodepool-edit", name=proposed.name)
+            return cluster_redirect(request, "nodepool-edit", proposed.name)
     return render(request, "karpui/nodepools/edit.html", context, status=400 if form.errors else 200)
 
 
@@ -320,9 +321,9 @@ def nodepool_delete(request: HttpRequest, name: str) -> HttpResponse:
     row = get_object_or_404(models.NodePool, cluster=cluster, name=name)
     if request.POST.get("confirm", "").strip() != name:
         messages.error(request, f"confirm: type the NodePool's name, {name}, to delete it")
-        return redirect("nodepool-edit", name=name)
+        return cluster_redirect(request, "nodepool-edit", name)
     nodes = (row.status or {}).get("nodes", 0)
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
     result = services.object_delete(cluster=cluster, kind="NodePool", name=name, actor=actor)
     messages.success(request, f"{result}; its {nodes} node(s) will be drained and removed")
-    return redirect("nodepools")
+    return cluster_redirect(request, "nodepools")

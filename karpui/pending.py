@@ -12,12 +12,12 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 from django.db.models.fields.json import KT, KeyTransform
 
 from karpui import models
 from karpui.capacity import age
+from karpui.links import cluster_query
 from karpui.owners import Owner, pod_owners
 from karpui.selectors import FIXES
 
@@ -104,7 +104,7 @@ def _groups(cluster: models.Cluster, pods: list[Waiting], by: str, query: dict[s
                 "more_verdicts": len(said) - len(verdicts),
                 "names": [f"{pod.namespace}/{pod.name}" for pod in group[:NAMES_SHOWN]],
                 "more": max(len(group) - NAMES_SHOWN, 0),
-                "list": urlencode(narrowed),
+                "list": cluster_query(cluster, narrowed),
             }
         )
     groups.sort(key=lambda g: (-g["count"], g["label"]))
@@ -178,6 +178,6 @@ def pending_pods(
         "total": len(pods),
         "page": page,
         "pages": pages,
-        "narrowed": urlencode(narrowed),
+        "narrowed": cluster_query(cluster, narrowed),
         "nodepools": list(models.NodePool.objects.filter(cluster=cluster).values_list("name", flat=True)),
     }

@@ -6,10 +6,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Min, Q
-from django.urls import reverse
 from django.utils import timezone
 
 from karpui import costs, disruption, grouping, lab, models, services, store, trends
+from karpui.links import cluster_url
 
 FIXES = {
     "taints": "add a toleration for the NodePool's taint, or use a NodePool without it",
@@ -203,25 +203,25 @@ def trends_overview(cluster: models.Cluster, window: str = "auto") -> dict[str, 
 EVENTS_SHOWN = 200
 
 
-def _link(kind: str, name: str) -> str:
-    """The dashboard page of an object an event or log record names, or "" when there is none."""
+def _link(cluster: models.Cluster, kind: str, name: str) -> str:
+    """The dashboard page, in `cluster`, of an object an event or log record names, or "" when there is none."""
     if kind in ("Node", "NodeClaim"):
-        return reverse("node-detail", args=[name])
+        return cluster_url(cluster, "node-detail", name)
     if kind == "NodePool":
-        return reverse("nodepool-edit", args=[name])
+        return cluster_url(cluster, "nodepool-edit", name)
     if kind == "DisruptionCommand":
-        return f"{reverse('savings')}#saving-{name}"
+        return f"{cluster_url(cluster, 'savings')}#saving-{name}"
     return ""
 
 
-def _log_objects(fields: dict[str, Any]) -> list[dict[str, str]]:
+def _log_objects(cluster: models.Cluster, fields: dict[str, Any]) -> list[dict[str, str]]:
     """The nodes a log record names (its NodeClaim/Node, or the nodes a command disrupts), each with its page."""
     named = [("NodeClaim", fields.get("NodeClaim")), ("Node", fields.get("Node"))]
     named += [("NodeClaim", node.get("NodeClaim")) for node in fields.get("disrupted-nodes") or []]
     seen: dict[str, dict[str, str]] = {}
     for kind, ref in named:
         if isinstance(ref, dict) and ref.get("name") and ref["name"] not in seen:
-            seen[ref["name"]] = {"label": f"{kind}/{ref['name']}", "url": _link(kind, ref["name"])}
+            seen[ref["name"]] = {"label": f"{kind}/{ref['name']}", "url": _link(cluster, kind, ref["name"])}
     return list(seen.values())
 
 
@@ -257,7 +257,7 @@ def events_list(
         "event_count": len(events),
         "group": group,
         "groupings": grouping.EVENT_GROUPINGS,
-        "logs": [{**entry.as_dict(), "objects": _log_objects(entry.fields)} for entry in logs[:EVENTS_SHOWN]],
+        "logs": [{**entry.as_dict(), "objects": _log_objects(cluster, entry.fields)} for entry in logs[:EVENTS_SHOWN]],
         "kinds": ("DisruptionCommand", "Node", "NodeClaim", "NodePool", "Pod"),
         "loggers": sorted(loggers),
     }

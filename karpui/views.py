@@ -9,13 +9,14 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from karpui import capacity, device_selectors, disruption, grouping, health, models, selectors, services
+from karpui.links import cluster_query, cluster_redirect
 from karpui.models import Cluster
 from karpui.pending import pending_pods
 from provisioner.durations import DurationError, parse_duration
@@ -166,12 +167,9 @@ def nodes(request: HttpRequest) -> HttpResponse:
     listing = capacity.nodes_page(
         cluster=cluster, filters=filters, sort=_query_text(request, "sort", "name"), page=_page_number(request)
     )
-    # Links keep the filters: sorting keeps them and starts at page 1; paging keeps them and the sort.
-    narrowed = QueryDict(mutable=True)
-    for key in NODE_FILTERS:
-        if request.GET.get(key):
-            narrowed[key] = _query_text(request, key)
-    context = {"cluster": cluster, "filters": filters, "narrowed": narrowed.urlencode(), **listing}
+    # Links keep the filters and the cluster: sorting keeps them and starts at page 1; paging keeps them and the sort.
+    narrowed = cluster_query(cluster, {key: _query_text(request, key) for key in NODE_FILTERS})
+    context = {"cluster": cluster, "filters": filters, "narrowed": narrowed, **listing}
     return _page(request, "karpui/nodes/list.html", "nodes-table", context)
 
 
@@ -240,7 +238,7 @@ def _decided(request: HttpRequest, action: str, name: str) -> HttpResponse:
         messages.error(request, str(error))
     else:
         messages.success(request, f"{name} approved" if action == "approve" else f"{name} denied")
-    return redirect("disruption")
+    return cluster_redirect(request, "disruption")
 
 
 @require_POST
@@ -266,12 +264,12 @@ def commands_approve(request: HttpRequest) -> HttpResponse:
         )
     except ValidationError as error:
         messages.error(request, "; ".join(error.messages))
-        return redirect("disruption")
+        return cluster_redirect(request, "disruption")
     if approved:
         messages.success(request, f"{len(approved)} approved: {', '.join(approved)}")
     for name, why in refused.items():
         messages.error(request, f"{name} not approved: {why}")
-    return redirect("disruption")
+    return cluster_redirect(request, "disruption")
 
 
 @require_POST
@@ -293,7 +291,7 @@ def pause(request: HttpRequest) -> HttpResponse:
         )
     except (ValidationError, DurationError) as error:
         messages.error(request, "; ".join(getattr(error, "messages", [str(error)])))
-    return redirect("disruption")
+    return cluster_redirect(request, "disruption")
 
 
 @require_POST
@@ -301,7 +299,7 @@ def resume(request: HttpRequest) -> HttpResponse:
     if not request.user.has_perm("karpui.pause_disruption"):
         raise PermissionDenied
     disruption.disruption_resume(cluster=_cluster(request), actor=services.Actor.for_user(request.user, "web"))  # type: ignore[arg-type]
-    return redirect("disruption")
+    return cluster_redirect(request, "disruption")
 
 
 @require_POST
@@ -313,7 +311,7 @@ def nodepool_approval_mode(request: HttpRequest, name: str) -> HttpResponse:
         threshold = float(text) if text else None
     except ValueError:
         messages.error(request, f"threshold: not a number of $/h: {text!r}")
-        return redirect("disruption")
+        return cluster_redirect(request, "disruption")
     mode = request.POST.get("mode", "")
     try:
         disruption.nodepool_approval_mode_set(
@@ -329,7 +327,7 @@ def nodepool_approval_mode(request: HttpRequest, name: str) -> HttpResponse:
         raise Http404(f'NodePool "{name}" not found') from None
     else:
         messages.success(request, f"NodePool {name}: approval mode {mode}")
-    return redirect("disruption")
+    return cluster_redirect(request, "disruption")
 
 
 @require_GET

@@ -1,12 +1,17 @@
-"""Template filters for the dashboard: durations people read, and dictionary lookups with odd keys."""
+"""Template filters and tags for the dashboard: durations people read, dictionary lookups with odd keys, and URLs
+that stay on the page's cluster."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
 
+from karpui import links
 from karpui.kubectl.printers import human_duration
+from karpui.models import Cluster
+from karpui.services import DEFAULT_CLUSTER
 
 register = template.Library()
 
@@ -47,3 +52,34 @@ def clock(cluster: Any) -> str:
     from karpui.context_processors import clock_name
 
     return clock_name(cluster)
+
+
+def _page_cluster(context: template.Context) -> Cluster | None:
+    """The cluster the page shows: its view's `cluster`, else the one the context processor read from the request
+    (pages such as the catalog's have no cluster of their own), else None, the default lab."""
+    shown = context.get("cluster")
+    return shown if isinstance(shown, Cluster) else context.get("page_cluster")
+
+
+@register.simple_tag(takes_context=True)
+def cluster_url(context: template.Context, viewname: str, *args: Any, **query: Any) -> str:
+    """`{% cluster_url 'nodes' nodepool=pool.name %}`: `{% url %}` on the page's cluster. Positional arguments are
+    the URL's, keyword arguments its query (empty ones left out). Every dashboard link, poll and form uses it: a
+    URL without the cluster reads, or acts on, the lab."""
+    return links.cluster_url(_page_cluster(context), viewname, *args, **query)
+
+
+@register.simple_tag(takes_context=True)
+def cluster_query(context: template.Context, **query: Any) -> str:
+    """`href="?{% cluster_query why=1 %}"`: a query for this page's own URL, on the page's cluster."""
+    return links.cluster_query(_page_cluster(context), query)
+
+
+@register.simple_tag(takes_context=True)
+def cluster_field(context: template.Context) -> str:
+    """The hidden field that keeps a GET form (filters, the simulate button) on the page's cluster: a browser
+    replaces an action's query with the form's fields. Nothing on the default lab."""
+    name = links.cluster_name(_page_cluster(context))
+    if name == DEFAULT_CLUSTER:
+        return ""
+    return format_html('<input type="hidden" name="cluster" value="{}">', name)

@@ -1,0 +1,209 @@
+"""Issue 14: every link, poll and form of a cluster's pages stays on that cluster, so reading or acting on cluster
+b never reads or acts on the lab."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from karpui import disruption, models, services
+from tests.integration.test_dashboard import PAGES, awaiting_command, logged_in, user
+from tests.karp import EXAMPLES, ok, rows
+
+URL_ATTRIBUTES = ("href", "action", "hx-get", "hx-post", "hx-push-url")
+# Pages that are the same whichever cluster is shown: they take no `?cluster=`.
+CLUSTER_INDEPENDENT = ("/admin/", "/accounts/", "/static/", "/metrics", "/k8s/")
+STRANDED = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: stranded
+spec:
+  nodeSelector: {kubernetes.io/arch: arm64}
+  containers:
+    - {name: app, image: pause, resources: {requests: {cpu: "1"}}}
+"""
+
+
+class Links(HTMLParser):
+    """Every URL a page can lead to or post to, and each GET form with the cluster it submits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.get_forms: list[tuple[str, str | None]] = []  # (form id or class, the cluster its fields carry)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id") == "cluster-switch":
+            return  # the switcher leads to the other clusters
+        if tag == "form" and (found.get("method") or "get") == "get":
+            # A browser replaces a GET form's query with its fields: the cluster must be one of them.
+            self.get_forms.append((found.get("id") or found.get("class") or "", None))
+            found = {"hx-push-url": found["hx-push-url"]} if "hx-push-url" in found else {}
+        self.urls += [found[a] or "" for a in URL_ATTRIBUTES if a in found]
+        if tag == "input" and found.get("name") == "cluster" and self.get_forms:
+            self.get_forms[-1] = (self.get_forms[-1][0], found.get("value"))
+
+
+def astray(body: str) -> list[str]:
+    """The same-site URLs of a page that do not name cluster b, and its GET forms that would not submit it."""
+    links = Links()
+    links.feed(body)
+    wrong = []
+    for url in links.urls:
+        parts = urlsplit(url)
+        if parts.netloc or url.startswith("#") or parts.path.startswith(CLUSTER_INDEPENDENT):
+            continue
+        if parts.path.startswith("/catalog/") and parts.path.endswith("/export"):
+            continue  # a catalog file is global
+        if parse_qs(parts.query).get("cluster") != ["b"]:
+            wrong.append(url)
+    return wrong + [f"<form {name}>" for name, cluster in links.get_forms if cluster != "b"]
+
+
+def form_urls(client, page: str) -> list[str]:
+    """The URLs a page's links and forms lead to."""
+    links = Links()
+    links.feed(client.get(page).content.decode())
+    return links.urls
+
+
+def command_on(cluster: models.Cluster, approver) -> None:
+    """Cluster `cluster` in manual mode with a node left half used, whose replacement awaits a person's approval."""
+    on = ("--cluster", cluster.name)
+    ok(*on, "apply", "-f", str(EXAMPLES / "provisioning"))
+    ok(*on, "scale", "deploy/inflate", "--replicas", "2")
+    ok(*on, "advance", "5s")
+    disruption.nodepool_approval_mode_set(
+        cluster=cluster, nodepool="default", mode="manual", actor=services.Actor.for_user(approver, "web")
+    )
+    ok(*on, "scale", "deploy/inflate", "--replicas", "1")
+    ok(*on, "advance", "40s")
+
+
+@pytest.fixture
+def two_clusters(lab, tmp_path):
+    """The lab and cluster b each with an empty node whose command awaits approval; b also has a running pod on a
+    second node and a pod no NodePool can take. Returns alice's client and the two commands' names."""
+    approver, lab_command = awaiting_command()
+    ok("cluster", "create", "b")
+    b = models.Cluster.objects.get(name="b")
+    command_on(b, approver)
+    stranded = tmp_path / "stranded.yaml"
+    stranded.write_text(STRANDED)
+    ok("--cluster", "b", "apply", "-f", str(stranded))
+    ok("--cluster", "b", "advance", "5s")
+    [[b_command, *_, phase, _]] = rows("--cluster", "b", "get", "disruptioncommands")
+    assert phase == "AwaitingApproval"
+    approver.user_permissions.add(Permission.objects.get(codename="request_disruption"))
+    return logged_in(approver), b_command, lab_command
+
+
+def approvals(cluster: str) -> dict[str, object]:
+    """Each command's decision, as a person made it (the engine acts on it at its next tick)."""
+    commands = models.KubeObject.objects.filter(cluster__name=cluster, kind="DisruptionCommand")
+    return {c.name: c.body["spec"].get("approval") for c in commands}
+
+
+def test_every_link_poll_and_form_of_cluster_bs_pages_stays_on_cluster_b(two_clusters):
+    client, *_ = two_clusters
+    nodes = [row[0] for row in rows("--cluster", "b", "get", "nodes")]
+    pods = [row[0] for row in rows("--cluster", "b", "get", "pods")]
+    pages = [
+        *PAGES,
+        *(f"/nodes/{node}/" for node in nodes),
+        f"/nodes/{nodes[0]}/?why=1",
+        *(f"/objects/Pod/default/{pod}/" for pod in pods),
+        f"/objects/NodeClaim/{nodes[0]}/",
+        "/nodepools/default/",
+        "/nodepools/new/",
+        "/pods/pending/?group=none",
+        "/pods/pending/?group=reason",
+        "/events/?group=none",
+    ]
+    wrong = {}
+    for page in pages:
+        url = f"{page}{'&' if '?' in page else '?'}cluster=b"
+        for htmx in ({}, {"HTTP_HX_REQUEST": "true"}):
+            response = client.get(url, **htmx)
+            assert response.status_code == 200, url
+            if astray(response.content.decode()):
+                wrong[url, bool(htmx)] = astray(response.content.decode())
+    assert wrong == {}
+
+
+@pytest.mark.parametrize(("action", "decision"), [("Approve", "approved"), ("Deny", "denied")])
+def test_deciding_a_command_on_cluster_bs_page_decides_bs_command(two_clusters, action, decision):
+    client, name, lab_command = two_clusters
+    [url] = [
+        u for u in form_urls(client, "/disruption/?cluster=b") if u.startswith(f"/disruption/{name}/{action.lower()}")
+    ]
+    response = client.post(url, {"reason": "not during the sale"})
+    assert (response.status_code, response["Location"]) == (302, "/disruption/?cluster=b")
+    assert (approvals("b")[name]["decision"], approvals("b")[name]["reason"]) == (decision, "not during the sale")
+    assert approvals("lab") == {lab_command: None}
+
+
+def test_cordoning_a_node_on_cluster_bs_node_page_cordons_bs_node(two_clusters):
+    client, *_ = two_clusters
+    node = rows("--cluster", "b", "get", "nodes")[0][0]
+    [url] = [u for u in form_urls(client, f"/nodes/{node}/?cluster=b") if u.startswith(f"/nodes/{node}/cordon")]
+    response = client.post(url)
+    assert (response.status_code, response["Location"]) == (302, f"/nodes/{node}/?cluster=b")
+    assert {row[0]: row[1] for row in rows("--cluster", "b", "get", "nodes")}[node] == "Ready,SchedulingDisabled"
+    assert {row[1] for row in rows("get", "nodes")} == {"Ready"}
+
+
+def test_pausing_and_resuming_on_cluster_bs_page_pauses_and_resumes_b_alone(lab):
+    ok("cluster", "create", "b")
+    client = logged_in(user("alice", "pause_disruption"))
+    [pause] = [u for u in form_urls(client, "/disruption/?cluster=b") if u.startswith("/disruption/pause")]
+    response = client.post(pause, {"duration": "1h", "reason": "incident 4711"})
+    assert (response.status_code, response["Location"]) == (302, "/disruption/?cluster=b")
+    paused = {c.name: c.pause_reason for c in models.Cluster.objects.exclude(paused_until=None)}
+    assert paused == {"b": "incident 4711"}
+    [resume] = [u for u in form_urls(client, "/disruption/?cluster=b") if u.startswith("/disruption/resume")]
+    assert client.post(resume)["Location"] == "/disruption/?cluster=b"
+    assert list(models.Cluster.objects.exclude(paused_until=None)) == []
+
+
+def test_saving_a_nodepool_in_cluster_bs_editor_changes_bs_and_comes_back_to_it(two_clusters):
+    client, *_ = two_clusters
+    form = client.get("/nodepools/default/?cluster=b").context["form"]
+    data = {field: ("" if value is None else value) for field, value in form.initial.items()}
+    response = client.post("/nodepools/default/?cluster=b", {**data, "weight": "7", "action": "save"})
+    assert (response.status_code, response["Location"]) == (302, "/nodepools/default/?cluster=b")
+    weights = {row.cluster.name: row.spec.get("weight") for row in models.NodePool.objects.filter(name="default")}
+    assert weights == {"lab": None, "b": 7}
+
+
+def test_templates_build_their_dashboard_urls_with_cluster_url():
+    """A bare `{% url %}` drops the page's cluster: a new one must be `{% cluster_url %}`, or be added here with
+    why it keeps the cluster anyway (a query string its view builds with the cluster, a GET form's hidden field)."""
+    templates = Path(__file__).resolve().parents[2] / "templates"
+    bare = sorted(
+        (str(path.relative_to(templates)), name)
+        for path in templates.rglob("*.html")
+        for name in re.findall(r"{% url '([^']+)'", path.read_text())
+    )
+    assert bare == [
+        ("karpui/base.html", "admin:index"),
+        ("karpui/base.html", "banners"),  # ?cluster= its own, the lab's included
+        ("karpui/base.html", "events"),  # a reconcile error's cluster, which may be another
+        ("karpui/base.html", "logout"),
+        ("karpui/catalog/list.html", "catalog-export"),  # catalogs are global
+        ("karpui/catalog/list.html", "catalog-export"),
+        ("karpui/events/list.html", "events"),  # ?{{ query }}, the request's own
+        ("karpui/nodes/_simulate.html", "node-detail"),  # a GET form: {% cluster_field %}
+        ("karpui/nodes/_simulate.html", "node-detail"),
+        ("karpui/nodes/list.html", "nodes"),  # ?{{ narrowed }}, built with the cluster
+        ("karpui/pods/pending.html", "pending"),  # ?{{ narrowed }}, built with the cluster
+        ("registration/login.html", "admin:index"),
+        ("registration/login.html", "login"),
+    ]
