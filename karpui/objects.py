@@ -29,7 +29,7 @@ from karpui.kubeapi import storage
 from karpui.kubeapi.versions import at_version
 from karpui.kubectl.resources import BY_KIND, DECLARATIONS, LAB, NODECLASSES, NODEPOOLS, Resource
 from karpui.services import Actor, ApplyResult
-from provisioner.apimachinery.apply import applied, with_last_applied
+from provisioner.apimachinery.apply import applied, last_applied, with_last_applied
 from provisioner.apimachinery.patch import apply_patch
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.objects import AlreadyExists, Conflict, NotFound, Obj
@@ -78,6 +78,7 @@ def validate(obj: Obj, resource: Resource) -> None:
         validate_cluster_object(body)
     else:
         check_metadata(body)
+    last_applied(body)  # apply's record must stay readable by the next apply (bounded, a JSON object)
     if obj.get("apiVersion") not in resource_versions(resource):
         raise ManifestError(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
 
@@ -255,6 +256,7 @@ def _stored_config(cluster: models.Cluster, resource: Resource, name: str) -> Ob
 
 def _config_store(cluster: models.Cluster, obj: Obj, actor: Actor) -> ApplyResult:
     """Validate a NodePool, node class or DeviceDeclaration manifest and store it (create or replace)."""
+    last_applied(obj)  # apply's record must stay readable by the next apply (bounded, a JSON object)
     parse, store_value = services.APPLIERS[obj["kind"]]
     return store_value(cluster, parse(obj), actor)
 
