@@ -70,10 +70,11 @@ def authorize(actor: Actor, verb: str, resource: Resource) -> None:
 # Validation -----------------------------------------------------------------------------------------------------
 
 
-def validate(obj: Obj, resource: Resource) -> None:
-    """The checks `karp apply` makes of a lab object, on what a write would store (status aside: it is the
-    cluster's to write). Errors name the field."""
-    body = {key: value for key, value in obj.items() if key != "status"}
+def validate(obj: Obj, resource: Resource, *, status: bool = False) -> None:
+    """The checks `karp apply` makes of a lab object, on what a write would store: its status too when `status`
+    (a Node registers with its status, as kubelet posts it), else status aside (the cluster's to write). Errors
+    name the field."""
+    body = obj if status else {key: value for key, value in obj.items() if key != "status"}
     if obj.get("kind") in VALIDATORS:
         validate_cluster_object(body)
     else:
@@ -182,6 +183,8 @@ def _replace_in(api: ClusterAPI, obj: Obj, resource: Resource, subresource: str)
         raise Conflict(f'{resource.qualified} "{meta.get("name")}": the object has been modified')
     if subresource == "status":
         new = {**copy.deepcopy(stored), "status": copy.deepcopy(obj.get("status") or {})}
+        if resource.kind in _STATUS_ON_CREATE:
+            validate(new, resource, status=True)  # a Node's allocatable is what the scheduler packs against
     else:
         new = copy.deepcopy(obj)
         new["metadata"] = {
@@ -328,7 +331,8 @@ def object_create(*, cluster: models.Cluster, obj: Obj, actor: Actor) -> Obj:
             written = _stored_config(cluster, resource, name)
             assert written is not None
             return written
-    validate(obj, resource)
+    # The status a create keeps is checked as `karp apply` checks it: a Node with allocatable cpu "-4" was stored.
+    validate(obj, resource, status=resource.kind in _STATUS_ON_CREATE)
     with _lab_write(cluster) as api:
         return _copy(_create_in(api, obj, resource))
 

@@ -45,10 +45,17 @@ def inflate(lab: Any) -> None:
     ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))
 
 
+@pytest.fixture
+def nodes(lab: Any) -> None:
+    """The static-nodes example's Nodes (kind-worker among them), there before the bad request."""
+    ok("apply", "-f", str(EXAMPLES / "static-nodes" / "nodes.yaml"))
+
+
 @pytest.fixture(autouse=True)
 def nothing_is_written(lab: Any, request: pytest.FixtureRequest) -> Any:
-    if "inflate" in request.fixturenames:  # made first, so what the test starts with is counted as before
-        request.getfixturevalue("inflate")
+    for given in ("inflate", "nodes"):  # made first, so what the test starts with is counted as before
+        if given in request.fixturenames:
+            request.getfixturevalue(given)
     before = (models.ChangeLogEntry.objects.count(), models.KubeObject.objects.count(), models.NodePool.objects.count())
     yield
     after = (models.ChangeLogEntry.objects.count(), models.KubeObject.objects.count(), models.NodePool.objects.count())
@@ -377,3 +384,27 @@ def test_a_viewers_write_is_forbidden(lab: Any, inflate: None) -> None:
         ),
     )
     assert viewer.send("GET", f"{DEPLOYMENTS}/inflate", "") == (200, current)
+
+
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "-4"}}}
+
+
+def test_a_nodes_status_is_checked_as_karp_apply_checks_it(writer: Writer, nodes: None) -> None:
+    # A Node registers with its status, which the scheduler packs against: a create kept it unchecked (201).
+    code, body = writer.send("POST", "/api/v1/nodes", NODE)
+    assert (code, body["details"]["causes"]) == (
+        422,
+        [
+            {
+                "reason": "FieldValueInvalid",
+                "message": "must be greater than or equal to 0, got -4",
+                "field": "status.allocatable.cpu",
+            }
+        ],
+    )
+    code, current = writer.send("GET", "/api/v1/nodes/kind-worker", "")
+    assert code == 200
+    negative = {**current, "status": {**current["status"], "allocatable": {"cpu": "-4"}}}
+    code, body = writer.send("PUT", "/api/v1/nodes/kind-worker/status", negative)
+    assert (code, body["details"]["causes"][0]["field"]) == (422, "status.allocatable.cpu")
+    assert writer.send("GET", "/api/v1/nodes/kind-worker", "") == (200, current)
