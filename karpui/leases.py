@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any
 
 from django.conf import settings
+from django.db import OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -66,13 +67,49 @@ def try_acquire(cluster_id: int, holder: str | None = None, seconds: int | None 
             return Lease(cluster_id, holder, epoch, "redis")
         return None
     now = timezone.now()
-    claimed = models.Cluster.objects.filter(
-        Q(lease_holder="") | Q(lease_expires_at__lt=now) | Q(lease_holder=holder), id=cluster_id
-    ).update(lease_holder=holder, lease_expires_at=now + timedelta(seconds=seconds), lease_epoch=F("lease_epoch") + 1)
-    if not claimed:
-        return None
-    epoch = models.Cluster.objects.filter(id=cluster_id).values_list("lease_epoch", flat=True).get()
+    try:
+        # A run holds the cluster's row (on SQLite, the database's write lock) from its start to its commit, which
+        # may come after its lease's expiry: the cluster is busy whatever the expiry says. A rival used to wait for
+        # that commit and then take the lease that had lapsed meanwhile; it now gets None at once.
+        with _without_lock_waits(), transaction.atomic():
+            models.Cluster.objects.select_for_update(nowait=True).filter(id=cluster_id).values_list("id").first()
+            claimed = models.Cluster.objects.filter(
+                Q(lease_holder="") | Q(lease_expires_at__lt=now) | Q(lease_holder=holder), id=cluster_id
+            ).update(
+                lease_holder=holder, lease_expires_at=now + timedelta(seconds=seconds), lease_epoch=F("lease_epoch") + 1
+            )
+            if not claimed:
+                return None
+            epoch = models.Cluster.objects.filter(id=cluster_id).values_list("lease_epoch", flat=True).get()
+    except OperationalError as error:
+        if _busy(error):
+            return None
+        raise
     return Lease(cluster_id, holder, epoch, "db")
+
+
+@contextmanager
+def _without_lock_waits() -> Iterator[None]:
+    """SQLite waits up to its busy timeout (20 s) for another connection's write lock; here it must not wait (as
+    PostgreSQL's NOWAIT does not). Outside a transaction only: inside one, the lock is already this connection's."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        yield
+        return
+    connection.ensure_connection()
+    timeout = int(float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5)) * 1000)
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout = 0")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {timeout}")
+
+
+def _busy(error: OperationalError) -> bool:
+    """Whether the error says another transaction holds the lock (PostgreSQL's lock_not_available, SQLite's
+    locked database), rather than that the database failed."""
+    return getattr(error.__cause__, "sqlstate", None) == "55P03" or "database is locked" in str(error)
 
 
 _RELEASE = """
@@ -87,7 +124,7 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[
 
 def renew(lease: Lease, seconds: int | None = None) -> bool:
     """Extend a held Redis lease by `seconds` from now; False if it was lost meanwhile. (A DB lease needs no
-    renewal: the tick holds the cluster's row lock, so no other worker can take the lease while it runs.)"""
+    renewal: the tick holds the cluster's row lock, and try_acquire takes a busy row for a held lease.)"""
     if lease.backend != "redis":
         return True
     token = f"{lease.holder}:{lease.epoch}"

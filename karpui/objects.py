@@ -29,7 +29,7 @@ from karpui.kubeapi import storage
 from karpui.kubeapi.versions import at_version, nodeclaim_v1
 from karpui.kubectl.resources import BY_KIND, DECLARATIONS, LAB, NODECLASSES, NODEPOOLS, Resource
 from karpui.services import Actor, ApplyResult
-from provisioner.apimachinery.apply import applied, with_last_applied
+from provisioner.apimachinery.apply import applied, last_applied, with_last_applied
 from provisioner.apimachinery.patch import apply_patch
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.objects import (
@@ -77,14 +77,16 @@ def authorize(actor: Actor, verb: str, resource: Resource) -> None:
 # Validation -----------------------------------------------------------------------------------------------------
 
 
-def validate(obj: Obj, resource: Resource) -> None:
-    """The checks `karp apply` makes of a lab object, on what a write would store (status aside: it is the
-    cluster's to write). Errors name the field."""
-    body = {key: value for key, value in obj.items() if key != "status"}
+def validate(obj: Obj, resource: Resource, *, status: bool = False) -> None:
+    """The checks `karp apply` makes of a lab object, on what a write would store: its status too when `status`
+    (a Node registers with its status, as kubelet posts it), else status aside (the cluster's to write). Errors
+    name the field."""
+    body = obj if status else {key: value for key, value in obj.items() if key != "status"}
     if obj.get("kind") in VALIDATORS:
         validate_cluster_object(body)
     else:
         check_metadata(body)
+    last_applied(body)  # apply's record must stay readable by the next apply (bounded, a JSON object)
     if obj.get("apiVersion") not in resource_versions(resource):
         raise ManifestError(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
 
@@ -205,6 +207,8 @@ def _replace_in(api: ClusterAPI, obj: Obj, resource: Resource, subresource: str)
         raise Conflict(f'{resource.qualified} "{meta.get("name")}": the object has been modified')
     if subresource == "status":
         new = {**copy.deepcopy(stored), "status": copy.deepcopy(obj.get("status") or {})}
+        if resource.kind in _STATUS_ON_CREATE:
+            validate(new, resource, status=True)  # a Node's allocatable is what the scheduler packs against
     else:
         new = copy.deepcopy(obj)
         new["metadata"] = {
@@ -260,6 +264,7 @@ def _stored_config(cluster: models.Cluster, resource: Resource, name: str) -> Ob
 
 def _config_store(cluster: models.Cluster, obj: Obj, actor: Actor) -> ApplyResult:
     """Validate a NodePool, node class or DeviceDeclaration manifest and store it (create or replace)."""
+    last_applied(obj)  # apply's record must stay readable by the next apply (bounded, a JSON object)
     parse, store_value = services.APPLIERS[obj["kind"]]
     return store_value(cluster, parse(obj), actor)
 
@@ -331,7 +336,8 @@ def object_create(*, cluster: models.Cluster, obj: Obj, actor: Actor) -> Obj:
             written = _stored_config(cluster, resource, name)
             assert written is not None
             return written
-    validate(obj, resource)
+    # The status a create keeps is checked as `karp apply` checks it: a Node with allocatable cpu "-4" was stored.
+    validate(obj, resource, status=resource.kind in _STATUS_ON_CREATE)
     with _lab_write(cluster) as api:
         return _copy(_create_in(api, _stored_version(cluster, api, obj, resource), resource))
 

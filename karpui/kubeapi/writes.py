@@ -7,6 +7,9 @@ write service as the token's user, and turns what the service raises into the St
 NotFound 404, AlreadyExists and Conflict 409, ManifestError 422 Invalid naming the field, PermissionDenied 403 in
 RBAC's words, TooManyRequests 429 (an eviction a PodDisruptionBudget forbids). `dryRun=All` runs the write and
 rolls it back.
+
+A body is read once, refused past kube-apiserver's 3 MiB (413), and decoded, JSON or YAML, under the bounds `karp
+apply` has (provisioner.manifests.documents: aliases, depth, object size), so no body can cost more than a manifest.
 """
 
 from __future__ import annotations
@@ -14,20 +17,22 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
-from karpui import services
+from karpui import objects, services
 from karpui.kubeapi import openapi
 from karpui.kubeapi.errors import Status, bad_request, forbidden, invalid, method_not_allowed, not_found
 from karpui.kubeapi.requests import Context, Target
 from karpui.kubeapi.versions import at_version
+from provisioner.apimachinery.patch import apply_patch
 from provisioner.cluster.objects import AlreadyExists, Conflict, NotFound, Obj, TooManyRequests
 from provisioner.manifests import ManifestError
+from provisioner.manifests.documents import RepeatedField, load_document, load_json
 
 METHODS = ("POST", "PUT", "PATCH", "DELETE")
 PATCH_TYPES = {
@@ -36,6 +41,21 @@ PATCH_TYPES = {
     "application/strategic-merge-patch+json": "strategic",
 }
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apiserver's generateName alphabet
+# kube-apiserver refuses a write whose body is larger (413) before decoding it; Django's own limit (2.5 MB, an HTML
+# 400) is for forms, so the API reads its bodies itself.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """A write's request body, read once: its bytes and media type."""
+
+    data: bytes
+    content_type: str
+
+    @property
+    def is_yaml(self) -> bool:
+        return "yaml" in self.content_type
 
 
 class _DryRun(Exception):
@@ -44,15 +64,6 @@ class _DryRun(Exception):
     def __init__(self, result: Any) -> None:
         super().__init__("dry run")
         self.result = result
-
-
-def _write_path() -> Any:
-    """karpui.objects, the write path karp shares; until it is there, the API serves no writes (405)."""
-    try:
-        from karpui import objects
-    except ImportError:
-        raise method_not_allowed() from None
-    return objects
 
 
 def _verb(request: HttpRequest, at: Target) -> str:
@@ -75,7 +86,7 @@ def handle(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
     actor = services.Actor.for_user(ctx.user, "api")
     warnings: list[str] = []
     try:
-        status, body = _dispatch(request, ctx, at, actor, verb, warnings)
+        status, body = _dispatch(request, _read_body(request), ctx, at, actor, verb, warnings)
     except PermissionDenied:
         raise forbidden(
             ctx.user.get_username(),
@@ -93,14 +104,19 @@ def handle(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
 
 
 def _dispatch(
-    request: HttpRequest, ctx: Context, at: Target, actor: services.Actor, verb: str, warnings: list[str]
+    request: HttpRequest,
+    data: Body,
+    ctx: Context,
+    at: Target,
+    actor: services.Actor,
+    verb: str,
+    warnings: list[str],
 ) -> tuple[int, Any]:
     resource, name = at.resource, at.name or ""
     namespace = at.namespace or ""
     dry_run = request.GET.get("dryRun") == "All"
 
     def write(call: Callable[[Any], Any]) -> Any:
-        objects = _write_path()
         try:
             with transaction.atomic():
                 result = call(objects)
@@ -146,14 +162,14 @@ def _dispatch(
         return at_version(obj, resource.group, at.version, namespaced=resource.namespaced)
 
     if at.subresource == "eviction":
-        _eviction_body(request, name, namespace)
+        _eviction_body(data, name, namespace)
         write(lambda objects: objects.pod_evict(cluster=ctx.cluster, name=name, namespace=namespace, actor=actor))
         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
     if at.subresource == "scale":
         from karpui.kubeapi.views import must_get, scale_of
 
         current = scale_of(must_get(ctx, at))
-        wanted = _scale_replicas(request, current)
+        wanted = _scale_replicas(request, data, current)
         obj = write(
             lambda objects: objects.workload_scale(
                 cluster=ctx.cluster, kind=resource.kind, name=name, namespace=namespace, replicas=wanted, actor=actor
@@ -161,11 +177,11 @@ def _dispatch(
         )
         return 200, scale_of(obj)
     if verb == "create":
-        body = _object_body(request, at, warnings)
+        body = _object_body(request, data, at, warnings)
         name = body["metadata"]["name"]
         return 201, served(write(lambda objects: objects.object_create(cluster=ctx.cluster, obj=body, actor=actor)))
     if verb == "update":
-        body = _object_body(request, at, warnings)
+        body = _object_body(request, data, at, warnings)
         return 200, served(
             write(
                 lambda objects: objects.object_replace(
@@ -174,7 +190,7 @@ def _dispatch(
             )
         )
     if verb == "patch":
-        patch, patch_type = _patch_body(request, at, warnings)
+        patch, patch_type = _patch_body(request, data, at, warnings)
         if at.version != resource.version:
             # Patched as served at that version (a v1beta1 NodePool), then stored through the same replace.
             from karpui.kubeapi.views import must_get
@@ -204,7 +220,7 @@ def _dispatch(
                 )
             )
         )
-    options = _delete_options(request)
+    options = _delete_options(request, data)
     if verb == "deletecollection":
         from karpui.kubeapi import storage
         from karpui.kubeapi.views import selectors
@@ -241,10 +257,6 @@ def _dispatch(
 def _patched(current: Obj, patch: Any, patch_type: str) -> Obj:
     """`current` after the patch, by the patch machinery the write path uses; same resourceVersion, so a change
     made meanwhile is a conflict."""
-    try:
-        from provisioner.apimachinery.patch import apply_patch  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        raise method_not_allowed() from None
     patched: Obj = apply_patch(current, patch, patch_type)
     patched.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
     return patched
@@ -263,41 +275,96 @@ def _patch_status(error: ValueError, kind: str, group: str, name: str) -> Status
 # Request bodies -------------------------------------------------------------------------------------------------
 
 
-def _decode(request: HttpRequest, kind: str) -> Any:
-    """The request's JSON (or YAML) document; a malformed one is a 400 as the API server words it."""
-    text = request.body.decode("utf-8", errors="replace")
-    content_type = request.content_type or "application/json"
+def _read_body(request: HttpRequest) -> Body:
+    """The body, refused (413, as kube-apiserver words it) past MAX_BODY_BYTES, whatever Content-Length claims."""
+    too_large = Status(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY_BYTES}")
     try:
-        if "yaml" in content_type:
-            return yaml.safe_load(text)
-        return json.loads(text)
-    except (ValueError, yaml.YAMLError) as error:
-        raise bad_request(
-            f"the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; "
-            f"json parse error: {error}"
-        ) from None
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise bad_request("invalid Content-Length") from None
+    if declared > MAX_BODY_BYTES:
+        raise too_large
+    data = request.read(MAX_BODY_BYTES + 1)
+    if len(data) > MAX_BODY_BYTES:
+        raise too_large
+    return Body(data, request.content_type or "application/json")
 
 
-def _strict(request: HttpRequest, at: Target, obj: Any, warnings: list[str], *, kind: str, version: str) -> None:
-    """Unknown fields: a 400 naming them all (fieldValidation=Strict, what kubectl sends), else a warning each."""
+def _decode(body: Body, kind: str, repeated: list[RepeatedField] | None = None) -> Any:
+    """The body's JSON (or YAML) document under the loader's bounds; a malformed or unbounded one is a 400 as the
+    API server words a body it cannot decode. Keys given twice go to `repeated` (fieldValidation decides)."""
+    try:
+        text = body.data.decode()
+    except UnicodeDecodeError as error:
+        problem = f"not UTF-8 text (byte 0x{body.data[error.start]:02x} at offset {error.start})"
+    else:
+        try:
+            return load_document(text, repeated) if body.is_yaml else load_json(text, repeated)
+        except ManifestError as error:
+            problem = f"{error.field}: {error.message}" if error.field else error.message
+    # YAML is converted to JSON first (sigs.k8s.io/yaml), JSON read for its kind: each fails in its own words.
+    step = "error converting YAML to JSON" if body.is_yaml else "couldn't get version/kind; json parse error"
+    raise bad_request(
+        f"the object provided is unrecognized (must be of type {kind}): {step}: {problem} ({_summary(body.data)})"
+    )
+
+
+def _summary(data: bytes, limit: int = 30) -> str:
+    """How kube-apiserver quotes a body it could not decode: a JSON object's start as text, anything else in hex."""
+    if not data:
+        return "<empty>"
+    text = data[:limit].decode(errors="replace") if data.startswith(b"{") else data[:limit].hex()
+    return f"{text} ..." if len(data) > limit else text
+
+
+def _strict(
+    request: HttpRequest,
+    at: Target,
+    obj: Any,
+    warnings: list[str],
+    *,
+    kind: str,
+    version: str,
+    repeated: list[RepeatedField],
+    is_yaml: bool,
+) -> None:
+    """Keys given twice and unknown fields: a 400 naming them all (fieldValidation=Strict, what kubectl sends),
+    else a warning each (Warn, the default), or nothing (Ignore); kube-apiserver's strict decoding errors."""
     mode = request.GET.get("fieldValidation", "Warn")
     if mode not in ("Ignore", "Warn", "Strict"):
         raise bad_request(f"fieldValidation parameter unsupported: {mode}")
     if mode == "Ignore" or not isinstance(obj, dict):
         return
-    unknown = openapi.unknown_fields(at.group, version, kind, _without_directives(obj))
-    if not unknown:
+    problems = _repeated_fields(repeated, is_yaml)
+    problems += [
+        f'unknown field "{field}"'
+        for field in openapi.unknown_fields(at.group, version, kind, _without_directives(obj))
+    ]
+    if not problems:
         return
     if mode == "Strict":
-        fields = ", ".join(f'unknown field "{field}"' for field in unknown)
         raise bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: {fields}'
+            f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+            + ", ".join(problems)
         )
-    warnings.extend(f'unknown field \\"{field}\\"' for field in unknown)
+    # A Warning header is one line of quoted text.
+    warnings.extend(problem.replace("\n", " ").replace('"', '\\"') for problem in problems)
+
+
+def _repeated_fields(repeated: list[RepeatedField], is_yaml: bool) -> list[str]:
+    """Keys given twice as kube-apiserver reports them: YAML's from its strict YAML-to-JSON step (go-yaml's
+    words, one error), JSON's from the strict JSON decoder (one each)."""
+    if not repeated:
+        return []
+    if is_yaml:
+        lines = "".join(f'\n  line {r.line}: key "{r.key}" already set in map' for r in repeated)
+        return [f"yaml: unmarshal errors:{lines}"]
+    return [f'duplicate field "{r.field}"' for r in repeated]
 
 
 def _without_directives(value: Any) -> Any:
-    """A strategic merge patch without its `$patch`, `$setElementOrder/...`, `$retainKeys` directives."""
+    """A strategic merge patch without its `$patch`, `$setElementOrder/...`, `$retainKeys` directives (its depth is
+    bounded by the decoder, so recursion is safe)."""
     if isinstance(value, dict):
         return {k: _without_directives(v) for k, v in value.items() if not k.startswith("$")}
     if isinstance(value, list):
@@ -305,10 +372,11 @@ def _without_directives(value: Any) -> Any:
     return value
 
 
-def _object_body(request: HttpRequest, at: Target, warnings: list[str]) -> Obj:
+def _object_body(request: HttpRequest, data: Body, at: Target, warnings: list[str]) -> Obj:
     resource = at.resource
     expected_version = f"{resource.group}/{at.version}" if resource.group else at.version
-    body = _decode(request, resource.kind)
+    repeated: list[RepeatedField] = []
+    body = _decode(data, resource.kind, repeated)
     if not isinstance(body, dict) or not body.get("kind"):
         raise bad_request(
             f"the object provided is unrecognized (must be of type {resource.kind}): couldn't get version/kind; "
@@ -340,11 +408,13 @@ def _object_body(request: HttpRequest, at: Target, warnings: list[str]) -> Obj:
         raise invalid(
             resource.kind, resource.group, "", "metadata.name", "Required value: name or generateName is required"
         )
-    _strict(request, at, body, warnings, kind=resource.kind, version=at.version)
+    _strict(
+        request, at, body, warnings, kind=resource.kind, version=at.version, repeated=repeated, is_yaml=data.is_yaml
+    )
     return body
 
 
-def _patch_body(request: HttpRequest, at: Target, warnings: list[str]) -> tuple[Any, str]:
+def _patch_body(request: HttpRequest, data: Body, at: Target, warnings: list[str]) -> tuple[Any, str]:
     resource = at.resource
     content_type = request.content_type or ""
     accepted = ["application/json-patch+json", "application/merge-patch+json"]
@@ -357,31 +427,32 @@ def _patch_body(request: HttpRequest, at: Target, warnings: list[str]) -> tuple[
             f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}",
         )
     patch_type = PATCH_TYPES[content_type]
-    patch = _decode(request, resource.kind)
+    repeated: list[RepeatedField] = []
+    patch = _decode(data, resource.kind, repeated)
     if patch_type == "json" and not isinstance(patch, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     if patch_type != "json":
         if not isinstance(patch, dict):
             raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
-        _strict(request, at, patch, warnings, kind=resource.kind, version=at.version)
+        _strict(request, at, patch, warnings, kind=resource.kind, version=at.version, repeated=repeated, is_yaml=False)
     return patch, patch_type
 
 
-def _scale_replicas(request: HttpRequest, current: Obj) -> int:
+def _scale_replicas(request: HttpRequest, data: Body, current: Obj) -> int:
     """The replicas a PUT or PATCH of the scale subresource asks for (kubectl scale sends a merge patch)."""
     if request.method == "PUT":
-        body = _decode(request, "Scale")
+        body = _decode(data, "Scale")
     elif request.content_type == "application/json-patch+json":
         import jsonpatch  # type: ignore[import-untyped]
 
         try:
-            body = jsonpatch.apply_patch(current, _decode(request, "Scale"))
+            body = jsonpatch.apply_patch(current, _decode(data, "Scale"))
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
             raise Status(422, "Invalid", str(error)) from None
     else:
         from provisioner.apimachinery.mergepatch import merge_patch
 
-        body = merge_patch(current, _decode(request, "Scale"))
+        body = merge_patch(current, _decode(data, "Scale"))
     replicas = ((body or {}).get("spec") or {}).get("replicas")
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         raise Status(
@@ -400,8 +471,8 @@ def _scale_replicas(request: HttpRequest, current: Obj) -> int:
     return replicas
 
 
-def _eviction_body(request: HttpRequest, name: str, namespace: str) -> None:
-    body = _decode(request, "Eviction")
+def _eviction_body(data: Body, name: str, namespace: str) -> None:
+    body = _decode(data, "Eviction")
     meta = (body or {}).get("metadata") or {}
     if meta.get("name") and meta["name"] != name:
         raise bad_request(f"name in URL does not match name in Eviction object ({meta['name']} != {name})")
@@ -409,11 +480,11 @@ def _eviction_body(request: HttpRequest, name: str, namespace: str) -> None:
         raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
 
 
-def _delete_options(request: HttpRequest) -> dict[str, Any]:
+def _delete_options(request: HttpRequest, data: Body) -> dict[str, Any]:
     """propagationPolicy, gracePeriodSeconds and preconditions, from the query or a DeleteOptions body."""
     body: dict[str, Any] = {}
-    if request.body:
-        decoded = _decode(request, "DeleteOptions")
+    if data.data:
+        decoded = _decode(data, "DeleteOptions")
         body = decoded if isinstance(decoded, dict) else {}
     propagation = request.GET.get("propagationPolicy") or body.get("propagationPolicy") or _orphans(request, body)
     if propagation not in ("Orphan", "Background", "Foreground"):

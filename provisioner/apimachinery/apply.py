@@ -10,21 +10,29 @@ from typing import Any
 
 from provisioner.apimachinery.patch import apply_patch
 from provisioner.apimachinery.strategic import root_type, three_way_patch
+from provisioner.manifests.documents import load_json
+from provisioner.manifests.errors import ManifestError
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def last_applied(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The configuration last applied to `obj`, from its annotation (None when it was never applied, or the
-    annotation does not hold a JSON object)."""
+    """The configuration last applied to `obj`, from its annotation (None when it was never applied).
+
+    An annotation that does not hold a JSON object within the loader's bounds (depth 100, as for any manifest) is a
+    ManifestError naming it, as kubectl's apply refuses to merge with an original it cannot read: 5,000 nested
+    brackets written with `annotate` made the next apply a RecursionError traceback."""
     text = ((obj.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
     if not text:
         return None
+    field = f"metadata.annotations.{LAST_APPLIED}"
     try:
-        applied = json.loads(text)
-    except ValueError:
-        return None
-    return applied if isinstance(applied, dict) else None
+        applied = load_json(str(text))
+    except ManifestError as error:
+        raise ManifestError(f"cannot read the last applied configuration: {error.message}", field=field) from None
+    if not isinstance(applied, dict):
+        raise ManifestError("cannot read the last applied configuration: not a JSON object", field=field)
+    return applied
 
 
 def with_last_applied(manifest: dict[str, Any]) -> dict[str, Any]:

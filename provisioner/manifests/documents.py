@@ -1,10 +1,12 @@
 """Splitting YAML/JSON text into Kubernetes documents, safely and with positions for error messages.
 
-Input is untrusted (`karp apply`, the NodePool editor, catalog uploads), so the loader bounds what a small text can
-make: the file's size, its nodes counting what aliases expand to, its nesting depth and each object's encoded size,
-all checked while composing, before any Python object is built. Values are what JSON can hold, as the API server's
-YAML-to-JSON step leaves them: timestamps stay strings, `!!binary`/`!!set` and NaN are refused, integers fit int64,
-and a key given twice is an error rather than silently the last one.
+Input is untrusted (`karp apply`, the NodePool editor, catalog uploads, the Kubernetes API's request bodies), so the
+loader bounds what a small text can make: the file's size, its nodes counting what aliases expand to, its nesting
+depth and each object's encoded size, all checked while composing, before any Python object is built. Values are
+what JSON can hold, as the API server's YAML-to-JSON step leaves them: timestamps stay strings, `!!binary`/`!!set`
+and NaN are refused, integers fit int64, and a key given twice is an error rather than silently the last one (or,
+for the API, whose `fieldValidation` decides, a `RepeatedField` reported to the caller). JSON text gets the same
+bounds from `load_json`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ _FLOAT = "tag:yaml.org,2002:float"
 _JSON_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str", "timestamp", "seq", "map", "merge")
 )
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedField:
+    """A key given twice in one object: its field path, the key, and the line of its second value (YAML only)."""
+
+    field: str
+    key: str
+    line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,18 +134,96 @@ def load_documents(text: str) -> list[Document]:
     return documents
 
 
-def load_document(text: str) -> Any:
-    """The one document of a text (the NodePool editor's YAML), under the same bounds; None when it is empty."""
-    docs = _parse(text)
+def load_document(text: str, repeated: list[RepeatedField] | None = None) -> Any:
+    """The one document of a text (the NodePool editor's YAML, an API request's), under the same bounds; None when
+    it is empty. A key given twice is refused, or added to `repeated` when it is given."""
+    docs = _parse(text, repeated)
     if len(docs) > 1:
         raise ManifestError(f"expected one document, found {len(docs)}")
     return _bounded(docs[0], None) if docs else None
 
 
-def _parse(text: str) -> list[Any]:
+def load_json(text: str, repeated: list[RepeatedField] | None = None) -> Any:
+    """A JSON text (an API request's body, an annotation holding JSON) under the bounds YAML gets: nested at most
+    MAX_DEPTH, no NaN or Infinity, integers within int64, no NUL or lone surrogate, at most MAX_OBJECT_BYTES
+    encoded. A key given twice is refused, or added to `repeated` when it is given."""
+    if len(text) > MAX_BYTES:
+        raise ManifestError(f"the document is larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    twice: dict[int, tuple[dict[str, Any], list[str]]] = {}  # id(object) -> the object (kept alive), its keys
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(items)
+        if len(obj) < len(items):
+            seen: set[str] = set()
+            keys = []
+            for key, _ in items:
+                if key in seen:
+                    keys.append(key)
+                seen.add(key)
+            twice[id(obj)] = (obj, keys)
+        return obj
+
+    try:
+        value = json.loads(text, object_pairs_hook=pairs, parse_constant=_no_constant, parse_int=_int64)
+    except ManifestError:
+        raise
+    except RecursionError:  # the C decoder recurses per level: 5,000 nested brackets reach Python's limit
+        raise ManifestError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:
+        raise ManifestError(_short(str(error), 200)) from None
+    _check_tree(value, {key: keys for key, (_, keys) in twice.items()}, repeated)
+    _encoded_size(value, None)
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ManifestError(f"must be a finite number, got {name}")
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not -_INT64 <= value < _INT64:
+        raise ManifestError(f"integer {_short(text)} is out of range (int64)")
+    return value
+
+
+def _check_tree(root: Any, twice: dict[int, list[str]], repeated: list[RepeatedField] | None) -> None:
+    """Depth, text and repeated keys of decoded JSON, walked without recursion (it may be as deep as Python's
+    recursion limit allowed the decoder), in document order."""
+    stack: list[tuple[Any, str, int]] = [(root, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ManifestError(f"nested deeper than {MAX_DEPTH} levels")
+        children: list[tuple[Any, str]] = []
+        if isinstance(node, dict):
+            for key in twice.get(id(node), ()):
+                field = f"{path}.{key}" if path else key
+                if repeated is None:
+                    raise ManifestError(f'duplicate field "{_short(key)}"', field=field)
+                repeated.append(RepeatedField(field, key))
+            children = [(child, f"{path}.{key}" if path else key) for key, child in node.items()]
+            for key, _ in node.items():
+                _check_text(key, path)
+        elif isinstance(node, list):
+            children = [(child, f"{path}[{index}]") for index, child in enumerate(node)]
+        for child, field in reversed(children):
+            if isinstance(child, dict | list):
+                stack.append((child, field, depth + 1))
+            elif isinstance(child, str):
+                _check_text(child, field)
+
+
+def _check_text(text: str, field: str) -> None:
+    if _BAD_TEXT.search(text):
+        raise ManifestError("NUL characters and lone surrogates are not allowed", field=field)
+
+
+def _parse(text: str, repeated: list[RepeatedField] | None = None) -> list[Any]:
     if len(text) > MAX_BYTES or len(text.encode()) > MAX_BYTES:
         raise ManifestError(f"the manifest is larger than {MAX_BYTES // (1024 * 1024)} MiB")
     loader = _Loader(text)
+    loader.repeated = repeated
     try:
         docs = []
         while loader.check_data():  # type: ignore[no-untyped-call]
@@ -153,6 +242,11 @@ def _parse(text: str) -> list[Any]:
 
 def _bounded(body: Any, index: int | None) -> Any:
     """The body as JSON has it (no object shared between two places, keys as strings), within MAX_OBJECT_BYTES."""
+    return json.loads(_encoded_size(body, index))
+
+
+def _encoded_size(body: Any, index: int | None) -> str:
+    """The body encoded as compact JSON, refused when over MAX_OBJECT_BYTES."""
     encoded = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     size = len(encoded.encode())
     if size > MAX_OBJECT_BYTES:
@@ -160,7 +254,7 @@ def _bounded(body: Any, index: int | None) -> Any:
             f"the object is {size} bytes encoded, over the API server's limit of {MAX_OBJECT_BYTES} (1.5 MiB)",
             document=index,
         )
-    return json.loads(encoded)
+    return encoded
 
 
 class _Loader(Composer, _Parser, SafeConstructor, Resolver):  # type: ignore[misc, valid-type]
@@ -177,6 +271,7 @@ class _Loader(Composer, _Parser, SafeConstructor, Resolver):  # type: ignore[mis
         self.depth = 0
         self.path: list[str] = []
         self.sizes: dict[int, int] = {}  # id(node) -> nodes it expands to, once composed
+        self.repeated: list[RepeatedField] | None = None  # where repeated keys go instead of an error
 
     # Composing -------------------------------------------------------------------------------------------------
 
@@ -228,7 +323,7 @@ class _Loader(Composer, _Parser, SafeConstructor, Resolver):  # type: ignore[mis
     def compose_mapping_node(self, anchor: Any) -> Any:
         node: MappingNode = Composer.compose_mapping_node(self, anchor)
         seen: dict[str, Any] = {}
-        for key, _ in node.value:
+        for key, value in node.value:
             if not isinstance(key, ScalarNode) or key.tag == _MERGE:
                 continue
             if key.value in seen:
@@ -236,6 +331,9 @@ class _Loader(Composer, _Parser, SafeConstructor, Resolver):  # type: ignore[mis
                 self.path.append(_step(key))
                 field = self._field()
                 self.path.pop()
+                if self.repeated is not None:
+                    self.repeated.append(RepeatedField(field, key.value, value.start_mark.line + 1))
+                    continue
                 raise ManifestError(
                     f'duplicate field "{key.value}" at line {key.start_mark.line + 1} (first at line {first.line + 1})',
                     field=field,

@@ -47,8 +47,6 @@ class Implementation:
     sync: Callable[[], Any] = lambda: None
     # Writes made by someone else (the lab's operator, another client), not through the api under test.
     seed: Callable[[list[Obj]], list[Obj]] | None = None
-    # Why the api cannot write, if it cannot (the lab's API before karpui.objects landed answers 405).
-    no_writes: str = ""
     cleanup: list[Callable[[], Any]] = field(default_factory=list)
 
 
@@ -61,7 +59,6 @@ def _memory() -> Implementation:
 
 
 def _kube(lab_api: Any, tmp_path: Any) -> Implementation:
-    from provisioner.adapters.errors import MethodNotAllowed
     from provisioner.adapters.kinds import BY_KIND
     from provisioner.adapters.kube import KubeCluster
     from provisioner.adapters.transport import Transport
@@ -77,11 +74,8 @@ def _kube(lab_api: Any, tmp_path: Any) -> Implementation:
 
     implementation = Implementation(cluster, sync=cluster.sync, seed=seed)
     implementation.cleanup.append(cluster.stop)
-    try:
-        for namespace in ("team", "other"):  # pods are refused in a namespace that does not exist
-            cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    except MethodNotAllowed:
-        implementation.no_writes = "the lab's Kubernetes API serves no writes yet (405: karpui.objects is missing)"
+    for namespace in ("team", "other"):  # pods are refused in a namespace that does not exist
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     return implementation
 
 
@@ -184,8 +178,6 @@ def implementation(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Im
 @pytest.fixture
 def api(implementation: Implementation) -> Any:
     """A fresh, empty cluster behind the port, written through the port."""
-    if implementation.no_writes:
-        pytest.skip(implementation.no_writes)
     return implementation.api
 
 

@@ -8,6 +8,7 @@ import json
 from django.contrib.auth.models import User
 
 from karpui import disruption, models, services
+from karpui import lab as lab_module
 from provisioner.apimachinery.apply import LAST_APPLIED
 from tests.karp import EXAMPLES, karp, ok, rows
 
@@ -144,3 +145,30 @@ def test_namespaces_are_those_of_a_cluster_and_a_missing_one_refuses_writes(lab)
     assert [r[0] for r in rows("get", "pods", "-n", "nowhere")] == ["p"]
     assert ok("delete", "namespace", "nowhere") == 'namespace "nowhere" deleted\n'
     assert not models.KubeObject.objects.filter(kind="Pod").exists()  # a namespace's objects go with it
+
+
+def test_a_last_applied_configuration_apply_cannot_read_is_refused_and_an_old_one_is_an_error(lab):
+    """Issue 11: 5,000 nested brackets annotated as apply's record were accepted, and the next apply printed a
+    RecursionError traceback."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))
+    deep = "[" * 5000 + "]" * 5000
+    assert karp("annotate", "deploy", "inflate", f"{LAST_APPLIED}={deep}", "--overwrite") == (
+        1,
+        "",
+        f"error: metadata.annotations.{LAST_APPLIED}: cannot read the last applied configuration: nested deeper "
+        "than 100 levels\n",
+    )
+    assert json.loads(deployment()["metadata"]["annotations"][LAST_APPLIED])["metadata"] == {"name": "inflate"}
+    # One stored before writes were checked: the apply names the annotation, as kubectl does, and changes nothing.
+    with lab_module.writing(lab.name) as api:
+        stored = api.get("Deployment", "inflate", "default")
+        stored["metadata"]["annotations"][LAST_APPLIED] = deep
+        api.update(stored)
+    before = deployment()
+    assert karp("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml")) == (
+        1,
+        "",
+        f"error: document 1 Deployment/inflate: metadata.annotations.{LAST_APPLIED}: cannot read the last applied "
+        "configuration: nested deeper than 100 levels\n",
+    )
+    assert deployment() == before

@@ -38,6 +38,26 @@ def poison_nodeclaim(cluster):
     )
 
 
+def unreadable_pod(cluster):
+    """A Pod with requests.cpu "lots", written straight to storage (apply would refuse it)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "unreadable",
+            "namespace": "default",
+            "uid": f"uid-unreadable-{cluster.name}",
+            "resourceVersion": "1",
+            "creationTimestamp": cluster.clock.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "lots"}}}]},
+        "status": {"phase": "Pending"},
+    }
+    models.KubeObject.objects.create(
+        cluster=cluster, kind="Pod", namespace="default", name="unreadable", uid=body["metadata"]["uid"], body=body
+    )
+
+
 def test_a_bad_nodeclaim_is_logged_and_skipped_and_the_other_pods_still_get_nodes(lab):
     poison_nodeclaim(lab)
     provisioned()
@@ -97,22 +117,7 @@ def test_a_stored_pod_that_cannot_be_read_is_reported_once_and_the_others_still_
     """A Pod with requests.cpu "lots" (stored before a rule, or by an observed cluster karpui reads more strictly)
     used to stop the provisioning and disruption controllers for its whole cluster: three inflate pods stayed
     Pending for good."""
-    body = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "unreadable",
-            "namespace": "default",
-            "uid": "uid-unreadable",
-            "resourceVersion": "1",
-            "creationTimestamp": lab.clock.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "lots"}}}]},
-        "status": {"phase": "Pending"},
-    }
-    models.KubeObject.objects.create(
-        cluster=lab, kind="Pod", namespace="default", name="unreadable", uid="uid-unreadable", body=body
-    )
+    unreadable_pod(lab)
     provisioned()
     ok("advance", "10s")
     ok("advance", "60s")
@@ -126,3 +131,31 @@ def test_a_stored_pod_that_cannot_be_read_is_reported_once_and_the_others_still_
     events = json.loads(ok("get", "events", "-o", "json"))["items"]
     warning = next(e for e in events if e["reason"] == "ReconcileError")
     assert warning["involvedObject"]["name"] == "unreadable"
+
+
+def test_a_poison_pod_in_one_cluster_leaves_the_healthy_cluster_reconciling_in_the_same_tick(lab):
+    """Issue 11's check: a poison object next to a healthy cluster. One clusters_tick moves both clocks; the healthy
+    lab gets its NodeClaim; b reports the pod (a Reconciler error and a Warning Event) and runs its other pods."""
+    ok("cluster", "create", "b")
+    b = models.Cluster.objects.get(name="b")
+    unreadable_pod(b)
+    for cluster in ("lab", "b"):
+        ok("apply", "-f", str(EXAMPLES / "provisioning"), "--cluster", cluster)
+        ok("scale", "deploy/inflate", "--replicas", "3", "--cluster", cluster)
+    start = timezone.now()
+    models.Cluster.objects.filter(name__in=("lab", "b")).update(clock=start, ticked_at=start)
+    services.clusters_tick(now=start + timedelta(seconds=10))
+    healthy, poisoned = models.Cluster.objects.get(name="lab"), models.Cluster.objects.get(name="b")
+    assert (healthy.clock, poisoned.clock) == (start + timedelta(seconds=10), start + timedelta(seconds=10))
+    assert models.KubeObject.objects.filter(cluster=healthy, kind="NodeClaim").count() == 1
+    assert [p.split()[2] for p in ok("get", "pods").splitlines()[1:]] == ["Running"] * 3
+    phases = {p.split()[0]: p.split()[2] for p in ok("get", "pods", "--cluster", "b").splitlines()[1:]}
+    assert sorted(phases.values()) == ["Pending", "Running", "Running", "Running"]
+    assert phases["unreadable"] == "Pending"
+    # Reported once by the tick (the apply and the scale, loading b, reported it before).
+    [error] = models.LogEntry.objects.filter(cluster=poisoned, message="Reconciler error", time__gte=start)
+    assert (error.fields["controller"], error.fields["Pod"]["name"]) == ("pods", "unreadable")
+    assert not models.LogEntry.objects.filter(cluster=healthy, message="Reconciler error").exists()
+    events = json.loads(ok("get", "events", "-o", "json", "--cluster", "b"))["items"]
+    warning = next(e for e in events if e["reason"] == "ReconcileError")
+    assert (warning["involvedObject"]["name"], warning["type"]) == ("unreadable", "Warning")

@@ -1,10 +1,12 @@
 """The periodic tick: one worker per cluster at a time (Redis or DB lease), and crashes leave no half-state."""
 
 import os
+import threading
 import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from karpui import lab as lab_runner
@@ -96,21 +98,31 @@ def test_a_tick_that_outlasts_its_lease_still_commits_and_keeps_other_workers_ou
     """Issue 11: a tick longer than the lease was abandoned (LeaseLost) every time, forever. The lease is renewed
     while the tick works."""
     provisioning_lab()
-    monkeypatch.setattr(leases, "LEASE_SECONDS", 1)
-    original = Lab.advance
     rival = []
 
-    def slow(self, seconds, **options):
-        time.sleep(2.5)  # a stall: a 45 s row lock, a paused worker
+    def try_as_worker_b() -> None:
         rival.append(leases.try_acquire(lab.id, "worker-b") if backend == "redis" else None)
-        return original(self, seconds, **options)
+
+    assert tick_with_a_stall(monkeypatch, 2.5, try_as_worker_b) is True
+    assert rival == [None]
+    assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 1
+
+
+def tick_with_a_stall(monkeypatch, seconds, during):
+    """A tick whose run stalls `seconds` past its lease (shortened to 1 s: a 45 s row lock, a paused worker), then
+    calls `during` while it still runs."""
+    monkeypatch.setattr(leases, "LEASE_SECONDS", 1)
+    original = Lab.advance
+
+    def slow(self, advance, **options):
+        time.sleep(seconds)
+        during()
+        return original(self, advance, **options)
 
     monkeypatch.setattr(Lab, "advance", slow)
     now = timezone.now()
-    models.Cluster.objects.filter(id=lab.id).update(ticked_at=now)
-    assert lab_tick(now + timedelta(seconds=5)) is True
-    assert rival == [None]
-    assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 1
+    models.Cluster.objects.filter(name="lab").update(ticked_at=now)
+    return lab_tick(now + timedelta(seconds=5))
 
 
 def test_a_lab_far_behind_wall_time_catches_up_in_bounded_steps(lab):
@@ -135,3 +147,29 @@ def test_a_tick_never_moves_the_clock_back_after_a_manual_advance(lab):
     ahead = models.Cluster.objects.get(id=lab.id).clock
     lab_runner.tick(models.Cluster.objects.get(id=lab.id), now=timezone.now())
     assert models.Cluster.objects.get(id=lab.id).clock == ahead
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rival_worker_on_another_connection_gets_no_db_lease_during_a_slow_tick(lab, settings, monkeypatch):
+    """The DB lease's rival, really tried: a second worker's try_acquire while a tick runs past its 1 s lease. It
+    used to wait for the tick's row (PostgreSQL) or write lock (SQLite) and then take the lease that had lapsed
+    meanwhile; a tick's cluster is busy whatever its lease's expiry says, so the rival gets None at once."""
+    settings.REDIS_URL = ""
+    provisioning_lab()
+    rival: list[leases.Lease | None] = []
+
+    def try_as_worker_b() -> None:
+        try:
+            rival.append(leases.try_acquire(lab.id, "worker-b"))
+        finally:
+            connection.close()  # this thread's own connection
+
+    def on_another_connection() -> None:
+        worker_b = threading.Thread(target=try_as_worker_b)
+        worker_b.start()
+        worker_b.join(timeout=5)  # a rival that waited for this tick to commit would still be waiting
+
+    assert tick_with_a_stall(monkeypatch, 1.5, on_another_connection) is True
+    assert rival == [None]
+    assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 1
+    assert models.Cluster.objects.get(id=lab.id).lease_holder == ""  # released by the tick, not taken by worker-b

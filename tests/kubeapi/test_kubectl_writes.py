@@ -11,12 +11,8 @@ import dataclasses
 import json
 from typing import Any
 
-import pytest
-
 from karpui import lab, models
 from tests.karp import EXAMPLES
-
-pytest.importorskip("karpui.objects", reason="the write path karp and the API share is not merged yet")
 
 
 def placement(kubectl: Any, selector: str = "app=web") -> dict[str, int]:

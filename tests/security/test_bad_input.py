@@ -1,6 +1,7 @@
-"""The bad-input corpus: hundreds of manifests for `karp apply`, NodePool editor posts, catalog uploads and query
-strings that must each be refused cleanly. For every one: exit status 1 with an `error:` line naming the field (or
-a 4xx page saying it), no traceback, not one row of any karpui table changed, and memory within MEMORY_BOUND.
+"""The bad-input corpus: hundreds of manifests for `karp apply`, NodePool editor posts, the admin's YAML forms, the
+Kubernetes API's request bodies (YAML and JSON), catalog uploads and query strings that must each be refused cleanly.
+For every one: exit status 1 with an `error:` line naming the field (or a 4xx page or Status saying it), no
+traceback, not one row of any karpui table changed, and memory within MEMORY_BOUND.
 
 The inputs that broke something in issue 11 are named files under tests/fixtures/fuzz/ (and NAMED below, where a
 file would be megabytes); variants come from applying each MUTATION to a valid document of each kind.
@@ -22,6 +23,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from karpui import models
+from karpui.kubeapi.auth import token_create
+from karpui.kubectl.resources import BY_KIND
 from tests.karp import karp
 from tests.security.tables import dump
 
@@ -610,6 +613,121 @@ def test_the_nodepool_editor_refuses_bad_posts(refused, manifest, expect, fields
     client = editor()
     page = refused(lambda: post_nodepool(client, manifest, fields))
     assert expect in page
+
+
+def _admin_cases() -> list[Any]:
+    """The corpus of one NodePool or node class, as the admin's YAML form gets it (it has no form fields)."""
+    cases = [
+        pytest.param("nodepool", path.read_text(), ADMIN_SAYS.get(path.stem, _expectation(path)), id=path.stem)
+        for path in sorted((FUZZ / "nodepools").glob("*.yaml"))
+    ]
+    for page, kind in (("nodepool", "NodePool"), ("nodeclass", "KWOKNodeClass")):
+        for mutation, (mutate, expect, kinds) in MUTATIONS.items():
+            if kind in kinds and mutation != "not-utf8":  # a form's text is UTF-8 by the time it is posted
+                data = mutate(document(kind, "new-pool"))
+                assert isinstance(data, str)
+                cases.append(pytest.param(page, data, expect, id=f"{page}-{mutation}"))
+    return cases
+
+
+# The admin takes a text of several documents, and says so when it is not one object of its kind.
+ADMIN_SAYS = {
+    "kind-pod": "kind: expected exactly one object of kind NodePool",
+    "two-documents": "kind: expected exactly one object of kind NodePool",
+}
+
+
+def test_the_admins_yaml_forms_refuse_the_corpus(refused):
+    """One test for ~60 posts: the per-test setup (pruning the catalogs) costs more than a post."""
+    client = Client()
+    client.force_login(User.objects.create_superuser("fuzz-admin", password="pw-only-for-tests"))
+    lab_id = models.Cluster.objects.get(name="lab").id
+    failures = []
+    for case in _admin_cases():
+        page, manifest, expect = case.values
+
+        def attempt(page: str = page, manifest: str = manifest) -> str:
+            response = client.post(f"/admin/karpui/{page}/add/", {"cluster": lab_id, "manifest": manifest})
+            assert response.status_code == 200
+            text = html.unescape(response.content.decode())
+            assert '<p class="errornote">' in text
+            return text
+
+        if expect not in refused(attempt):
+            failures.append(f"{case.id}: {expect!r} not said")
+    assert failures == []
+
+
+def api_path(kind: str) -> str:
+    resource = BY_KIND[kind]
+    prefix = f"/apis/{resource.group}/{resource.version}" if resource.group else f"/api/{resource.version}"
+    namespace = "/namespaces/default" if resource.namespaced else ""
+    # Strict is what kubectl sends: a repeated key is refused rather than warned about.
+    return f"/k8s/clusters/lab{prefix}{namespace}/{resource.plural}?fieldValidation=Strict"
+
+
+API_ROUTES = ("Pod", "Node", "NodePool", "DeviceDeclaration")
+
+
+def _api_cases(media: str) -> list[tuple[str, str, str | bytes]]:
+    """As YAML, every mutation of its kinds (those of every kind on one kind per write route: a namespaced and a
+    cluster-scoped lab object, a NodePool, karpui's own kind) and the issue's manifests; as JSON, each mutation
+    whose text is JSON on its first kind (the checks past decoding are the YAML cases'), and JSON's own bombs.
+    Each with the kind whose endpoint it is posted to."""
+    cases: list[tuple[str, str, str | bytes]] = []
+    for mutation, (mutate, _, kinds) in MUTATIONS.items():
+        if kinds == EVERY:
+            kinds = API_ROUTES
+        for kind in kinds if media == "yaml" else kinds[:1]:
+            data = mutate(document(kind))
+            if media == "json" and not _is_json(data):
+                continue
+            cases.append((f"{kind}-{mutation}", kind, data))
+    if media == "yaml":
+        for path in sorted((FUZZ / "manifests").glob("*.yaml")):
+            data = path.read_bytes()
+            kind = re.search(rb"^kind: (\w+)", data, re.MULTILINE)
+            cases.append(
+                (path.stem, kind.group(1).decode() if kind and kind.group(1).decode() in BY_KIND else "Pod", data)
+            )
+    else:
+        cases += [
+            ("nesting-5000-deep", "Deployment", "[" * 5000 + "]" * 5000),
+            ("duplicate-spec", "Pod", text(document("Pod"))[:-2] + ', "spec": {}}'),
+            ("infinity", "Pod", '{"apiVersion": "v1", "kind": "Pod", "spec": {"priority": Infinity}}'),
+        ]
+    return cases
+
+
+def _is_json(data: str | bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("media", ["yaml", "json"])
+def test_the_kubernetes_api_refuses_the_corpus(refused, media):
+    """Each body POSTed with an admin's bearer token: a 4xx Status, nothing written, bounded memory. One test per
+    media type for ~200 posts, as above."""
+    client = Client()
+    headers = {"Authorization": f"Bearer {token_create(user=User.objects.create_superuser('fuzz-api', password='x'))}"}
+    content_type = "application/yaml" if media == "yaml" else "application/json"
+    failures = []
+    for name, kind, data in _api_cases(media):
+
+        def attempt(name: str = name, kind: str = kind, data: str | bytes = data) -> str:
+            response = client.post(api_path(kind), data, content_type=content_type, headers=headers)
+            body = json.loads(response.content)
+            if not (
+                400 <= response.status_code < 500 and body["kind"] == "Status" and body["code"] == response.status_code
+            ):
+                failures.append(f"{name}: {response.status_code} {body.get('message', '')[:200]}")
+            return response.content.decode()
+
+        refused(attempt)
+    assert failures == []
 
 
 def upload(client: Client, data: bytes) -> str:
