@@ -2,7 +2,6 @@
 would, naming the field. Pure: no database (tests/security/test_bad_input.py runs the same inputs end to end)."""
 
 import json
-import time
 import tracemalloc
 
 import pytest
@@ -27,17 +26,14 @@ def billion_laughs(levels: int) -> str:
 
 def test_a_billion_laughs_is_refused_before_it_expands():
     tracemalloc.start()
-    start = time.perf_counter()
     with pytest.raises(ManifestError) as raised:
         load_documents(billion_laughs(8))
-    elapsed = time.perf_counter() - start
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert str(raised.value) == (
         f"error: status.a4: line 9, column 12: YAML aliases expand to more than {MAX_ALIAS_NODES} nodes"
     )
-    assert peak < 5 * 2**20
-    assert elapsed < 2.0
+    assert peak < 5 * 2**20  # refused at a4, long before the 9**8 nodes a8 would make
 
 
 def test_a_few_aliases_sharing_labels_are_accepted_as_kubectl_does():
