@@ -3,6 +3,8 @@ sorted and filtered."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from karpui import models
@@ -88,7 +90,7 @@ def _node(lab, name, pool, instance_type, zone, capacity_type, cpu, memory_gib, 
         "kind": "Node",
         "metadata": {
             "name": name,
-            "uid": f"uid-{name}",
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),  # a uid is a UUID: 36 characters, any name
             "labels": labels,
             "annotations": {"karpui.dev/price": price},
             "creationTimestamp": "2026-11-30T10:00:00Z",
