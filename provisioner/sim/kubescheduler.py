@@ -24,6 +24,7 @@ from provisioner.quantity import Resources, add, fits, parse_resources
 from provisioner.requirements import Requirements
 from provisioner.scheduling.poddata import PodState
 from provisioner.sim import dra
+from provisioner.sim.workloads import Burst
 from provisioner.taints import NO_EXECUTE, NO_SCHEDULE, Taint, untolerated
 
 DEFAULT_CPU = 100  # milli-CPU assumed for scoring a container without a CPU request
@@ -68,7 +69,7 @@ class KubeScheduler:
     def to_state(self) -> dict[str, Any]:
         return {"arrivals": self.arrivals}
 
-    def schedule(self, store: ObjectStore, views: Views, now: float) -> bool:
+    def schedule(self, store: ObjectStore, views: Views, now: float, burst: Burst | None = None) -> bool:
         versions = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
         if versions == self.seen:
             return False
@@ -86,17 +87,27 @@ class KubeScheduler:
                 p["metadata"]["name"],
             )
         )
-        changed = schedule_pending(store, views, now, pending, self.node_states)
-        self.seen = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
+        changed = schedule_pending(store, views, now, pending, self.node_states, burst)
+        # A pass cut short by its burst has pods left to look at, whatever was written.
+        self.seen = (
+            None
+            if burst is not None and burst.cut
+            else tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
+        )
         return changed
 
 
 def schedule_pending(
-    store: ObjectStore, views: Views, now: float, pending: list[Obj], cache: NodeStates | None = None
+    store: ObjectStore,
+    views: Views,
+    now: float,
+    pending: list[Obj],
+    cache: NodeStates | None = None,
+    burst: Burst | None = None,
 ) -> bool:
-    """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable. `cache` keeps
-    node states between passes (see `_node_states`). A pod that cannot be read is left as it is (the manager
-    reports it on the pod)."""
+    """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable, writing at
+    most `burst` pods (the rest wait for the next pass). `cache` keeps node states between passes (see
+    `_node_states`). A pod that cannot be read is left as it is (the manager reports it on the pod)."""
     pending = [obj for obj, _ in views.readable(pending)]
     if not pending:
         return False
@@ -112,7 +123,10 @@ def schedule_pending(
     # another's) share one queue.
     labelled = bool(anti_terms) or any(views.pod(p).anti_affinity for p in pending)
     queues: dict[tuple[object, ...], _ClassQueue] = {}
+    burst = burst or Burst()
     for obj in pending:
+        if burst.exhausted():
+            break
         pod = views.pod(obj)
         best: _NodeState | None = None
         reasons: Counter[str] = Counter()
@@ -149,11 +163,13 @@ def schedule_pending(
             bound = views.pod(obj)
             best.bind(bound)
             anti_terms.extend((best.labels, bound, term) for term in bound.anti_affinity)
+            burst.spend()
             changed = True
         else:
             message = _message(len(nodes), reasons)
             if set_condition(obj, "PodScheduled", "False", now, "Unschedulable", message):
                 store.update(obj)
+                burst.spend()
                 changed = True
     return changed
 
