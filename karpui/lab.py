@@ -340,7 +340,10 @@ def _locked(cluster_name: str) -> models.Cluster:
 
 
 def engine_alive(cluster: models.Cluster) -> bool:
-    """Whether a worker is ticking this cluster: it ticked within the last few tick periods."""
+    """Whether a worker is ticking this cluster: it ticked within the last few tick periods, or holds the lease now
+    (a tick longer than those periods must not make a write run the whole lab itself, loading it a second time)."""
+    if leases.taken(cluster):
+        return True
     if cluster.ticked_at is None:
         return False
     since = (timezone.now() - cluster.ticked_at).total_seconds()

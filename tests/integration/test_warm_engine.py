@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from karpui import lab, models, objects
+from karpui import lab, leases, models, objects
 from tests.karp import EXAMPLES, ok
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the warm lab is kept only when a run commits
@@ -106,3 +106,17 @@ def test_a_failed_run_drops_the_warm_lab():
     assert cluster.pk not in lab._warm
     ok("advance", "1s")
     assert not models.KubeObject.objects.filter(kind="Namespace", name="half-made").exists()
+
+
+def test_a_write_while_a_worker_holds_the_lease_is_stored_from_its_rows_however_long_its_tick_runs():
+    """A tick longer than the few periods `engine_alive` looks back still holds the lease: a write meanwhile is
+    stored from its rows for that worker to react to, instead of loading and running the whole lab a second time
+    (at 20,000 pods the write did that while the tick waited for it, and the tick failed: 'database is locked')."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    cluster = models.Cluster.objects.get(name="lab")
+    models.Cluster.objects.filter(pk=cluster.pk).update(ticked_at=timezone.now() - timedelta(minutes=1))
+    held = leases.try_acquire(cluster.pk, "worker-a")
+    ok("scale", "deploy/inflate", "--replicas", "3")
+    leases.release(held)
+    assert models.KubeObject.objects.get(kind="Deployment", name="inflate").body["spec"]["replicas"] == 3
+    assert not models.KubeObject.objects.filter(kind="Pod").exists()
