@@ -124,6 +124,7 @@ def schedule_pending(
     labelled = bool(anti_terms) or any(views.pod(p).anti_affinity for p in pending)
     queues: dict[tuple[object, ...], _ClassQueue] = {}
     burst = burst or Burst()
+    binds = 0  # pods bound so far in this pass: until the next, no node changed
     for obj in pending:
         if burst.exhausted():
             break
@@ -137,7 +138,7 @@ def schedule_pending(
                 queue = queues[key] = _ClassQueue(pod, nodes, anti_terms)
             best = queue.best(pod)
             if best is None:
-                reasons = queue.reasons(pod)
+                reasons = queue.reasons(pod, binds)
         else:
             feasible, reasons = _feasible(pod, nodes, anti_terms)
             if obj["spec"].get("resourceClaims"):
@@ -162,6 +163,7 @@ def schedule_pending(
             store.update(obj)
             bound = views.pod(obj)
             best.bind(bound)
+            binds += 1
             anti_terms.extend((best.labels, bound, term) for term in bound.anti_affinity)
             burst.spend()
             changed = True
@@ -209,6 +211,7 @@ class _ClassQueue:
         selector = Requirements.from_labels(pod.node_selector)
         self.terms = [selector.merged(t) for t in state.required_terms] or [selector]
         self.heap: list[tuple[float, str, int, int]] = []
+        self._reasons: tuple[int, Counter[str]] | None = None
         for index, node in enumerate(nodes):
             if _filter(pod, node, self.terms, nodes, anti_terms) is None:
                 self.heap.append((-_score(pod, node), node.name, index, node.version))
@@ -225,13 +228,18 @@ class _ClassQueue:
                 heapq.heappush(self.heap, (-_score(pod, node), name, index, node.version))
         return None
 
-    def reasons(self, pod: Pod) -> Counter[str]:
-        """Why no node can take the pod (computed only when none can)."""
+    def reasons(self, pod: Pod, binds: int) -> Counter[str]:
+        """Why no node can take the pod (computed only when none can), the same for every pod of the class while
+        nothing binds (`binds`, the pass's count so far): 1,000 pods of a full cluster filtered every node each,
+        1.8 million filters, 39 s of one step at 20,000 pods."""
+        if self._reasons is not None and self._reasons[0] == binds:
+            return self._reasons[1]
         reasons: Counter[str] = Counter()
         for node in self.nodes:
             reason = _filter(pod, node, self.terms, self.nodes, self.anti_terms)
             if reason is not None:
                 reasons[reason] += 1
+        self._reasons = (binds, reasons)
         return reasons
 
 
