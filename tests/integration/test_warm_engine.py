@@ -120,3 +120,29 @@ def test_a_write_while_a_worker_holds_the_lease_is_stored_from_its_rows_however_
     leases.release(held)
     assert models.KubeObject.objects.get(kind="Deployment", name="inflate").body["spec"]["replicas"] == 3
     assert not models.KubeObject.objects.filter(kind="Pod").exists()
+
+
+def test_a_warm_lab_that_cannot_go_on_is_freed_before_its_successor_is_loaded(monkeypatch):
+    """Another process ran the cluster (a new token), so this process's lab is stale: it is collected before the
+    cluster is loaded again, not held beside the new one until the cycle collector happens to run."""
+    import gc
+    import weakref
+
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    cluster = models.Cluster.objects.get(name="lab")
+    now = timezone.now()
+    models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)
+    assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
+    stale = weakref.ref(lab._warm[cluster.pk].lab)
+    models.Cluster.objects.filter(pk=cluster.pk).update(engine_token="another-process")
+    alive_at_load = []
+    load = lab.load
+    monkeypatch.setattr(
+        lab, "load", lambda *args, **kwargs: alive_at_load.append(stale() is not None) or load(*args, **kwargs)
+    )
+    gc.disable()  # only an explicit collection may free it
+    try:
+        assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=2))
+    finally:
+        gc.enable()
+    assert alive_at_load == [False]
