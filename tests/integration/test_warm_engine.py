@@ -146,3 +146,38 @@ def test_a_warm_lab_that_cannot_go_on_is_freed_before_its_successor_is_loaded(mo
     finally:
         gc.enable()
     assert alive_at_load == [False]
+
+
+def ticked(name: str, max_changes: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A worker ticking a scale-up of 7 pods, a step making, binding and starting at most 2 of them, each tick
+    stopping once it changed `max_changes` objects: what the cluster holds after 40 ticks a second apart."""
+    from provisioner.sim import cluster as simulated
+
+    monkeypatch.setattr(simulated, "POD_WRITES_PER_STEP", 2)
+    monkeypatch.setattr(lab, "TICK_MAX_CHANGES", max_changes)
+    cluster = models.Cluster.objects.create(name=name, clock=START, ticked_at=START)
+    objects.system_namespaces_ensure(cluster)
+    ok("apply", "-f", str(EXAMPLES / "provisioning"), "--cluster", name)
+    ok("scale", "deploy/inflate", "--replicas", "7", "--cluster", name)  # stored: the worker reacts
+    for second in range(1, 41):
+        lab.tick(models.Cluster.objects.get(name=name), now=START + timedelta(seconds=second), budget=60.0)
+    rows = models.KubeObject.objects.filter(cluster__name=name)
+    return {
+        "clock": models.Cluster.objects.get(name=name).clock,
+        "pods": sorted((row.name, row.phase, row.node_name) for row in rows.filter(kind="Pod")),
+        "nodeclaims": sorted(
+            (row.name, row.body["metadata"]["labels"]["node.kubernetes.io/instance-type"])
+            for row in rows.filter(kind="NodeClaim")
+        ),
+        "logs": list(models.LogEntry.objects.filter(cluster__name=name).order_by("id").values_list("time", "message")),
+    }
+
+
+def test_ticks_stopped_between_steps_end_where_uninterrupted_ticks_would_have(monkeypatch):
+    """The same pods on the same nodes, the same log at the same lab times. (Resource versions, and the uids made
+    from them, differ: each tick writes the NodePool's status as it then is, taking a version, as runs always did.)"""
+    stopped = ticked("stopped", 4, monkeypatch)
+    assert stopped == ticked("uninterrupted", 1_000_000, monkeypatch)
+    assert stopped["clock"] == START + timedelta(seconds=40)
+    assert {(phase, node) for _, phase, node in stopped["pods"]} == {("Running", "default-twfpr")}
+    assert len(stopped["pods"]) == 7 and stopped["nodeclaims"] == [("default-twfpr", "c-8x-amd64-linux")]
