@@ -18,7 +18,13 @@ from provisioner.catalog import InstanceType
 from provisioner.cloudprovider.kwok import KwokCloudProvider
 from provisioner.cluster import dra
 from provisioner.cluster.memory import ObjectStore
-from provisioner.controllers.context import ClusterContext, TimedRecord
+from provisioner.controllers.context import (
+    NOMINATED_EVENTS_BURST,
+    NOMINATED_EVENTS_QPS,
+    ClusterContext,
+    TimedRecord,
+    TokenBucket,
+)
 from provisioner.controllers.manager import Manager
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import add, format_resources, parse_resources
@@ -73,6 +79,9 @@ class Lab:
             paused_until=config.paused_until,
             ignore_dra_requests=config.ignore_dra_requests,
             nominations=dict(state.get("nominations") or {}),
+            nominated_events=TokenBucket.from_state(
+                NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, state.get("nominated_events")
+            ),
             views=self.store.views,
         )
         if config.components not in COMPONENTS:
@@ -241,6 +250,7 @@ class Lab:
             **self.manager.to_state(),
             **self.cluster.to_state(),
             "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
+            "nominated_events": self.ctx.nominated_events.to_state(),
         }
 
 
