@@ -1,11 +1,17 @@
 """The warm engine with its database, as a worker runs it: apply 100 Deployments, tick until every pod runs, then
 what an idle tick and a write cost. Prints figures; asserts nothing.
 
-Usage: python bench/warm.py [--pods 20000] [--deployments 100] [--database sqlite|postgres]
-In a throwaway database (SQLite var/bench-warm.sqlite3, or PostgreSQL database karpui_bench on 127.0.0.1): one
-NodePool of 8-vCPU kwok types, N pods of 700m CPU and 1 Gi in D Deployments (about 11 a node), applied with one
-`karp apply`. Then `lab.tick` as the worker calls it, each tick one second of wall time later, until all pods run.
-In-process, so the warm lab stays in memory between ticks as it does in the worker.
+Usage: python bench/warm.py [--pods 20000] [--deployments 100] [--database sqlite|postgres] [--realtime 60]
+In a throwaway database (SQLite var/bench-warm.sqlite3, or a PostgreSQL database on 127.0.0.1, dropped and created
+again: --pg-name): one NodePool of 8-vCPU kwok types, N pods of 700m CPU and 1 Gi in D Deployments (about 11 a
+node), applied with one `karp apply`. Then `lab.tick` as the worker calls it, at wall time (or one second of lab
+time later, when a tick took less than that), until all pods run. In-process, so the warm lab stays in memory between ticks as it does in the worker.
+
+While it provisions, a second thread scales one Deployment (`karp scale`, as the CLI or the web would) --write-after
+seconds into every tick and times how long that write takes, waiting for the tick's row lock included, and whether
+it failed. With --realtime S it then ticks against the real clock for S seconds, as the worker does (a tick every
+second, or at once after a slower one), while one Deployment in ten is scaled up by half or back every ten
+seconds, and reports how many lab seconds passed per wall second and how far the lab fell behind wall time.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import os
 import resource
 import statistics
 import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -70,7 +78,10 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--deployments", type=int, default=100)
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--pg-name", default="karpui_bench", help="the scratch PostgreSQL database")
     parser.add_argument("--max-ticks", type=int, default=300)
+    parser.add_argument("--write-after", type=float, default=1.0, help="seconds into each tick; 0: no writes")
+    parser.add_argument("--realtime", type=float, default=0.0, help="seconds of ticking against the real clock")
     args = parser.parse_args()
     if args.database == "sqlite":
         path = ROOT / "var" / "bench-warm.sqlite3"
@@ -80,34 +91,66 @@ def main() -> None:
     else:
         import subprocess
 
-        subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", "karpui_bench"], check=True)
-        subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", "karpui_bench"], check=True)
-        os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/karpui_bench"
+        subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", args.pg_name], check=True)
+        subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", args.pg_name], check=True)
+        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{args.pg_name}"
     import django
 
     django.setup()
     from django.core.management import call_command
+    from django.db import connection
+    from django.utils import timezone
 
     from karpui import lab, models, objects, services
 
     call_command("migrate", verbosity=0)
     cluster = models.Cluster.objects.get(name="lab")
     operator = services.Actor("bench", "cli")
-    now = cluster.clock
-    models.Cluster.objects.filter(pk=cluster.pk).update(ticked_at=now)  # a worker is running: writes are stored
+    now = timezone.now()
+    models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)  # a worker is running
     start = time.perf_counter()
     objects.manifests_apply(cluster=cluster, text=NODEPOOL, actor=operator)
     objects.manifests_apply(
         cluster=cluster, text=deployments(args.deployments, args.pods // args.deployments), actor=operator
     )
     applied = time.perf_counter() - start
+    replicas = args.pods // args.deployments
+    waits: list[float] = []
+    failures: list[str] = []
+
+    def write_during_tick(scale_to: int) -> None:
+        """`karp scale` from another thread, `--write-after` seconds into the tick: what a user waits for."""
+        time.sleep(args.write_after)
+        began = time.perf_counter()
+        try:
+            objects.workload_scale(
+                cluster=models.Cluster.objects.get(pk=cluster.pk),
+                kind="Deployment",
+                name="app-0",
+                namespace="default",
+                replicas=scale_to,
+                actor=operator,
+            )
+            waits.append(time.perf_counter() - began)
+        except Exception as error:  # a failed write is a figure, not the end of the run
+            failures.append(f"{type(error).__name__}: {error}")
+        finally:
+            connection.close()
+
     ticks: list[float] = []
     running = 0
     while running < args.pods and len(ticks) < args.max_ticks:
-        now += timedelta(seconds=1)
+        # The worker ticks at wall time; a tick quicker than a second is taken to be a second long all the same.
+        now = max(now + timedelta(seconds=1), timezone.now())
+        writer = None
+        if args.write_after > 0:
+            writer = threading.Thread(target=write_during_tick, args=(replicas + len(ticks) % 2,))
+            writer.start()
         began = time.perf_counter()
         lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now)
         ticks.append(time.perf_counter() - began)
+        if writer is not None:
+            writer.join()
         running = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", phase="Running").count()
     to_running = time.perf_counter() - start
     nodes = models.KubeObject.objects.filter(cluster=cluster, kind="Node").count()
@@ -116,7 +159,14 @@ def main() -> None:
     print(
         f"  apply to all Running           {to_running:8.2f} s wall ({len(ticks)} ticks, {running} running, {nodes} nodes)"
     )
-    print(f"  slowest tick while provisioning {max(ticks):7.2f} s")
+    print(f"  ticks while provisioning       {statistics.median(ticks):8.2f} s median, {max(ticks):.2f} s max")
+    if waits or failures:
+        print(
+            f"  a write {args.write_after:g} s into each tick  {statistics.median(waits or [0]):8.2f} s median, "
+            f"{max(waits or [0]):.2f} s max ({len(waits)} writes, {len(failures)} failed)"
+        )
+    for failure in sorted(set(failures)):
+        print(f"    failed: {failure}")
     idle = []
     for _ in range(15):
         now += timedelta(seconds=1)
@@ -134,11 +184,51 @@ def main() -> None:
         now += timedelta(seconds=1)
         lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now)
     print(f"  a write while the engine runs  {max(writes):8.3f} s (karp scale, slowest of {len(writes)})")
+    print(f"  peak RSS before the cold tick  {rss_mib():8.1f} MiB")
     lab.forget()
     began = time.perf_counter()
     lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
     print(f"  a cold tick (loads everything) {time.perf_counter() - began:8.2f} s")
     print(f"  peak RSS                       {rss_mib():8.1f} MiB")
+    if args.realtime > 0:
+        realtime(args, cluster, operator)
+
+
+def realtime(args: argparse.Namespace, cluster: Any, operator: Any) -> None:
+    """Tick against the real clock, as the worker does, while some Deployments scale up and back."""
+    from karpui import lab, models, objects
+
+    replicas = args.pods // args.deployments
+    clock = models.Cluster.objects.get(pk=cluster.pk).clock
+    wall_start = time.monotonic()
+    lags: list[float] = []
+    ticks: list[float] = []
+    scaled = -1
+    while (elapsed := time.monotonic() - wall_start) < args.realtime:
+        period = int(elapsed // 10)
+        if period != scaled:  # every ten seconds: one Deployment in ten up by half, or back
+            scaled = period
+            for index in range(0, args.deployments, 10):
+                objects.workload_scale(
+                    cluster=models.Cluster.objects.get(pk=cluster.pk),
+                    kind="Deployment",
+                    name=f"app-{index}",
+                    namespace="default",
+                    replicas=replicas + (replicas // 2 if period % 2 == 0 else 0),
+                    actor=operator,
+                )
+        began = time.monotonic()
+        lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=clock + timedelta(seconds=began - wall_start))
+        ticks.append(time.monotonic() - began)
+        lab_clock = models.Cluster.objects.get(pk=cluster.pk).clock
+        lags.append((time.monotonic() - wall_start) - (lab_clock - clock).total_seconds())
+        time.sleep(max(0.0, began + 1.0 - time.monotonic()))
+    wall = time.monotonic() - wall_start
+    advanced = (models.Cluster.objects.get(pk=cluster.pk).clock - clock).total_seconds()
+    print(f"against the real clock for {wall:.0f} s ({len(ticks)} ticks, one Deployment in ten scaled every 10 s)")
+    print(f"  lab seconds per wall second    {advanced / wall:8.2f}")
+    print(f"  lag behind wall time           {lags[-1]:8.2f} s at the end, {max(lags):.2f} s max")
+    print(f"  ticks                          {statistics.median(ticks):8.2f} s median, {max(ticks):.2f} s max")
 
 
 if __name__ == "__main__":

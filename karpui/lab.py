@@ -7,6 +7,8 @@ part of that state, so a retried run makes the same decisions and never a duplic
 
 from __future__ import annotations
 
+import gc
+import json
 import threading
 import time
 import uuid
@@ -18,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from karpui import costs, leases, models, services, store
@@ -155,7 +157,17 @@ def engine(cluster: models.Cluster) -> tuple[Lab, tuple[Any, ...]]:
             _report(lab, problems)
         lab.begin_run(cluster.clock.timestamp())
         return lab, key
+    if warm is not None:
+        del warm
+        _collect_dropped_lab()
     return load(cluster), key
+
+
+def _collect_dropped_lab() -> None:
+    """A lab is full of reference cycles (its controllers, context and store point at each other), so dropping it
+    frees nothing until the cycle collector runs: collect it before its successor is loaded, or both are in memory
+    at once (a cold load at 20,000 pods peaked at 614 MiB, 430 MiB with the old lab collected first)."""
+    gc.collect()
 
 
 def catch_up(cluster: models.Cluster, store: ObjectStore, since: int) -> int:
@@ -195,6 +207,7 @@ def forget(cluster: models.Cluster | None = None) -> None:
             _warm.clear()
         else:
             _warm.pop(cluster.pk, None)
+    _collect_dropped_lab()
 
 
 def _report(lab: Lab, problems: list[tuple[dict[str, Any], str]]) -> None:
@@ -210,32 +223,49 @@ def persist(cluster: models.Cluster, store: ObjectStore) -> None:
     changelog.record_lab_run(
         cluster, [obj for obj in changed if obj is not None], store.removed, store.resource_version
     )
-    rows = [
-        models.KubeObject(
-            cluster=cluster,
-            kind=obj["kind"],
-            namespace=key_of(obj)[1],
-            name=obj["metadata"]["name"],
-            uid=obj["metadata"].get("uid", ""),
-            resource_version=int(obj["metadata"].get("resourceVersion", 0)),
-            body=obj,
-            **models.KubeObject.summary(obj),
-        )
-        for obj in changed
-        if obj is not None
-    ]
-    models.KubeObject.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["cluster", "kind", "namespace", "name"],
-        update_fields=["uid", "resource_version", "body", "updated_at", *models.KubeObject.SUMMARY_FIELDS],
-    )
+    _upsert(cluster, [obj for obj in changed if obj is not None])
     # One DELETE per kind and namespace, not per object: a scale-down removes hundreds of pods at once.
     removed: dict[tuple[str, str], list[str]] = defaultdict(list)
     for kind, namespace, name in store.removed:
         removed[kind, namespace].append(name)
     for (kind, namespace), names in removed.items():
         models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name__in=names).delete()
+
+
+def _upsert(cluster: models.Cluster, bodies: list[dict[str, Any]]) -> None:
+    """Insert or replace these objects' rows with one prepared statement: the ORM's bulk_create spent most of a
+    provisioning tick's save building SQL (1.8 s of 3.2 s for 11,565 rows at 5,000 pods), executemany does not."""
+    if not bodies:
+        return
+    table = models.KubeObject._meta.db_table
+    summaries = models.KubeObject.SUMMARY_FIELDS
+    columns = ["cluster_id", "kind", "namespace", "name", "uid", "resource_version", "body", "updated_at", *summaries]
+    # The defaults of the summary columns, for kinds whose summary leaves them out.
+    defaults = {field: models.KubeObject._meta.get_field(field).get_default() for field in summaries}
+    updated = connection.ops.adapt_datetimefield_value(timezone.now())
+    rows = []
+    for obj in bodies:
+        summary = {**defaults, **models.KubeObject.summary(obj)}
+        rows.append(
+            (
+                cluster.pk,
+                obj["kind"],
+                key_of(obj)[1],
+                obj["metadata"]["name"],
+                obj["metadata"].get("uid", ""),
+                int(obj["metadata"].get("resourceVersion", 0)),
+                json.dumps(obj, separators=(",", ":")),
+                updated,
+                *(summary[field] for field in summaries),
+            )
+        )
+    replace = ", ".join(f"{column} = excluded.{column}" for column in columns[4:])
+    statement = (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "  # noqa: S608 - no user text
+        f"ON CONFLICT (cluster_id, kind, namespace, name) DO UPDATE SET {replace}"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(statement, rows)
 
 
 def save(
@@ -322,7 +352,10 @@ def _locked(cluster_name: str) -> models.Cluster:
 
 
 def engine_alive(cluster: models.Cluster) -> bool:
-    """Whether a worker is ticking this cluster: it ticked within the last few tick periods."""
+    """Whether a worker is ticking this cluster: it ticked within the last few tick periods, or holds the lease now
+    (a tick longer than those periods must not make a write run the whole lab itself, loading it a second time)."""
+    if leases.taken(cluster):
+        return True
     if cluster.ticked_at is None:
         return False
     since = (timezone.now() - cluster.ticked_at).total_seconds()
@@ -360,10 +393,14 @@ def advance(cluster_name: str, seconds: float) -> Lab:
     return run(cluster_name, step)
 
 
-# Wall seconds of engine work one tick may do: well inside the 30 s lease, and short enough that a write waiting
-# for the cluster's row lock waits less than two seconds. A lab behind its target time stops after that much work
-# and the next tick continues, so it catches up in bounded steps.
-TICK_BUDGET_SECONDS = 1.5
+# Wall seconds of engine steps one tick may run (it stops between two steps, the lab staying at the moment it was
+# settling, and the next tick goes on from there): well inside the 30 s lease. With the step that overruns it and
+# the save of at most TICK_MAX_CHANGES objects (about 0.4 s on SQLite), the tick holds the cluster's row lock for
+# about 1.5 s, so a write waiting for that lock waits less than two seconds however large the change.
+TICK_BUDGET_SECONDS = 1.0
+# Objects one tick may change before it stops, likewise between two steps: the save is part of the tick, and the
+# budget above does not see it coming, so a large scale-up is written back over several ticks.
+TICK_MAX_CHANGES = 2500
 
 
 def tick(cluster: models.Cluster, *, now: datetime, budget: float = TICK_BUDGET_SECONDS) -> bool:
@@ -384,7 +421,11 @@ def tick(cluster: models.Cluster, *, now: datetime, budget: float = TICK_BUDGET_
 
         def step(lab: Lab) -> None:
             seconds = max(now.timestamp() - lab.now, elapsed)
-            lab.advance(seconds, out_of_time=lambda: time.monotonic() > stop_at)
+
+            def out_of_time() -> bool:
+                return time.monotonic() > stop_at or len(lab.store.changed) + len(lab.store.removed) >= TICK_MAX_CHANGES
+
+            lab.advance(seconds, out_of_time=out_of_time)
 
         with leases.renewing(lease):
             run(cluster.name, step, lease=lease)

@@ -155,6 +155,17 @@ def renewing(lease: Lease, seconds: int | None = None) -> Iterator[None]:
         keeper.join()
 
 
+def taken(cluster: models.Cluster) -> bool:
+    """Whether some worker holds the cluster's lease now (read from `cluster` as loaded, for a DB lease)."""
+    if settings.REDIS_URL:
+        return bool(_redis().exists(_key(cluster.id)))
+    return (
+        bool(cluster.lease_holder)
+        and cluster.lease_expires_at is not None
+        and cluster.lease_expires_at > timezone.now()
+    )
+
+
 def release(lease: Lease) -> None:
     if lease.backend == "redis":
         _redis().eval(_RELEASE, 1, _key(lease.cluster_id), f"{lease.holder}:{lease.epoch}")

@@ -18,7 +18,13 @@ from provisioner.catalog import InstanceType
 from provisioner.cloudprovider.kwok import KwokCloudProvider
 from provisioner.cluster import dra
 from provisioner.cluster.memory import ObjectStore
-from provisioner.controllers.context import ClusterContext, TimedRecord
+from provisioner.controllers.context import (
+    NOMINATED_EVENTS_BURST,
+    NOMINATED_EVENTS_QPS,
+    ClusterContext,
+    TimedRecord,
+    TokenBucket,
+)
 from provisioner.controllers.manager import Manager
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import add, format_resources, parse_resources
@@ -73,6 +79,9 @@ class Lab:
             paused_until=config.paused_until,
             ignore_dra_requests=config.ignore_dra_requests,
             nominations=dict(state.get("nominations") or {}),
+            nominated_events=TokenBucket.from_state(
+                NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, state.get("nominated_events")
+            ),
             views=self.store.views,
         )
         if config.components not in COMPONENTS:
@@ -84,6 +93,8 @@ class Lab:
         # were then, not only when the run ends).
         self.observers: list[Callable[[Lab], None]] = []
         self.settle_rounds = 0  # how many steps the last settle took
+        self._settling = False  # a settle stopped by `out_of_time` goes on at the next one
+        self._spinning = 0  # steps of this settle that changed something with no backlog
 
     def reconfigure(self, config: LabConfig) -> None:
         """Take new NodePools, node classes, catalogs or settings without rebuilding the store: a warm engine's
@@ -134,25 +145,40 @@ class Lab:
         self.cluster.after_step()
         return changed
 
-    def settle(self) -> None:
-        """Step until nothing changes at this moment (at most MAX_SETTLE_ROUNDS), then tell the observers."""
-        self.settle_rounds = 0
-        for _ in range(MAX_SETTLE_ROUNDS):
+    def settle(self, out_of_time: Callable[[], bool] | None = None) -> bool:
+        """Step until nothing changes at this moment, then tell the observers; True once settled.
+
+        A step in which a cluster component stopped at its burst (a large scale-up's pods are made, bound and
+        started a thousand a step) is progress, not a component spinning, and does not count towards
+        MAX_SETTLE_ROUNDS. `out_of_time`, asked after each step that changed something, stops the settle early
+        (False): the lab stays at this moment and its next settle goes on from there, as if never stopped."""
+        if not self._settling:
+            self.settle_rounds = 0
+            self._spinning = 0
+        self._settling = True
+        while True:
             self.settle_rounds += 1
             changed = self._step()
             if not changed:
                 break
-        else:
-            self.ctx.log(
-                LogRecord(
-                    "settle did not converge",
-                    {"rounds": MAX_SETTLE_ROUNDS, "still-changing": sorted(set(changed))},
-                    level="ERROR",
-                    logger="lab",
-                )
-            )
+            if not self.cluster.backlog:
+                self._spinning += 1
+                if self._spinning >= MAX_SETTLE_ROUNDS:
+                    self.ctx.log(
+                        LogRecord(
+                            "settle did not converge",
+                            {"rounds": MAX_SETTLE_ROUNDS, "still-changing": sorted(set(changed))},
+                            level="ERROR",
+                            logger="lab",
+                        )
+                    )
+                    break
+            if out_of_time is not None and out_of_time():
+                return False
+        self._settling = False
         for observe in self.observers:
             observe(self)
+        return True
 
     def next_due(self) -> float | None:
         if self.components == "none":
@@ -167,12 +193,13 @@ class Lab:
     def advance(self, seconds: float, *, out_of_time: Callable[[], bool] | None = None) -> float:
         """Move the clock `seconds` ahead, settling at every due moment on the way; the seconds actually advanced.
 
-        `out_of_time` bounds the work: when it says so after a settle, the clock stops at the moment just settled
+        `out_of_time` bounds the work: when it says so after a step, the clock stops at the moment being settled
         (a later run continues from there, so a slow lab catches up in bounded steps instead of overrunning its
-        lease).
+        lease, and a large scale-up is spread over runs).
         """
         start, end = self.now, self.now + seconds
-        self.settle()
+        if not self.settle(out_of_time):
+            return self.now - start
         moved = False  # each run gets past at least one due moment, so a slow lab still makes progress
         while True:
             due = self.next_due()
@@ -181,10 +208,11 @@ class Lab:
             if moved and out_of_time is not None and out_of_time():
                 return self.now - start
             self.now = due
-            self.settle()
+            if not self.settle(out_of_time):
+                return self.now - start
             moved = True
         self.now = end
-        self.settle()
+        self.settle(out_of_time)
         return seconds
 
     def nodepool_status(self) -> dict[str, dict[str, Any]]:
@@ -222,6 +250,7 @@ class Lab:
             **self.manager.to_state(),
             **self.cluster.to_state(),
             "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
+            "nominated_events": self.ctx.nominated_events.to_state(),
         }
 
 

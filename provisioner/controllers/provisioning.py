@@ -290,7 +290,7 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     )
     for pod in plan.pods:
         obj = pod_object(ctx, pod)
-        if obj is not None:
+        if obj is not None and ctx.nominated_events.try_accept(ctx.now):
             ctx.event(obj, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
     return nodeclaim
 

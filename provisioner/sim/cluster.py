@@ -15,6 +15,11 @@ from provisioner.sim import dra, kubelet, kubescheduler, workloads
 # Components whose every decision follows from the stored objects alone (no clock, no schedule): one that wrote
 # nothing and reported no change at some resourceVersion has nothing to do until something is written again.
 STORE_DRIVEN = frozenset({"deployments", "replicasets", "daemonsets", "garbage-collector", "resourceclaims", "kubelet"})
+# The pods the ReplicaSet controller creates, the kube-scheduler binds (or marks unschedulable) and the kubelets
+# start in one step, each: a scale-up larger than this goes on at the next step of the same moment (`backlog`), so
+# no step, and no run that stops between steps, does unbounded work. Far above any test's scale-up, so it changes
+# no small lab's outcome.
+POD_WRITES_PER_STEP = 1000
 
 
 class SimulatedCluster:
@@ -35,19 +40,25 @@ class SimulatedCluster:
         self._replicasets: workloads.Memo = {}
         self._claims_versions: tuple[int, int] | None = None
         self._quiet: dict[str, tuple[int, frozenset[str]]] = {}  # component -> writes when it last found nothing
+        # Components the last step cut short at their burst: more work is due at this very moment.
+        self.backlog: list[str] = []
 
     def step(self, now: float) -> list[str]:
         """Run each component once at `now`; the names of those that changed something."""
         store, rng = self.store, self.rng
+        bursts = {name: workloads.Burst(POD_WRITES_PER_STEP) for name in ("replicasets", "kube-scheduler", "kubelet")}
         components: tuple[tuple[str, Callable[[], bool]], ...] = (
             ("deployments", lambda: workloads.reconcile_deployments(store, self._deployments)),
-            ("replicasets", lambda: workloads.reconcile_replicasets(store, rng, self._replicasets)),
+            (
+                "replicasets",
+                lambda: workloads.reconcile_replicasets(store, rng, self._replicasets, bursts["replicasets"]),
+            ),
             ("daemonsets", lambda: workloads.reconcile_daemonsets(store, rng)),
             ("garbage-collector", lambda: workloads.collect_garbage(store, self.nodepool_uids)),
             ("resourceclaims", self._make_claims),
             ("dra-driver", lambda: self._publish(now)),
-            ("kube-scheduler", lambda: self.scheduler.schedule(store, store.views, now)),
-            ("kubelet", lambda: kubelet.reconcile(store, now)),
+            ("kube-scheduler", lambda: self.scheduler.schedule(store, store.views, now, bursts["kube-scheduler"])),
+            ("kubelet", lambda: kubelet.reconcile(store, now, bursts["kubelet"])),
         )
         changed = []
         for name, run in components:
@@ -64,6 +75,7 @@ class SimulatedCluster:
                 # A real cluster's components fail alone too: log it, and let the others run.
                 self.errors.append(f"{name}: {type(error).__name__}: {error}")
         self._update_pdb_status()
+        self.backlog = [name for name, burst in bursts.items() if burst.cut]
         return changed
 
     def _make_claims(self) -> bool:

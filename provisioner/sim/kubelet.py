@@ -5,10 +5,13 @@ from __future__ import annotations
 from provisioner.cluster.conditions import set_condition
 from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.views import is_ready
+from provisioner.sim.workloads import Burst
 
 
-def reconcile(store: ObjectStore, now: float) -> bool:
+def reconcile(store: ObjectStore, now: float, burst: Burst | None = None) -> bool:
+    """Start pods bound to Ready nodes, at most `burst` of them (the rest at the next step)."""
     changed = False
+    burst = burst or Burst()
     for node in store.list("Node"):
         labels = node["metadata"].setdefault("labels", {})
         if "kubernetes.io/hostname" not in labels:
@@ -21,6 +24,9 @@ def reconcile(store: ObjectStore, now: float) -> bool:
     for pod in bound:
         status = pod.setdefault("status", {})
         if pod["spec"].get("nodeName") in ready:
+            if burst.exhausted():
+                break
+            burst.spend()
             status["phase"] = "Running"
             status["startTime"] = pod["metadata"].get("creationTimestamp")
             set_condition(pod, "Ready", "True", now)

@@ -24,6 +24,7 @@ from provisioner.quantity import Resources, add, fits, parse_resources
 from provisioner.requirements import Requirements
 from provisioner.scheduling.poddata import PodState
 from provisioner.sim import dra
+from provisioner.sim.workloads import Burst
 from provisioner.taints import NO_EXECUTE, NO_SCHEDULE, Taint, untolerated
 
 DEFAULT_CPU = 100  # milli-CPU assumed for scoring a container without a CPU request
@@ -68,7 +69,7 @@ class KubeScheduler:
     def to_state(self) -> dict[str, Any]:
         return {"arrivals": self.arrivals}
 
-    def schedule(self, store: ObjectStore, views: Views, now: float) -> bool:
+    def schedule(self, store: ObjectStore, views: Views, now: float, burst: Burst | None = None) -> bool:
         versions = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
         if versions == self.seen:
             return False
@@ -86,17 +87,27 @@ class KubeScheduler:
                 p["metadata"]["name"],
             )
         )
-        changed = schedule_pending(store, views, now, pending, self.node_states)
-        self.seen = tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
+        changed = schedule_pending(store, views, now, pending, self.node_states, burst)
+        # A pass cut short by its burst has pods left to look at, whatever was written.
+        self.seen = (
+            None
+            if burst is not None and burst.cut
+            else tuple(store.kind_version(kind) for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice"))
+        )
         return changed
 
 
 def schedule_pending(
-    store: ObjectStore, views: Views, now: float, pending: list[Obj], cache: NodeStates | None = None
+    store: ObjectStore,
+    views: Views,
+    now: float,
+    pending: list[Obj],
+    cache: NodeStates | None = None,
+    burst: Burst | None = None,
 ) -> bool:
-    """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable. `cache` keeps
-    node states between passes (see `_node_states`). A pod that cannot be read is left as it is (the manager
-    reports it on the pod)."""
+    """Bind each of `pending` (in queue order) to its best feasible node, or mark it Unschedulable, writing at
+    most `burst` pods (the rest wait for the next pass). `cache` keeps node states between passes (see
+    `_node_states`). A pod that cannot be read is left as it is (the manager reports it on the pod)."""
     pending = [obj for obj, _ in views.readable(pending)]
     if not pending:
         return False
@@ -112,7 +123,11 @@ def schedule_pending(
     # another's) share one queue.
     labelled = bool(anti_terms) or any(views.pod(p).anti_affinity for p in pending)
     queues: dict[tuple[object, ...], _ClassQueue] = {}
+    burst = burst or Burst()
+    binds = 0  # pods bound so far in this pass: until the next, no node changed
     for obj in pending:
+        if burst.exhausted():
+            break
         pod = views.pod(obj)
         best: _NodeState | None = None
         reasons: Counter[str] = Counter()
@@ -123,7 +138,7 @@ def schedule_pending(
                 queue = queues[key] = _ClassQueue(pod, nodes, anti_terms)
             best = queue.best(pod)
             if best is None:
-                reasons = queue.reasons(pod)
+                reasons = queue.reasons(pod, binds)
         else:
             feasible, reasons = _feasible(pod, nodes, anti_terms)
             if obj["spec"].get("resourceClaims"):
@@ -148,12 +163,15 @@ def schedule_pending(
             store.update(obj)
             bound = views.pod(obj)
             best.bind(bound)
+            binds += 1
             anti_terms.extend((best.labels, bound, term) for term in bound.anti_affinity)
+            burst.spend()
             changed = True
         else:
             message = _message(len(nodes), reasons)
             if set_condition(obj, "PodScheduled", "False", now, "Unschedulable", message):
                 store.update(obj)
+                burst.spend()
                 changed = True
     return changed
 
@@ -193,6 +211,7 @@ class _ClassQueue:
         selector = Requirements.from_labels(pod.node_selector)
         self.terms = [selector.merged(t) for t in state.required_terms] or [selector]
         self.heap: list[tuple[float, str, int, int]] = []
+        self._reasons: tuple[int, Counter[str]] | None = None
         for index, node in enumerate(nodes):
             if _filter(pod, node, self.terms, nodes, anti_terms) is None:
                 self.heap.append((-_score(pod, node), node.name, index, node.version))
@@ -209,13 +228,18 @@ class _ClassQueue:
                 heapq.heappush(self.heap, (-_score(pod, node), name, index, node.version))
         return None
 
-    def reasons(self, pod: Pod) -> Counter[str]:
-        """Why no node can take the pod (computed only when none can)."""
+    def reasons(self, pod: Pod, binds: int) -> Counter[str]:
+        """Why no node can take the pod (computed only when none can), the same for every pod of the class while
+        nothing binds (`binds`, the pass's count so far): 1,000 pods of a full cluster filtered every node each,
+        1.8 million filters, 39 s of one step at 20,000 pods."""
+        if self._reasons is not None and self._reasons[0] == binds:
+            return self._reasons[1]
         reasons: Counter[str] = Counter()
         for node in self.nodes:
             reason = _filter(pod, node, self.terms, self.nodes, self.anti_terms)
             if reason is not None:
                 reasons[reason] += 1
+        self._reasons = (binds, reasons)
         return reasons
 
 

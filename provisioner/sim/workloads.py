@@ -6,8 +6,10 @@ import copy
 import hashlib
 import json
 import random
+import sys
 from collections import Counter
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from provisioner.cluster.memory import ObjectStore
@@ -38,6 +40,27 @@ def owned_by(store: ObjectStore, kind: str, owner: Obj) -> list[Obj]:
 
 
 Memo = dict[str, tuple[object, ...]]  # object uid -> the versions of what its last reconcile read
+
+
+@dataclass
+class Burst:
+    """How many more pod writes a component may make in this step; `cut` once it stopped with work left over.
+
+    A real cluster spreads a large scale-up over time (the ReplicaSet controller creates at most 500 pods a sync,
+    its client and the scheduler are rate-limited); the lab bounds each step by a count instead, never a clock, so
+    a step's work and a run's writes stay bounded at any size and the outcome stays deterministic."""
+
+    left: int = sys.maxsize
+    cut: bool = False
+
+    def exhausted(self) -> bool:
+        """Asked before a write that may be needed: True (and `cut`) once the step's writes are spent."""
+        if self.left <= 0:
+            self.cut = True
+        return self.cut
+
+    def spend(self) -> None:
+        self.left -= 1
 
 
 def _inputs(store: ObjectStore, owner: Obj, kind: str, *extra: object) -> tuple[object, ...]:
@@ -117,31 +140,37 @@ def _reconcile_deployment(store: ObjectStore, deployment: Obj) -> bool:
     return changed
 
 
-def reconcile_replicasets(store: ObjectStore, rng: random.Random, memo: Memo | None = None) -> bool:
-    """Each ReplicaSet keeps `replicas` active pods; one whose spec and pods were not written since its last
-    reconcile is skipped (`memo`)."""
+def reconcile_replicasets(
+    store: ObjectStore, rng: random.Random, memo: Memo | None = None, burst: Burst | None = None
+) -> bool:
+    """Each ReplicaSet keeps `replicas` active pods, creating at most `burst` of them in all; one whose spec and
+    pods were not written since its last reconcile is skipped (`memo`)."""
     changed = False
+    burst = burst or Burst()
     for replicaset in store.list("ReplicaSet"):
         if replicaset["metadata"].get("deletionTimestamp"):
             continue
         uid = replicaset["metadata"]["uid"]
         if memo is not None and memo.get(uid) == _inputs(store, replicaset, "Pod"):
             continue
-        changed |= _reconcile_replicaset(store, replicaset, rng)
-        if memo is not None:
+        changed |= _reconcile_replicaset(store, replicaset, rng, burst)
+        if memo is not None and not burst.cut:  # a cut ReplicaSet has pods still to make
             memo[uid] = _inputs(store, replicaset, "Pod")
     return changed
 
 
-def _reconcile_replicaset(store: ObjectStore, replicaset: Obj, rng: random.Random) -> bool:
+def _reconcile_replicaset(store: ObjectStore, replicaset: Obj, rng: random.Random, burst: Burst) -> bool:
     changed = False
     wanted = int(replicaset["spec"].get("replicas", 0))
     pods = [p for p in owned_by(store, "Pod", replicaset) if not p["metadata"].get("deletionTimestamp")]
     active = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     if len(active) < wanted:
         for _ in range(wanted - len(active)):
+            if burst.exhausted():
+                break
             _create_pod(store, replicaset, rng)
-        changed = True
+            burst.spend()
+            changed = True
     elif len(active) > wanted:
         victims = _scale_down_order(store, active)[: len(active) - wanted]
         for victim in victims:

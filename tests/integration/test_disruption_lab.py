@@ -232,3 +232,65 @@ spec:
     ok("advance", "30s")
     assert node[0] not in {n[0] for n in rows("get", "nodes")}
     assert sorted(p[2] for p in rows("get", "pods")) == ["Running", "Running"]  # recreated elsewhere
+
+
+# consolidateAfter on destinations (Karpenter >= 1.14, kubernetes-sigs/karpenter#3006) -------------------------------
+
+WAITING_POOL = """
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 60s}
+"""
+
+
+def deployment(name, replicas, cpu):
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+        - {{name: app, image: pause, resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}}}
+"""
+
+
+def test_consolidation_moves_no_pod_onto_a_node_still_inside_its_own_consolidate_after_window(lab):
+    """An old c-2x holding one 1-CPU pod is consolidatable 20 s after a fresh c-8x arrives with room for that pod,
+    but the c-8x's pods started (10 s after the apply) less than consolidateAfter (60 s) ago: nothing is proposed
+    until the c-8x's own window has passed, 70 s after the apply; then the c-2x is deleted and its pod moves onto
+    the c-8x. (Moving it at 20 s, as before #3006, is what this test catches.)"""
+    ok("apply", "-f", "-", stdin=WAITING_POOL + "---" + deployment("old", 1, "1"))
+    ok("advance", "50s")
+    [[old, old_type, *_]] = rows("get", "nodeclaims")
+    ok("apply", "-f", "-", stdin=deployment("new", 3, "1500m"))
+    proposed_at = None
+    for second in range(1, 91):
+        ok("advance", "1s")
+        if commands():
+            proposed_at = second
+            break
+    [fresh] = [claim for claim in rows("get", "nodeclaims") if claim[0] != old]
+    assert (old_type, fresh[1]) == ("c-2x-amd64-linux", "c-8x-amd64-linux")
+    assert proposed_at == 70
+    [command] = commands()
+    assert command[1:4] == ["Underutilized", "delete", old]
+    ok("advance", "30s")
+    assert [claim[0] for claim in rows("get", "nodeclaims")] == [fresh[0]]
+    assert {pod[5] for pod in rows("get", "pods", "-o", "wide")} == {fresh[0]}

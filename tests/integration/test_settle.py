@@ -14,9 +14,10 @@ def test_a_draining_node_does_not_make_every_settle_spin(lab, monkeypatch):
     rounds: list[int] = []
     settle = engine.Lab.settle
 
-    def counting(self):
-        settle(self)
+    def counting(self, *args):
+        settled = settle(self, *args)
         rounds.append(self.settle_rounds)
+        return settled
 
     monkeypatch.setattr(engine.Lab, "settle", counting)
     for _ in range(60):

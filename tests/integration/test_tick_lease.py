@@ -173,3 +173,29 @@ def test_a_rival_worker_on_another_connection_gets_no_db_lease_during_a_slow_tic
     assert rival == [None]
     assert models.KubeObject.objects.filter(kind="NodeClaim").count() == 1
     assert models.Cluster.objects.get(id=lab.id).lease_holder == ""  # released by the tick, not taken by worker-b
+
+
+def test_a_large_scale_up_is_made_and_written_back_over_ticks_of_bounded_size(lab, monkeypatch):
+    """A step makes, binds and starts at most POD_WRITES_PER_STEP pods each, and a tick stops between two steps
+    once it changed TICK_MAX_CHANGES objects, the lab staying at the moment it was settling: a write waiting for a
+    tick's row lock waits for that much work, not for a whole scale-up (here 2 and 4 instead of 1,000 and 2,500)."""
+    from provisioner.sim import cluster as simulated
+
+    monkeypatch.setattr(simulated, "POD_WRITES_PER_STEP", 2)
+    monkeypatch.setattr(lab_runner, "TICK_MAX_CHANGES", 4)
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    now = timezone.now()
+    models.Cluster.objects.filter(id=lab.id).update(clock=now, ticked_at=now)  # a worker is running
+    ok("scale", "deploy/inflate", "--replicas", "7")
+    changes, clocks = [], []
+    for second in range(1, 31):
+        logged = models.ChangeLogEntry.objects.count()  # one entry per object a tick changed or removed
+        lab_runner.tick(models.Cluster.objects.get(id=lab.id), now=now + timedelta(seconds=second), budget=60.0)
+        changes.append(models.ChangeLogEntry.objects.count() - logged)
+        clocks.append(int((models.Cluster.objects.get(id=lab.id).clock - now).total_seconds()))
+        if models.KubeObject.objects.filter(kind="Pod", phase="Running").count() == 7:
+            break
+    # Objects each tick wrote back: the third is the provisioning step (a NodeClaim, an event per pod), one step.
+    assert changes == [4, 5, 12, 4, 4, 5, 4]
+    # Seconds of lab time after each tick: the first two stopped inside the first moment's settle.
+    assert clocks == [0, 0, 1, 1, 1, 1, 1]

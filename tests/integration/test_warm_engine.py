@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from karpui import lab, models, objects
+from karpui import lab, leases, models, objects
 from tests.karp import EXAMPLES, ok
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the warm lab is kept only when a run commits
@@ -106,3 +106,78 @@ def test_a_failed_run_drops_the_warm_lab():
     assert cluster.pk not in lab._warm
     ok("advance", "1s")
     assert not models.KubeObject.objects.filter(kind="Namespace", name="half-made").exists()
+
+
+def test_a_write_while_a_worker_holds_the_lease_is_stored_from_its_rows_however_long_its_tick_runs():
+    """A tick longer than the few periods `engine_alive` looks back still holds the lease: a write meanwhile is
+    stored from its rows for that worker to react to, instead of loading and running the whole lab a second time
+    (at 20,000 pods the write did that while the tick waited for it, and the tick failed: 'database is locked')."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    cluster = models.Cluster.objects.get(name="lab")
+    models.Cluster.objects.filter(pk=cluster.pk).update(ticked_at=timezone.now() - timedelta(minutes=1))
+    held = leases.try_acquire(cluster.pk, "worker-a")
+    ok("scale", "deploy/inflate", "--replicas", "3")
+    leases.release(held)
+    assert models.KubeObject.objects.get(kind="Deployment", name="inflate").body["spec"]["replicas"] == 3
+    assert not models.KubeObject.objects.filter(kind="Pod").exists()
+
+
+def test_a_warm_lab_that_cannot_go_on_is_freed_before_its_successor_is_loaded(monkeypatch):
+    """Another process ran the cluster (a new token), so this process's lab is stale: it is collected before the
+    cluster is loaded again, not held beside the new one until the cycle collector happens to run."""
+    import gc
+    import weakref
+
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    cluster = models.Cluster.objects.get(name="lab")
+    now = timezone.now()
+    models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)
+    assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
+    stale = weakref.ref(lab._warm[cluster.pk].lab)
+    models.Cluster.objects.filter(pk=cluster.pk).update(engine_token="another-process")
+    alive_at_load = []
+    load = lab.load
+    monkeypatch.setattr(
+        lab, "load", lambda *args, **kwargs: alive_at_load.append(stale() is not None) or load(*args, **kwargs)
+    )
+    gc.disable()  # only an explicit collection may free it
+    try:
+        assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=2))
+    finally:
+        gc.enable()
+    assert alive_at_load == [False]
+
+
+def ticked(name: str, max_changes: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A worker ticking a scale-up of 7 pods, a step making, binding and starting at most 2 of them, each tick
+    stopping once it changed `max_changes` objects: what the cluster holds after 40 ticks a second apart."""
+    from provisioner.sim import cluster as simulated
+
+    monkeypatch.setattr(simulated, "POD_WRITES_PER_STEP", 2)
+    monkeypatch.setattr(lab, "TICK_MAX_CHANGES", max_changes)
+    cluster = models.Cluster.objects.create(name=name, clock=START, ticked_at=START)
+    objects.system_namespaces_ensure(cluster)
+    ok("apply", "-f", str(EXAMPLES / "provisioning"), "--cluster", name)
+    ok("scale", "deploy/inflate", "--replicas", "7", "--cluster", name)  # stored: the worker reacts
+    for second in range(1, 41):
+        lab.tick(models.Cluster.objects.get(name=name), now=START + timedelta(seconds=second), budget=60.0)
+    rows = models.KubeObject.objects.filter(cluster__name=name)
+    return {
+        "clock": models.Cluster.objects.get(name=name).clock,
+        "pods": sorted((row.name, row.phase, row.node_name) for row in rows.filter(kind="Pod")),
+        "nodeclaims": sorted(
+            (row.name, row.body["metadata"]["labels"]["node.kubernetes.io/instance-type"])
+            for row in rows.filter(kind="NodeClaim")
+        ),
+        "logs": list(models.LogEntry.objects.filter(cluster__name=name).order_by("id").values_list("time", "message")),
+    }
+
+
+def test_ticks_stopped_between_steps_end_where_uninterrupted_ticks_would_have(monkeypatch):
+    """The same pods on the same nodes, the same log at the same lab times. (Resource versions, and the uids made
+    from them, differ: each tick writes the NodePool's status as it then is, taking a version, as runs always did.)"""
+    stopped = ticked("stopped", 4, monkeypatch)
+    assert stopped == ticked("uninterrupted", 1_000_000, monkeypatch)
+    assert stopped["clock"] == START + timedelta(seconds=40)
+    assert {(phase, node) for _, phase, node in stopped["pods"]} == {("Running", "default-twfpr")}
+    assert len(stopped["pods"]) == 7 and stopped["nodeclaims"] == [("default-twfpr", "c-8x-amd64-linux")]

@@ -202,3 +202,47 @@ def test_the_manager_runs_karpenters_controllers_in_its_order_on_any_cluster():
         "cloudprovider",
         "lifecycle",
     ]
+
+
+def test_the_kube_scheduler_explains_a_class_of_pods_no_node_can_take_once_while_nothing_binds(monkeypatch):
+    """Pods of one Deployment that fit no node all get the same message; the nodes are filtered for it once per
+    class (it was once per pod: 1,000 pods scaled up on a full 1,819-node cluster took 39 s of one step)."""
+    from provisioner.sim import kubescheduler
+
+    store = ObjectStore(clock=lambda: 0.0)
+    for name in ("full-a", "full-b", "full-c"):
+        store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}},
+            }
+        )
+    for index in range(5):
+        store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"app-{index}", "namespace": "default", "labels": {"app": "app"}},
+                "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "2"}}}]},
+                "status": {"phase": "Pending"},
+            }
+        )
+    filtered = []
+    original = kubescheduler._filter
+
+    def counting(*args):
+        filtered.append(args[1].name)
+        return original(*args)
+
+    monkeypatch.setattr(kubescheduler, "_filter", counting)
+    assert kubescheduler.KubeScheduler().schedule(store, store.views, now=0.0)
+    assert len(filtered) == 6  # three nodes for the class's queue, three for its explanation
+    messages = {
+        condition["message"]
+        for pod in store.list("Pod")
+        for condition in pod["status"]["conditions"]
+        if condition["type"] == "PodScheduled"
+    }
+    assert messages == {"0/3 nodes are available: 3 Insufficient cpu."}
