@@ -92,6 +92,10 @@ class LabServer:
         self.command("cluster", name=name, components=components, clock=clock, tick=tick)
         return name
 
+    def rest(self, cluster: str) -> None:
+        """Stop a cluster made with `tick=True` following wall time, once its test is done with it."""
+        self.command("rest", cluster=cluster)
+
     def kubeconfig(self, cluster: str, path: Path, server: str | None = None) -> Path:
         config = {
             "apiVersion": "v1",

@@ -12,6 +12,7 @@ written server-side) without a second Django in the test process:
     {"op": "advance", "cluster": "c1", "seconds": 5}
     {"op": "get", "cluster": "c1", "kind": "Pod"}          what the lab holds now, from its rows
     {"op": "compact", "cluster": "c1"}                     watches from before now get 410 Gone
+    {"op": "rest", "cluster": "c1"}                        stop following wall time (a test is done with it)
 
 Clusters made with `"tick": true` follow wall time, as a running karpui's beat would move them.
 """
@@ -97,6 +98,14 @@ class Commands:
         from karpui.kubeapi import changelog
 
         changelog.compact(models.Cluster.objects.get(name=cluster).pk)
+        return {}
+
+    def rest(self, cluster: str) -> Any:
+        """Stop ticking a cluster: one server serves the whole session, and the ticks of every cluster the tests
+        before made, run one after another, held the database from the writes of the test at hand (a POST once
+        timed out after 30 s in CI)."""
+        with self.lock:
+            self.ticking.discard(cluster)
         return {}
 
     def tick(self) -> None:

@@ -79,6 +79,7 @@ class Setting:
     def stop(self) -> None:
         self.engine.stop()
         self.proxy.stop()
+        self.server.rest(self.name)
 
 
 @pytest.fixture

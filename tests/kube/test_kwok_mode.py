@@ -63,6 +63,7 @@ def kwok_cluster(lab_api: Any, tmp_path: Path) -> Iterator[KwokCluster]:
     row = models.Cluster.objects.create(name="real", mode=models.Cluster.Mode.KWOK, kubeconfig=str(through_proxy))
     yield KwokCluster(row, UncachedCluster(Transport.from_kubeconfig(str(direct))), proxy)
     proxy.stop()
+    lab_api.rest(name)
 
 
 def scale(client: UncachedCluster, replicas: int) -> None:

@@ -51,6 +51,7 @@ def observed(lab_api: Any, tmp_path: Path) -> Iterator[tuple[models.Cluster, Unc
     row = models.Cluster.objects.create(name="prod", mode=models.Cluster.Mode.OBSERVE, kubeconfig=str(kubeconfig))
     yield row, UncachedCluster(Transport.from_kubeconfig(str(direct))), proxy
     proxy.stop()
+    lab_api.rest(name)
 
 
 def test_observe_mode_proposes_and_an_approved_delete_is_its_only_write(observed: Any) -> None:
