@@ -23,7 +23,7 @@ from provisioner.pods import Pod, validation_errors
 from provisioner.quantity import MILLI, Resources, add, format_resources
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling import results as r
-from provisioner.scheduling.existing import ExistingNode
+from provisioner.scheduling.existing import CLASS_VERDICTS, ExistingNode
 from provisioner.scheduling.improve import Simulation, improve
 from provisioner.scheduling.improve import enabled as improve_enabled
 from provisioner.scheduling.nodeclaim import PERMANENT, STRICT, NodeClaimTemplate, PlannedNodeClaim, Unfit
@@ -241,15 +241,22 @@ class Scheduler:
             narrowed = self._narrowest(allowed)
 
         for node in self._existing_candidates(hostnames):
-            if ("e", node.seq) in dead:
+            if node.place in dead:
                 continue
             if node.node.under_consolidate_after and pod.node_name and pod.node_name not in self.deleting:
                 continue  # a pod moving off a candidate may not land on a node inside its consolidateAfter window
+            if not node.pods and class_key in node.never:
+                # An earlier simulation over the same node found the class cannot go there: single-node
+                # consolidation solves once per candidate, and would otherwise try every pod on every full node.
+                dead.add(node.place)
+                continue
             try:
                 requirements = node.fit(state, data, self.topology, groups, self.request.device_classes)
             except Unfit as unfit:
                 if unfit.kind in PERMANENT:
-                    dead.add(("e", node.seq))
+                    dead.add(node.place)
+                    if not node.pods and unfit.kind in CLASS_VERDICTS:
+                        node.never.add(class_key)
                 continue
             node.commit(state, data, requirements, self.topology, self.request.device_classes)
             self.result.placements.setdefault(node.name, []).append(pod)

@@ -6,7 +6,10 @@ from provisioner.controllers import commands, disruption
 from provisioner.lab import Lab, LabConfig
 from provisioner.manifests.nodepool import parse_nodepool
 from provisioner.objects import NodeClass
+from provisioner.scheduling.existing import ExistingNode
+from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.sim import cluster, workloads
+from tests import builders
 
 START = 1_800_000_000.0
 
@@ -139,3 +142,31 @@ def test_a_warm_engine_forgets_the_nodes_that_are_gone():
     assert state["podevents"]["pod_sets"] == {}
     assert running.manager.termination.drained_at == {} and state["termination"]["draining"] == {}
     assert all(until > running.now for until in running.ctx.nominations.values())
+
+
+def solve_counting_fits(monkeypatch, pods, nodes):
+    """Solve over `nodes` with the fake catalog, and how many times a pod was fitted against an existing node. The
+    same (empty) daemonsets every time, as one snapshot's simulations share theirs."""
+    calls = []
+    fit = ExistingNode.fit
+    monkeypatch.setattr(ExistingNode, "fit", lambda self, *args: calls.append(self.name) or fit(self, *args))
+    request = SchedulingInput(pods=pods, pools=[PoolOffer(builders.nodepool(), builders.fake_catalog())], nodes=nodes)
+    result = solve(request)
+    monkeypatch.setattr(ExistingNode, "fit", fit)
+    return result, calls
+
+
+def test_a_pod_class_that_does_not_fit_a_node_is_not_fitted_there_again_over_the_same_node(monkeypatch):
+    full = builders.node("full", cpu="1", scheduled=[builders.pod(cpu="1", node_name="full")])
+    first, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1")], [full])
+    assert (first.placements, len(first.new_nodeclaims), calls) == ({}, 1, ["full"])
+    again, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1")], [full])
+    assert (again.placements, len(again.new_nodeclaims), calls) == ({}, 1, [])
+
+
+def test_a_node_full_only_after_a_placement_in_one_simulation_takes_the_class_in_the_next(monkeypatch):
+    roomy = builders.node("roomy", cpu="1500m")
+    first, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1"), builders.pod(cpu="1")], [roomy])
+    assert ([len(p) for p in first.placements.values()], len(first.new_nodeclaims), calls) == ([1], 1, ["roomy"] * 2)
+    again, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1")], [roomy])
+    assert (list(again.placements), again.new_nodeclaims, calls) == (["roomy"], [], ["roomy"])
