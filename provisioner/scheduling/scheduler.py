@@ -241,20 +241,20 @@ class Scheduler:
             narrowed = self._narrowest(allowed)
 
         for node in self._existing_candidates(hostnames):
-            if node.place in dead:
+            if ("e", node.seq) in dead:
                 continue
             if node.node.under_consolidate_after and pod.node_name and pod.node_name not in self.deleting:
                 continue  # a pod moving off a candidate may not land on a node inside its consolidateAfter window
             if not node.pods and class_key in node.never:
                 # An earlier simulation over the same node found the class cannot go there: single-node
                 # consolidation solves once per candidate, and would otherwise try every pod on every full node.
-                dead.add(node.place)
+                dead.add(("e", node.seq))
                 continue
             try:
                 requirements = node.fit(state, data, self.topology, groups, self.request.device_classes)
             except Unfit as unfit:
                 if unfit.kind in PERMANENT:
-                    dead.add(node.place)
+                    dead.add(("e", node.seq))
                     if not node.pods and unfit.kind in CLASS_VERDICTS:
                         node.never.add(class_key)
                 continue

@@ -170,3 +170,11 @@ def test_a_node_full_only_after_a_placement_in_one_simulation_takes_the_class_in
     assert ([len(p) for p in first.placements.values()], len(first.new_nodeclaims), calls) == ([1], 1, ["roomy"] * 2)
     again, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1")], [roomy])
     assert (list(again.placements), again.new_nodeclaims, calls) == (["roomy"], [], ["roomy"])
+
+
+def test_a_host_port_taken_on_an_existing_node_in_one_simulation_is_free_in_the_next(monkeypatch):
+    roomy = builders.node("roomy")
+    first, _ = solve_counting_fits(monkeypatch, [builders.pod(host_ports=[80]), builders.pod(host_ports=[80])], [roomy])
+    assert ([len(p) for p in first.placements.values()], len(first.new_nodeclaims)) == ([1], 1)
+    again, _ = solve_counting_fits(monkeypatch, [builders.pod(host_ports=[80])], [roomy])
+    assert (list(again.placements), again.new_nodeclaims) == (["roomy"], [])
