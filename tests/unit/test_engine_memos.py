@@ -7,6 +7,7 @@ from provisioner.lab import Lab, LabConfig
 from provisioner.manifests.nodepool import parse_nodepool
 from provisioner.objects import NodeClass
 from provisioner.scheduling.existing import ExistingNode
+from provisioner.scheduling.nodeclaim import NodeClaimTemplate
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.sim import cluster, workloads
 from tests import builders
@@ -178,3 +179,20 @@ def test_a_host_port_taken_on_an_existing_node_in_one_simulation_is_free_in_the_
     assert ([len(p) for p in first.placements.values()], len(first.new_nodeclaims)) == ([1], 1)
     again, _ = solve_counting_fits(monkeypatch, [builders.pod(host_ports=[80])], [roomy])
     assert (list(again.placements), again.new_nodeclaims) == (["roomy"], [])
+
+
+def test_simulations_with_the_same_offers_and_daemonsets_build_each_nodepool_template_once(monkeypatch):
+    built = []
+    build = NodeClaimTemplate.build.__func__
+    monkeypatch.setattr(
+        NodeClaimTemplate, "build", classmethod(lambda cls, *a: built.append(a[0].name) or build(cls, *a))
+    )
+    offers = [PoolOffer(builders.nodepool(), builders.fake_catalog())]
+    daemonsets = [builders.daemonset("100m", "10Mi")]
+    plans = [
+        solve(SchedulingInput(pods=[builders.pod(cpu="1")], pools=offers, daemonsets=ds))
+        .new_nodeclaims[0]
+        .requests_text()
+        for ds in (daemonsets, daemonsets, list(daemonsets))
+    ]
+    assert (built, plans) == (["default", "default"], [{"cpu": "1100m", "memory": "10Mi", "pods": "2"}] * 3)
