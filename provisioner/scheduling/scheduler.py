@@ -154,6 +154,9 @@ class Scheduler:
         # pod class -> places (("e", seq) existing, ("n", seq) planned) known never to fit pods of that class
         self.dead: dict[tuple[object, ...], set[tuple[str, int]]] = {}
         self.fresh_dead: dict[tuple[object, ...], Unfit] = {}
+        # pod class -> existing nodes not (yet) dead for it, in order: the places only grow dead, so each pod of a
+        # class need not walk past every full node again (a consolidation probe moves hundreds of pods of one class)
+        self.live: dict[tuple[object, ...], list[ExistingNode]] = {}
         self._fresh: dict[str, tuple[PodState, PodData]] = {}
 
     # The loop -----------------------------------------------------------------------------------------------------
@@ -238,7 +241,7 @@ class Scheduler:
             hostnames = self.topology.hostname_candidates(groups, pod)
             narrowed = self._narrowest(allowed)
 
-        for node in self._existing_candidates(hostnames):
+        for node in self._existing_candidates(hostnames, class_key, dead):
             if ("e", node.seq) in dead:
                 continue
             if node.node.under_consolidate_after and pod.node_name and pod.node_name not in self.deleting:
@@ -285,9 +288,13 @@ class Scheduler:
             cached = self._limits_cache[key] = _within_limits(template, remaining)
         return cached
 
-    def _existing_candidates(self, hostnames: set[str] | None) -> list[ExistingNode]:
+    def _existing_candidates(
+        self, hostnames: set[str] | None, class_key: tuple[object, ...], dead: set[tuple[str, int]]
+    ) -> list[ExistingNode]:
         if hostnames is None:
-            return self.existing
+            live = [e for e in self.live.get(class_key, self.existing) if ("e", e.seq) not in dead]
+            self.live[class_key] = live
+            return live
         return [e for e in self.existing if e.hostname in hostnames]
 
     def _narrowest(self, allowed: dict[str, set[str]]) -> tuple[str, set[str]] | None:
