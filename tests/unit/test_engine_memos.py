@@ -1,8 +1,11 @@
 """A warm engine does work in proportion to what changed: passes, validations and cluster components whose inputs
 did not change are answered from what they found last time, and answer exactly what they would have computed."""
 
+from dataclasses import replace
+
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.controllers import commands, disruption
+from provisioner.disruption import methods
 from provisioner.lab import Lab, LabConfig
 from provisioner.manifests.nodepool import parse_nodepool
 from provisioner.objects import NodeClass
@@ -10,7 +13,7 @@ from provisioner.scheduling.existing import ExistingNode
 from provisioner.scheduling.nodeclaim import NodeClaimTemplate
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.sim import cluster, workloads
-from tests import builders
+from tests import builders, disruption_builders
 
 START = 1_800_000_000.0
 
@@ -196,3 +199,15 @@ def test_simulations_with_the_same_offers_and_daemonsets_build_each_nodepool_tem
         for ds in (daemonsets, daemonsets, list(daemonsets))
     ]
     assert (built, plans) == (["default", "default"], [{"cpu": "1100m", "memory": "10Mi", "pods": "2"}] * 3)
+
+
+def test_a_pass_builds_drift_candidates_apart_only_when_a_node_has_a_termination_grace_period(monkeypatch):
+    built = []
+    build = methods.build_candidates
+    monkeypatch.setattr(
+        methods, "build_candidates", lambda *a, eventual=False: built.append(eventual) or build(*a, eventual=eventual)
+    )
+    node = disruption_builders.claimed("a", pods=[builders.pod(cpu="1")])
+    disruption_builders.run([node])
+    disruption_builders.run([replace(node, grace_period=True)])
+    assert built == [False, False, True]
