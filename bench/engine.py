@@ -12,7 +12,8 @@ as the warm engine holds it between ticks. Prints figures; asserts nothing.
   pod runs, then time `--ticks` idle 1 s ticks (all before consolidateAfter has passed), and what `Lab.to_state()`
   costs (the persistence side serialises it on every save) with every pod pending and when idle.
 * consolidate: the same, then the first disruption pass over consolidatable nodes (none can go: each is full and
-  already the cheapest type that fits), and the idle ticks after it.
+  already the cheapest type that fits), the wall time of each simulation in it (the multi-node probes, then up to
+  20 single-node candidates), and the idle ticks after it.
 * drain: examples/provisioning (every amd64 on-demand kwok type, consolidateAfter 10s) and its inflate Deployment
   of one-CPU pods scaled to `--pods`, then, once consolidateAfter has passed, to `--to` of that (0.7): consolidation
   replaces or deletes nodes and termination drains their pods.
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.cluster.conditions import is_true
+from provisioner.disruption import methods
 from provisioner.lab import MAX_SETTLE_ROUNDS, Lab, LabConfig
 from provisioner.manifests.nodeclass import parse_nodeclass
 from provisioner.manifests.nodepool import parse_nodepool
@@ -135,6 +137,22 @@ class Rounds:
         return taken
 
 
+class Simulations:
+    """The wall time of every consolidation simulation (`compute`, as the disruption methods call it)."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._compute = methods.compute
+        methods.compute = self._timed
+
+    def _timed(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._compute(*args, **kwargs)
+        finally:
+            self.seconds.append(time.perf_counter() - start)
+
+
 def timed_ticks(lab: Lab, count: int, rounds: Rounds) -> list[tuple[float, int]]:
     """`count` 1 s ticks: each one's wall seconds and the most rounds any settle in it took."""
     ticks = []
@@ -202,11 +220,20 @@ def consolidate(args: argparse.Namespace) -> None:
     poll = lab.manager.disruption.next_poll or lab.now
     if poll - lab.now > 1.0:
         lab.advance(poll - lab.now - 1.0)  # the tick timed next is the one with the pass
+    simulations = Simulations()
     ticks = timed_ticks(lab, 1, rounds)
+    timings = simulations.seconds
     result = lab.manager.disruption.last_result
     notes = Counter(r for reasons in (result.notes.values() if result else ()) for r in reasons)
     print(
         f"first disruption pass over consolidatable nodes: {ms(ticks[0][0])}, commands {len(result.commands) if result else 0}"
+    )
+    single = timings[-methods.MAX_SINGLE_SIMULATIONS :]  # single-node consolidation runs last, after multi-node
+    print(
+        f"  {len(timings)} simulations, {ms(sum(timings))}: the first {ms(timings[0])}, the last {len(single)} "
+        f"(single-node) median {statistics.median(single) * 1000:.1f} ms, mean {statistics.fmean(single) * 1000:.1f} ms"
+        if timings
+        else "  no simulations"
     )
     for reason, count in notes.most_common(3):
         print(f"  {count} x {reason}")

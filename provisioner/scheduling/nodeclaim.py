@@ -219,7 +219,7 @@ class PlannedNodeClaim:
         self.requirements = requirements
         self.mask = mask
         self.min_values_relaxed = relaxed
-        self.ports.add(state.pod.host_ports)
+        self.ports = self.ports.added(state.pod.host_ports)
         topology.record(state.pod, requirements, self.template.nodepool.taints)
 
 

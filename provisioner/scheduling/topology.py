@@ -46,8 +46,8 @@ class Topology:
         self._independent: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
         # Existing pods with required anti-affinity keep matching pods out of their domains.
         for node in nodes:
-            for pod in node.pods:
-                if pod.anti_affinity and _counts(pod):
+            for pod in node.anti_affinity_pods:
+                if _counts(pod):
                     self._add_inverse(pod, node.labels)
 
     # Ownership ------------------------------------------------------------------------------------------------

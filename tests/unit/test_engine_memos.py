@@ -1,12 +1,19 @@
 """A warm engine does work in proportion to what changed: passes, validations and cluster components whose inputs
 did not change are answered from what they found last time, and answer exactly what they would have computed."""
 
+from dataclasses import replace
+
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.controllers import commands, disruption
+from provisioner.disruption import methods
 from provisioner.lab import Lab, LabConfig
 from provisioner.manifests.nodepool import parse_nodepool
 from provisioner.objects import NodeClass
+from provisioner.scheduling.existing import ExistingNode
+from provisioner.scheduling.nodeclaim import NodeClaimTemplate
+from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.sim import cluster, workloads
+from tests import builders, disruption_builders
 
 START = 1_800_000_000.0
 
@@ -139,3 +146,68 @@ def test_a_warm_engine_forgets_the_nodes_that_are_gone():
     assert state["podevents"]["pod_sets"] == {}
     assert running.manager.termination.drained_at == {} and state["termination"]["draining"] == {}
     assert all(until > running.now for until in running.ctx.nominations.values())
+
+
+def solve_counting_fits(monkeypatch, pods, nodes):
+    """Solve over `nodes` with the fake catalog, and how many times a pod was fitted against an existing node. The
+    same (empty) daemonsets every time, as one snapshot's simulations share theirs."""
+    calls = []
+    fit = ExistingNode.fit
+    monkeypatch.setattr(ExistingNode, "fit", lambda self, *args: calls.append(self.name) or fit(self, *args))
+    request = SchedulingInput(pods=pods, pools=[PoolOffer(builders.nodepool(), builders.fake_catalog())], nodes=nodes)
+    result = solve(request)
+    monkeypatch.setattr(ExistingNode, "fit", fit)
+    return result, calls
+
+
+def test_a_pod_class_that_does_not_fit_a_node_is_not_fitted_there_again_over_the_same_node(monkeypatch):
+    full = builders.node("full", cpu="1", scheduled=[builders.pod(cpu="1", node_name="full")])
+    first, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1")], [full])
+    assert (first.placements, len(first.new_nodeclaims), calls) == ({}, 1, ["full"])
+    again, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1")], [full])
+    assert (again.placements, len(again.new_nodeclaims), calls) == ({}, 1, [])
+
+
+def test_a_node_full_only_after_a_placement_in_one_simulation_takes_the_class_in_the_next(monkeypatch):
+    roomy = builders.node("roomy", cpu="1500m")
+    first, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1"), builders.pod(cpu="1")], [roomy])
+    assert ([len(p) for p in first.placements.values()], len(first.new_nodeclaims), calls) == ([1], 1, ["roomy"] * 2)
+    again, calls = solve_counting_fits(monkeypatch, [builders.pod(cpu="1")], [roomy])
+    assert (list(again.placements), again.new_nodeclaims, calls) == (["roomy"], [], ["roomy"])
+
+
+def test_a_host_port_taken_on_an_existing_node_in_one_simulation_is_free_in_the_next(monkeypatch):
+    roomy = builders.node("roomy")
+    first, _ = solve_counting_fits(monkeypatch, [builders.pod(host_ports=[80]), builders.pod(host_ports=[80])], [roomy])
+    assert ([len(p) for p in first.placements.values()], len(first.new_nodeclaims)) == ([1], 1)
+    again, _ = solve_counting_fits(monkeypatch, [builders.pod(host_ports=[80])], [roomy])
+    assert (list(again.placements), again.new_nodeclaims) == (["roomy"], [])
+
+
+def test_simulations_with_the_same_offers_and_daemonsets_build_each_nodepool_template_once(monkeypatch):
+    built = []
+    build = NodeClaimTemplate.build.__func__
+    monkeypatch.setattr(
+        NodeClaimTemplate, "build", classmethod(lambda cls, *a: built.append(a[0].name) or build(cls, *a))
+    )
+    offers = [PoolOffer(builders.nodepool(), builders.fake_catalog())]
+    daemonsets = [builders.daemonset("100m", "10Mi")]
+    plans = [
+        solve(SchedulingInput(pods=[builders.pod(cpu="1")], pools=offers, daemonsets=ds))
+        .new_nodeclaims[0]
+        .requests_text()
+        for ds in (daemonsets, daemonsets, list(daemonsets))
+    ]
+    assert (built, plans) == (["default", "default"], [{"cpu": "1100m", "memory": "10Mi", "pods": "2"}] * 3)
+
+
+def test_a_pass_builds_drift_candidates_apart_only_when_a_node_has_a_termination_grace_period(monkeypatch):
+    built = []
+    build = methods.build_candidates
+    monkeypatch.setattr(
+        methods, "build_candidates", lambda *a, eventual=False: built.append(eventual) or build(*a, eventual=eventual)
+    )
+    node = disruption_builders.claimed("a", pods=[builders.pod(cpu="1")])
+    disruption_builders.run([node])
+    disruption_builders.run([replace(node, grace_period=True)])
+    assert built == [False, False, True]
