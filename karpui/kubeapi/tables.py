@@ -71,9 +71,10 @@ def row_object(obj: Obj, include: str) -> Obj | None:
 
 
 def rows(resource: Resource, version: str, items: list[Obj], now: datetime, include: str) -> list[dict[str, Any]]:
+    columns = resource.columns_at(version)
     result = []
     for obj in items:
-        row: dict[str, Any] = {"cells": [_cell(column, obj, now) for column in resource.columns_at(version)]}
+        row: dict[str, Any] = {"cells": [_cell(column, obj, now) for column in columns]}
         shown = row_object(obj, include)
         if shown is not None:
             row["object"] = shown
