@@ -327,10 +327,13 @@ def roll_up(cluster: models.Cluster, until: datetime) -> None:
         since = _hour(min(first for first in firsts if first is not None))
     if since >= until:
         return
-    hours = timeseries.Buckets.over(since, until, int((until - since) / HOUR))
+    hours = timeseries.Buckets.on_hours(since, until, int((until - since) / HOUR))
+    seconds = hours.seconds()
     sums = timeseries.integrate(((t, key, (v,)) for t, key, v in _gauges(cluster, since, until)), hours, 1)
     rows = [
-        models.TrendHour(cluster=cluster, time=time, gauges={key: hourly[i][0] / 3600 for key, hourly in sums.items()})
+        models.TrendHour(
+            cluster=cluster, time=time, gauges={key: hourly[i][0] / seconds[i] for key, hourly in sums.items()}
+        )
         for i, time in enumerate(hours.times)
     ]
     latency: list[Counter[str]] = [Counter() for _ in rows]
