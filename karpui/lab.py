@@ -203,11 +203,13 @@ def _keep_warm(cluster: models.Cluster, lab: Lab, key: tuple[Any, ...]) -> None:
 def forget(cluster: models.Cluster | None = None) -> None:
     """Drop the warm lab of one cluster (or all): for code that changed its rows some other way."""
     with _warm_lock:
+        dropped = bool(_warm) if cluster is None else cluster.pk in _warm
         if cluster is None:
             _warm.clear()
         else:
             _warm.pop(cluster.pk, None)
-    _collect_dropped_lab()
+    if dropped:  # a full collection walks every object the process holds: only when a lab was let go
+        _collect_dropped_lab()
 
 
 def _report(lab: Lab, problems: list[tuple[dict[str, Any], str]]) -> None:

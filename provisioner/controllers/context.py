@@ -24,6 +24,12 @@ T = TypeVar("T")
 ERROR_DEDUPE = 300.0
 
 
+def doubling_delay(base: float, cap: float, failures: int) -> float:
+    """A retry's delay after `failures` failures in a row: `base` doubled each time, at most `cap`; no jitter, so a
+    lab driven by its own clock stays deterministic."""
+    return float(min(base * 2 ** (failures - 1), cap))
+
+
 @dataclass(frozen=True)
 class TimedRecord:
     time: float

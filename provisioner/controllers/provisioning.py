@@ -13,7 +13,7 @@ from provisioner.cluster.names import random_suffix
 from provisioner.cluster.objects import Obj
 from provisioner.cluster.views import node_view
 from provisioner.controllers.batcher import Batcher
-from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node
 from provisioner.objects import NodePool
@@ -37,7 +37,7 @@ HASH_VERSION = "v3"
 
 def retry_delay(failures: int) -> float:
     """How long after its `failures`-th failure in a row a provisioning run is retried."""
-    return float(min(RETRY_SECONDS * 2 ** (failures - 1), RETRY_MAX_SECONDS))
+    return doubling_delay(RETRY_SECONDS, RETRY_MAX_SECONDS, failures)
 
 
 def nodepool_hash(nodepool: NodePool) -> str:

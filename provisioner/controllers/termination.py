@@ -9,7 +9,7 @@ from typing import Any
 
 from provisioner import labels as wk
 from provisioner.cluster.objects import Obj, TooManyRequests, parse_timestamp
-from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.durations import parse_duration
 from provisioner.scheduling.logs import LogRecord
@@ -49,7 +49,7 @@ def taint_disrupted(ctx: ClusterContext, node: Obj, logger: str, *, leaving_load
 
 def eviction_delay(refusals: int) -> float:
     """How long after its `refusals`-th refusal in a row a pod's eviction is tried again."""
-    return float(min(EVICTION_RETRY_SECONDS * 2 ** (refusals - 1), EVICTION_RETRY_MAX_SECONDS))
+    return doubling_delay(EVICTION_RETRY_SECONDS, EVICTION_RETRY_MAX_SECONDS, refusals)
 
 
 def grace_deadline(claim: Obj) -> float | None:
