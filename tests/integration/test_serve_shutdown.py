@@ -1,9 +1,9 @@
 """Issue 11, item 7: stopping `manage.py serve` while a tick is stuck leaves no process behind: not the web server,
 not the Celery worker, not its embedded beat, not the pool child busy in the tick.
 
-serve runs for real in a subprocess on its own SQLite database and filesystem broker. The test takes SQLite's write
-lock while a tick holds the lab's lease, so that tick blocks inside the worker's pool child (as a long tick does) and
-the warm shutdown cannot finish in time; serve must then kill each child's whole process group.
+serve runs for real in a subprocess on its own SQLite database and filesystem broker, its ticks' leases in Redis. The
+test holds SQLite's write lock, so the next tick blocks inside the worker's pool child (as a long tick does) and the
+warm shutdown cannot finish in time; serve must then kill each child's whole process group.
 """
 
 from __future__ import annotations
@@ -89,31 +89,14 @@ def serve_env(var_dir: Path) -> dict[str, str]:
     }
 
 
-def _stick_a_tick(database: Path, seconds: float = 120.0) -> sqlite3.Connection:
-    """Take SQLite's write lock while a tick holds the lab's lease, and keep it: that tick then waits for the lock
-    in the pool child (its writes, at least its lease's release, need it), as a long tick does. Taken while no tick
-    runs, the lock would stick nothing: a tick that finds the database locked skips its beat (leases.try_acquire).
-    Only a lease taken after this began counts (an earlier serve, killed mid-tick, may have left its own), and the
-    lease seen inside the transaction is current, so the same one there is a tick that has not finished."""
-    lock = sqlite3.connect(database, timeout=0.05, isolation_level=None)
-    lease = "SELECT lease_holder, lease_epoch FROM karpui_cluster WHERE name = 'lab'"
-    _, before = lock.execute(lease).fetchone()
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        holder, epoch = lock.execute(lease).fetchone()
-        if holder and epoch > before:
-            try:
-                lock.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:  # the tick is writing: try again at its next beat
-                continue
-            if lock.execute(lease).fetchone() == (holder, epoch):
-                return lock
-            lock.execute("ROLLBACK")
-        time.sleep(0.002)
-    lock.close()
-    raise AssertionError("never caught a tick holding the lab's lease")
+def stuck_tick_env(var_dir: Path) -> dict[str, str]:
+    """serve's environment with the lease in Redis and the broker still the filesystem's: a tick then takes its
+    lease without the database and blocks at its first write, behind the lock the test holds. (With the lease in
+    the database, a tick that finds the database locked skips its beat, so nothing would be stuck.)"""
+    return {**serve_env(var_dir), "REDIS_URL": os.environ["REDIS_URL"], "CELERY_BROKER_URL": "filesystem://"}
 
 
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="the tick's lease is taken in Redis (REDIS_URL)")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_stopping_serve_during_a_stuck_tick_leaves_no_process_behind(var_dir, signum):
     port = _free_port()
@@ -121,7 +104,7 @@ def test_stopping_serve_during_a_stuck_tick_leaves_no_process_behind(var_dir, si
     serve = subprocess.Popen(
         [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--stop-timeout", "3"],
         cwd=ROOT,
-        env=serve_env(var_dir),
+        env=stuck_tick_env(var_dir),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -130,7 +113,8 @@ def test_stopping_serve_during_a_stuck_tick_leaves_no_process_behind(var_dir, si
         until(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), "the web server")
         # runserver, the worker, its beat and its pool child
         until(lambda: len(descendants(serve.pid)) >= 4, "the worker's beat and pool")
-        lock = _stick_a_tick(var_dir / "karpui.sqlite3")
+        lock = sqlite3.connect(var_dir / "karpui.sqlite3", timeout=30, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")  # every later write waits: the next tick is stuck in the pool child
         queue = var_dir / "broker" / "queue"
         until(lambda: len(list(queue.iterdir())) >= 3, "ticks to queue up behind the stuck one")
         family = descendants(serve.pid)
