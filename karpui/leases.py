@@ -7,6 +7,7 @@ killed, partitioned) cannot commit over its successor.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from django.utils import timezone
 from karpui import models
 
 LEASE_SECONDS = 30
+logger = logging.getLogger(__name__)
 
 
 class LeaseLost(Exception):
@@ -68,9 +70,10 @@ def try_acquire(cluster_id: int, holder: str | None = None, seconds: int | None 
         return None
     now = timezone.now()
     try:
-        # A run holds the cluster's row (on SQLite, the database's write lock) from its start to its commit, which
-        # may come after its lease's expiry: the cluster is busy whatever the expiry says. A rival used to wait for
-        # that commit and then take the lease that had lapsed meanwhile; it now gets None at once.
+        # A run under the row lock (a `karp advance`, a tick's save; on SQLite, the database's write lock) may
+        # commit after its lease's expiry: the cluster is busy whatever the expiry says. A rival used to wait for
+        # that commit and then take the lease that had lapsed meanwhile; it now gets None at once. (A tick's engine
+        # runs without the row: `renewing` keeps its lease from lapsing meanwhile.)
         with _without_lock_waits(), transaction.atomic():
             models.Cluster.objects.select_for_update(nowait=True).filter(id=cluster_id).values_list("id").first()
             claimed = models.Cluster.objects.filter(
@@ -123,28 +126,34 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[
 
 
 def renew(lease: Lease, seconds: int | None = None) -> bool:
-    """Extend a held Redis lease by `seconds` from now; False if it was lost meanwhile. (A DB lease needs no
-    renewal: the tick holds the cluster's row lock, and try_acquire takes a busy row for a held lease.)"""
-    if lease.backend != "redis":
-        return True
-    token = f"{lease.holder}:{lease.epoch}"
-    return bool(_redis().eval(_RENEW, 1, _key(lease.cluster_id), token, int((seconds or LEASE_SECONDS) * 1000)))
+    """Extend a held lease by `seconds` from now; False if it was lost meanwhile."""
+    length = seconds or LEASE_SECONDS
+    if lease.backend == "redis":
+        token = f"{lease.holder}:{lease.epoch}"
+        return bool(_redis().eval(_RENEW, 1, _key(lease.cluster_id), token, int(length * 1000)))
+    held_now = models.Cluster.objects.filter(id=lease.cluster_id, lease_holder=lease.holder, lease_epoch=lease.epoch)
+    return bool(held_now.update(lease_expires_at=timezone.now() + timedelta(seconds=length)))
 
 
 @contextmanager
 def renewing(lease: Lease, seconds: int | None = None) -> Iterator[None]:
-    """Keep a Redis lease alive for the block by renewing it every third of its length from a thread, so a tick
-    that runs longer than the lease is not abandoned (the work itself is bounded by the tick's budget)."""
-    if lease.backend != "redis":
-        yield
-        return
+    """Keep a lease alive for the block by renewing it every third of its length from a thread, so a tick that
+    runs longer than the lease is not abandoned (the work itself is bounded by the tick's budget). A tick runs its
+    engine without holding the cluster's row, so the lease is all that keeps a rival worker out meanwhile."""
     stop = threading.Event()
     length = seconds or LEASE_SECONDS
 
     def keep() -> None:
-        while not stop.wait(length / 3):
-            if not renew(lease, length):
-                return  # lost: the save's still_held() check refuses the commit
+        try:
+            while not stop.wait(length / 3):
+                try:
+                    if not renew(lease, length):
+                        return  # lost: the save's still_held() check refuses the commit
+                except OperationalError as error:  # the database busy past its timeout: try again next period
+                    logger.warning("lease renewal failed", extra={"cluster": lease.cluster_id, "error": str(error)})
+        finally:
+            if lease.backend == "db":
+                connection.close()  # this thread's own connection
 
     keeper = threading.Thread(target=keep, name=f"lease-{lease.cluster_id}", daemon=True)
     keeper.start()

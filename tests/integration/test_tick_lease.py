@@ -153,7 +153,7 @@ def test_a_tick_never_moves_the_clock_back_after_a_manual_advance(lab):
 def test_a_rival_worker_on_another_connection_gets_no_db_lease_during_a_slow_tick(lab, settings, monkeypatch):
     """The DB lease's rival, really tried: a second worker's try_acquire while a tick runs past its 1 s lease. It
     used to wait for the tick's row (PostgreSQL) or write lock (SQLite) and then take the lease that had lapsed
-    meanwhile; a tick's cluster is busy whatever its lease's expiry says, so the rival gets None at once."""
+    meanwhile; the tick's engine now runs without the row, and renews its lease meanwhile, so the rival gets None."""
     settings.REDIS_URL = ""
     provisioning_lab()
     rival: list[leases.Lease | None] = []

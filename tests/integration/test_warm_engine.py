@@ -181,3 +181,36 @@ def test_ticks_stopped_between_steps_end_where_uninterrupted_ticks_would_have(mo
     assert stopped["clock"] == START + timedelta(seconds=40)
     assert {(phase, node) for _, phase, node in stopped["pods"]} == {("Running", "default-twfpr")}
     assert len(stopped["pods"]) == 7 and stopped["nodeclaims"] == [("default-twfpr", "c-8x-amd64-linux")]
+
+
+def test_a_large_warm_lab_is_frozen_out_of_full_collections_and_handed_back_when_dropped(monkeypatch):
+    """gc.freeze once a large lab is loaded (its objects skip every full collection while it is warm); a frozen
+    object is never collected, so forgetting the lab, or a failed run dropping it, unfreezes first."""
+    import gc
+
+    monkeypatch.setattr(lab, "FREEZE_AT_OBJECTS", 1)  # examples/provisioning's few objects count as large
+    gc.unfreeze()
+    try:
+        ok("apply", "-f", str(EXAMPLES / "provisioning"))
+        lab.forget()
+        assert gc.get_freeze_count() == 0
+        ok("advance", "1s")  # no worker: the CLI loads the lab and keeps it warm
+        assert gc.get_freeze_count() > 0
+        lab.forget()
+        assert gc.get_freeze_count() == 0
+        ok("advance", "1s")  # loaded again
+        assert gc.get_freeze_count() > 0
+        ok("advance", "1s")  # warm: nothing is loaded or frozen again
+        frozen = gc.get_freeze_count()
+
+        def fail(running: Any) -> None:
+            raise RuntimeError("the run failed")
+
+        with pytest.raises(RuntimeError):
+            lab.run("lab", fail)
+        assert frozen > 0 and gc.get_freeze_count() == 0
+        monkeypatch.setattr(lab, "FREEZE_AT_OBJECTS", 10**9)
+        ok("advance", "1s")  # a small lab is left to the collector
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

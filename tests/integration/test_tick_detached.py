@@ -1,0 +1,136 @@
+"""A tick runs its engine without the cluster's row lock (karpui.lab.run_detached): writes meanwhile commit at once,
+come first, and win over the tick's own change of the same object, as the API server answers a stale write 409."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from karpui import lab, models
+from provisioner.lab import Lab
+from tests.karp import EXAMPLES, ok
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the write runs on a second connection
+
+
+def on_another_connection(write: Callable[[], Any]) -> bool:
+    """Run `write` in a thread with its own connection; whether it finished (a write waiting for the tick's lock
+    would not have: the tick is the thread waiting for it)."""
+    done: list[bool] = []
+
+    def target() -> None:
+        try:
+            write()
+            done.append(True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=30)
+    return done == [True]
+
+
+def tick_with_a_write(monkeypatch: pytest.MonkeyPatch, write: Callable[[], Any], seconds: int) -> list[bool]:
+    """A worker's tick at `seconds` after the lab's clock that, in the middle of its run, lets `write` commit."""
+    finished: list[bool] = []
+    original = Lab.advance
+
+    def advance(self: Lab, *args: Any, **options: Any) -> float:
+        moved = original(self, *args, **options)
+        if not finished:  # the tick's run, not a run the write makes
+            finished.append(False)
+            finished[0] = on_another_connection(write)
+        return moved
+
+    monkeypatch.setattr(Lab, "advance", advance)
+    cluster = models.Cluster.objects.get(name="lab")
+    assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=seconds))
+    monkeypatch.setattr(Lab, "advance", original)
+    return finished
+
+
+def body(kind: str, name: str) -> dict[str, Any]:
+    return models.KubeObject.objects.get(kind=kind, name=name).body
+
+
+def worker_running() -> int:
+    """examples/provisioning with inflate scaled to 3 while a worker ticks (stored, not reacted to yet); the
+    cluster's resourceVersion after it."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    now = timezone.now()
+    models.Cluster.objects.filter(name="lab").update(clock=now, ticked_at=now)
+    ok("scale", "deploy/inflate", "--replicas", "3")
+    return models.Cluster.objects.get(name="lab").resource_version
+
+
+def test_a_write_during_a_ticks_run_commits_at_once_and_wins_over_the_ticks_change_of_the_same_object(monkeypatch):
+    before = worker_running()
+    finished = tick_with_a_write(monkeypatch, lambda: ok("label", "deploy", "inflate", "team=a"), 1)
+    assert finished == [True]  # committed while the tick's engine ran, not after its commit
+
+    # The tick's work is stored after the write, at versions past it.
+    log = list(
+        models.ChangeLogEntry.objects.filter(resource_version__gt=before)
+        .order_by("resource_version")
+        .values_list("resource_version", "type", "kind")
+    )
+    assert log[0] == (before + 1, "MODIFIED", "Deployment")  # the label
+    assert sorted(kind for _, _, kind in log[1:]) == [
+        *["Event"] * 4,
+        "Node",
+        "NodeClaim",
+        "NodePool",
+        *["Pod"] * 3,
+        "ReplicaSet",
+    ]
+    assert min(version for version, _, _ in log[1:]) > before + 1
+    assert len({version for version, _, _ in log}) == len(log)
+    for row in models.KubeObject.objects.exclude(kind="Namespace"):  # each row at its latest logged version
+        latest = models.ChangeLogEntry.objects.filter(kind=row.kind, namespace=row.namespace, name=row.name)
+        assert row.resource_version == int(row.body["metadata"]["resourceVersion"])
+        assert row.resource_version == max(latest.values_list("resource_version", flat=True))
+
+    # Theirs stands: the tick's status update of the same Deployment (made from the unlabelled one) is dropped.
+    deployment = body("Deployment", "inflate")
+    assert deployment["metadata"]["labels"] == {"team": "a"}
+    assert deployment["metadata"]["resourceVersion"] == str(before + 1)
+    assert deployment["status"]["replicas"] == 0
+    assert sorted(body("ReplicaSet", name)["status"]["replicas"] for name in names("ReplicaSet")) == [3]
+
+    # The next tick (from memory: the write is in the lab it kept) sees the labelled Deployment and updates it.
+    kept = lab._warm[models.Cluster.objects.get(name="lab").pk].lab
+    assert kept.store.must_get("Deployment", "inflate", "default")["metadata"]["labels"] == {"team": "a"}
+    cluster = models.Cluster.objects.get(name="lab")
+    assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=1))
+    assert lab._warm[cluster.pk].lab is kept
+    deployment = body("Deployment", "inflate")
+    assert deployment["metadata"]["labels"] == {"team": "a"}
+    assert deployment["status"]["replicas"] == 3
+
+
+def names(kind: str) -> list[str]:
+    return list(models.KubeObject.objects.filter(kind=kind).values_list("name", flat=True))
+
+
+def test_a_tick_whose_cluster_ran_elsewhere_meanwhile_stores_nothing(monkeypatch):
+    """`karp advance` runs the whole lab under the row lock, as another engine would: the tick's run, made from the
+    state before it, is dropped whole (its warm lab with it), not merged."""
+    worker_running()
+    clock = models.Cluster.objects.get(name="lab").clock
+    finished = tick_with_a_write(monkeypatch, lambda: ok("advance", "0s"), 5)
+    assert finished == [True]
+    cluster = models.Cluster.objects.get(name="lab")
+    # The advance made the pods at the clock as it was; the tick's 5 s (a NodeClaim, the pods bound) are gone.
+    assert cluster.clock == clock
+    assert sorted(row.phase for row in models.KubeObject.objects.filter(kind="Pod")) == ["Pending"] * 3
+    assert names("NodeClaim") == []
+    assert lab._warm[cluster.pk].token == cluster.engine_token  # the advance's lab is kept, not the tick's
+    assert lab.tick(cluster, now=clock + timedelta(seconds=5))  # the next tick goes on from the advance's lab
+    assert names("NodeClaim") == ["default-vgmg7"]
