@@ -153,12 +153,12 @@ def engine(cluster: models.Cluster) -> tuple[Lab, tuple[Any, ...]]:
         and cluster.compacted_resource_version <= warm.version
     ):
         lab = warm.lab
+        lab.begin_run(cluster.clock.timestamp())  # first: it clears the log the NodePools' problems go to
         catch_up(cluster, lab.store, warm.version)
         if key != warm.config_key or lab.store.kind_version("DRAConfig") != warm.dra_version:
             problems: list[tuple[dict[str, Any], str]] = []
             lab.reconfigure(lab_config(cluster, problems))
             _report(lab, problems)
-        lab.begin_run(cluster.clock.timestamp())
         return lab, key
     if warm is not None:
         del warm

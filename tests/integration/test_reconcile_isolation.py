@@ -3,8 +3,10 @@
 import json
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
+from karpui import lab as lab_runner
 from karpui import models, services
 from tests.karp import EXAMPLES, ok
 
@@ -110,6 +112,20 @@ def test_a_stored_nodepool_that_no_longer_parses_is_left_out_and_the_good_one_st
     errors = [json.loads(line) for line in ok("logs").splitlines() if '"Reconciler error"' in line]
     assert errors[0]["controller"] == "nodepool"
     assert errors[0]["NodePool"] == {"name": "default", "namespace": ""}
+    assert "metadata.annotations" in errors[0]["error"] and "lots" in errors[0]["error"]
+
+
+@pytest.mark.django_db(transaction=True)  # the lab is kept warm only when a run commits
+def test_a_nodepool_that_stops_parsing_while_the_lab_is_warm_is_reported(lab):
+    """The warm engine took the new configuration and left the NodePool out, but cleared the log its error went to
+    when the run began: nothing said why the NodePool stopped provisioning."""
+    provisioned()
+    ok("advance", "1s")
+    assert lab.pk in lab_runner._warm
+    models.NodePool.objects.filter(name="default").update(annotations={"karpui.dev/approval-threshold": "lots"})
+    ok("advance", "10s")
+    errors = [json.loads(line) for line in ok("logs").splitlines() if '"Reconciler error"' in line]
+    assert [(e["controller"], e["NodePool"]["name"]) for e in errors] == [("nodepool", "default")]
     assert "metadata.annotations" in errors[0]["error"] and "lots" in errors[0]["error"]
 
 
