@@ -1,7 +1,7 @@
 """The warm engine with its database, as a worker runs it: apply 100 Deployments, tick until every pod runs, then
 what an idle tick and a write cost. Prints figures; asserts nothing.
 
-Usage: python bench/warm.py [--pods 20000] [--deployments 100] [--database sqlite|postgres] [--realtime 60]
+Usage: python bench/warm.py [--pods 20000] [--deployments 100] [--database sqlite|postgres] [--realtime 60] [--no-freeze]
 In a throwaway database (SQLite var/bench-warm.sqlite3, or a PostgreSQL database on 127.0.0.1, dropped and created
 again: --pg-name): one NodePool of 8-vCPU kwok types, N pods of 700m CPU and 1 Gi in D Deployments (about 11 a
 node), applied with one `karp apply`. Then `lab.tick` as the worker calls it, at wall time (or one second of lab
@@ -17,6 +17,7 @@ seconds, and reports how many lab seconds passed per wall second and how far the
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import resource
 import statistics
@@ -69,6 +70,34 @@ spec:
     )
 
 
+class FullCollections:
+    """The cycle collector's full (generation 2) collections while the block runs: how many, and the slowest."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._began = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.seconds.append(time.perf_counter() - self._began)
+
+    def __enter__(self) -> FullCollections:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def __str__(self) -> str:
+        slowest = f", the slowest {max(self.seconds) * 1000:.0f} ms" if self.seconds else ""
+        tracked = f"objects frozen {gc.get_freeze_count()}, tracked {len(gc.get_objects())}"
+        return f"{len(self.seconds):8d}{slowest} ({tracked})"
+
+
 def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -82,6 +111,7 @@ def main() -> None:
     parser.add_argument("--max-ticks", type=int, default=300)
     parser.add_argument("--write-after", type=float, default=1.0, help="seconds into each tick; 0: no writes")
     parser.add_argument("--realtime", type=float, default=0.0, help="seconds of ticking against the real clock")
+    parser.add_argument("--no-freeze", action="store_true", help="leave the warm lab to the cycle collector")
     args = parser.parse_args()
     if args.database == "sqlite":
         path = ROOT / "var" / "bench-warm.sqlite3"
@@ -104,6 +134,8 @@ def main() -> None:
     from karpui import lab, models, objects, services
 
     call_command("migrate", verbosity=0)
+    if args.no_freeze:
+        lab.FREEZE_AT_OBJECTS = sys.maxsize
     cluster = models.Cluster.objects.get(name="lab")
     operator = services.Actor("bench", "cli")
     now = timezone.now()
@@ -168,12 +200,14 @@ def main() -> None:
     for failure in sorted(set(failures)):
         print(f"    failed: {failure}")
     idle = []
-    for _ in range(15):
-        now += timedelta(seconds=1)
-        began = time.perf_counter()
-        lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now)
-        idle.append(time.perf_counter() - began)
+    with FullCollections() as collections:
+        for _ in range(15):
+            now += timedelta(seconds=1)
+            began = time.perf_counter()
+            lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now)
+            idle.append(time.perf_counter() - began)
     print(f"  idle tick (median of 15)       {statistics.median(idle):8.3f} s (max {max(idle):.3f} s)")
+    print(f"  full collections in them       {collections}")
     writes = []
     for replicas in (args.pods // args.deployments + 1, args.pods // args.deployments):
         began = time.perf_counter()
@@ -204,31 +238,33 @@ def realtime(args: argparse.Namespace, cluster: Any, operator: Any) -> None:
     lags: list[float] = []
     ticks: list[float] = []
     scaled = -1
-    while (elapsed := time.monotonic() - wall_start) < args.realtime:
-        period = int(elapsed // 10)
-        if period != scaled:  # every ten seconds: one Deployment in ten up by half, or back
-            scaled = period
-            for index in range(0, args.deployments, 10):
-                objects.workload_scale(
-                    cluster=models.Cluster.objects.get(pk=cluster.pk),
-                    kind="Deployment",
-                    name=f"app-{index}",
-                    namespace="default",
-                    replicas=replicas + (replicas // 2 if period % 2 == 0 else 0),
-                    actor=operator,
-                )
-        began = time.monotonic()
-        lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=clock + timedelta(seconds=began - wall_start))
-        ticks.append(time.monotonic() - began)
-        lab_clock = models.Cluster.objects.get(pk=cluster.pk).clock
-        lags.append((time.monotonic() - wall_start) - (lab_clock - clock).total_seconds())
-        time.sleep(max(0.0, began + 1.0 - time.monotonic()))
+    with FullCollections() as collections:
+        while (elapsed := time.monotonic() - wall_start) < args.realtime:
+            period = int(elapsed // 10)
+            if period != scaled:  # every ten seconds: one Deployment in ten up by half, or back
+                scaled = period
+                for index in range(0, args.deployments, 10):
+                    objects.workload_scale(
+                        cluster=models.Cluster.objects.get(pk=cluster.pk),
+                        kind="Deployment",
+                        name=f"app-{index}",
+                        namespace="default",
+                        replicas=replicas + (replicas // 2 if period % 2 == 0 else 0),
+                        actor=operator,
+                    )
+            began = time.monotonic()
+            lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=clock + timedelta(seconds=began - wall_start))
+            ticks.append(time.monotonic() - began)
+            lab_clock = models.Cluster.objects.get(pk=cluster.pk).clock
+            lags.append((time.monotonic() - wall_start) - (lab_clock - clock).total_seconds())
+            time.sleep(max(0.0, began + 1.0 - time.monotonic()))
     wall = time.monotonic() - wall_start
     advanced = (models.Cluster.objects.get(pk=cluster.pk).clock - clock).total_seconds()
     print(f"against the real clock for {wall:.0f} s ({len(ticks)} ticks, one Deployment in ten scaled every 10 s)")
     print(f"  lab seconds per wall second    {advanced / wall:8.2f}")
     print(f"  lag behind wall time           {lags[-1]:8.2f} s at the end, {max(lags):.2f} s max")
     print(f"  ticks                          {statistics.median(ticks):8.2f} s median, {max(ticks):.2f} s max")
+    print(f"  full collections               {collections}")
 
 
 if __name__ == "__main__":

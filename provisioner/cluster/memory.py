@@ -246,6 +246,10 @@ class ObjectStore:
         """A number that changes whenever an object of `kind` is written: cheap change detection."""
         return self.kind_versions.get(kind, 0)
 
+    def size(self) -> int:
+        """How many objects the store holds."""
+        return sum(len(objects) for objects in self._by_kind.values())
+
     def kinds(self) -> builtins.list[str]:
         return sorted(self._by_kind)
 

@@ -184,8 +184,9 @@ def test_ticks_stopped_between_steps_end_where_uninterrupted_ticks_would_have(mo
 
 
 def test_a_large_warm_lab_is_frozen_out_of_full_collections_and_handed_back_when_dropped(monkeypatch):
-    """gc.freeze once a large lab is loaded (its objects skip every full collection while it is warm); a frozen
-    object is never collected, so forgetting the lab, or a failed run dropping it, unfreezes first."""
+    """gc.freeze once a large lab is kept warm (its objects skip every full collection while it is), again only
+    when it has doubled; a frozen object is never collected, so forgetting the lab, or a failed run dropping it,
+    unfreezes first."""
     import gc
 
     monkeypatch.setattr(lab, "FREEZE_AT_OBJECTS", 1)  # examples/provisioning's few objects count as large
@@ -200,7 +201,11 @@ def test_a_large_warm_lab_is_frozen_out_of_full_collections_and_handed_back_when
         assert gc.get_freeze_count() == 0
         ok("advance", "1s")  # loaded again
         assert gc.get_freeze_count() > 0
-        ok("advance", "1s")  # warm: nothing is loaded or frozen again
+        ok("advance", "1s")  # warm, and no larger: nothing is frozen again
+        frozen = gc.get_freeze_count()
+        objects = lab._warm[models.Cluster.objects.get(name="lab").pk].lab.store.size()
+        ok("scale", "deploy/inflate", "--replicas", str(objects))  # pods, their events: more than twice the objects
+        assert gc.get_freeze_count() > frozen
         frozen = gc.get_freeze_count()
 
         def fail(running: Any) -> None:
