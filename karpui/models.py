@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from provisioner.pods import Pod
 
 
 class Cluster(models.Model):
@@ -177,9 +180,9 @@ class KubeObject(models.Model):
     SUMMARY_FIELDS = ("phase", "node_name", "unschedulable", "cpu_millis", "memory_bytes")
 
     @staticmethod
-    def summary(body: dict[str, Any]) -> dict[str, Any]:
+    def summary(body: dict[str, Any], pod: Pod | None = None) -> dict[str, Any]:
         """The summary columns for an object: pods, a DisruptionCommand's phase, the node an Event is about; other
-        kinds keep the defaults."""
+        kinds keep the defaults. `pod`: a Pod's view already parsed (the engine's, cached per version)."""
         if body.get("kind") == "DisruptionCommand":
             return {"phase": (body.get("status") or {}).get("phase") or ""}
         if body.get("kind") == "Event":
@@ -189,9 +192,10 @@ class KubeObject(models.Model):
             return {"node_name": involved.get("name", "") if involved.get("kind") in ("Node", "NodeClaim") else ""}
         if body.get("kind") != "Pod":
             return {}
-        from provisioner.manifests.pod import pod_from_manifest
+        if pod is None:
+            from provisioner.manifests.pod import pod_from_manifest
 
-        pod = pod_from_manifest(body)
+            pod = pod_from_manifest(body)
         status = body.get("status") or {}
         return {
             "phase": status.get("phase") or "Pending",
