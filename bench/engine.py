@@ -1,6 +1,6 @@
 """The engine alone, in memory: what a warm lab costs per tick while it provisions, idles, consolidates and drains.
 
-Usage: python bench/engine.py [--scenario provision] [--pods 20000] [--ticks 30]
+Usage: python bench/engine.py [--scenario provision] [--pods 20000] [--ticks 30] [--profile]
        python bench/engine.py --scenario consolidate --pods 2000
        python bench/engine.py --scenario drain --pods 1000 [--to 0.7] [--ticks 90]
        python bench/engine.py --scenario scale-down --pods 5000 [--to 0.1]
@@ -21,12 +21,17 @@ as the warm engine holds it between ticks. Prints figures; asserts nothing.
   pod runs: nodes empty out, and 30 s later consolidation deletes them within the NodePool's budget.
   Both time 1 s ticks for `--ticks` lab seconds (90): tick times, the most settle rounds a tick took (the limit is
   Lab.MAX_SETTLE_ROUNDS), and the commands' outcomes.
+--profile: cProfile every timed tick and print the slowest one's profile, with the time its garbage collections
+took by generation (cProfile charges a collection to whatever function was running).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
 import json
+import pstats
 import resource
 import statistics
 import sys
@@ -153,14 +158,55 @@ class Simulations:
             self.seconds.append(time.perf_counter() - start)
 
 
+PROFILE = False  # --profile: print where the slowest timed tick spent its time
+
+
+class Collections:
+    """Wall seconds spent in the garbage collector's collections, by generation (cProfile blames whatever ran)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds[info["generation"]] += time.perf_counter() - self._start
+
+    def take(self) -> list[float]:
+        taken, self.seconds = self.seconds, [0.0, 0.0, 0.0]
+        return taken
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._callback)
+
+
 def timed_ticks(lab: Lab, count: int, rounds: Rounds) -> list[tuple[float, int]]:
     """`count` 1 s ticks: each one's wall seconds and the most rounds any settle in it took."""
     ticks = []
+    slowest: tuple[float, cProfile.Profile | None, list[float]] = (0.0, None, [])
+    collections = Collections()
     for _ in range(count):
         rounds.take()
+        collections.take()
+        profile = cProfile.Profile() if PROFILE else None
         start = time.perf_counter()
+        if profile is not None:
+            profile.enable()
         lab.advance(1.0)
-        ticks.append((time.perf_counter() - start, max(rounds.take(), default=0)))
+        if profile is not None:
+            profile.disable()
+        wall = time.perf_counter() - start
+        ticks.append((wall, max(rounds.take(), default=0)))
+        if wall > slowest[0]:
+            slowest = (wall, profile, collections.take())
+    collections.close()
+    if slowest[1] is not None:
+        gen = ", ".join(f"gen{g} {ms(s)}" for g, s in enumerate(slowest[2]))
+        print(f"profile of the slowest of {count} ticks ({ms(slowest[0])} with the profiler on; collections: {gen}):")
+        pstats.Stats(slowest[1]).sort_stats("cumulative").print_stats(45)
     return ticks
 
 
@@ -291,7 +337,10 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=20_000)
     parser.add_argument("--ticks", type=int, default=None, help="1 s ticks to time (default 30; drain, scale-down 90)")
     parser.add_argument("--to", type=float, default=None, help="drain, scale-down: replicas left, as a fraction")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's figures for the slowest timed tick")
     args = parser.parse_args()
+    global PROFILE
+    PROFILE = args.profile
     if args.ticks is None:
         args.ticks = 90 if args.scenario in ("drain", "scale-down") else 30
     if args.to is None:
