@@ -211,3 +211,12 @@ def test_a_pass_builds_drift_candidates_apart_only_when_a_node_has_a_termination
     disruption_builders.run([node])
     disruption_builders.run([replace(node, grace_period=True)])
     assert built == [False, False, True]
+
+
+def test_a_pass_works_out_each_candidates_consolidation_blockers_once_and_notes_them_for_each_method(monkeypatch):
+    asked = counting(monkeypatch, methods, "consolidation_blockers")
+    young = replace(disruption_builders.claimed("a", pods=[builders.pod(cpu="1")]), consolidatable=False)
+    result = disruption_builders.run([young, replace(young, nodeclaim="b", node=replace(young.node, name="b"))])
+    reason = "consolidateAfter (0s) has not elapsed since the last pod event"
+    assert result.notes == {"a": [reason, reason], "b": [reason, reason]}  # multi-node, then single-node
+    assert len(asked) == 2
