@@ -220,3 +220,20 @@ def test_a_pass_works_out_each_candidates_consolidation_blockers_once_and_notes_
     reason = "consolidateAfter (0s) has not elapsed since the last pod event"
     assert result.notes == {"a": [reason, reason], "b": [reason, reason]}  # multi-node, then single-node
     assert len(asked) == 2
+
+
+def test_a_reason_noted_by_two_methods_is_told_once_per_object_and_pass(monkeypatch):
+    running = lab()
+    running.store.create(deployment("app", 30))
+    told = []
+    event = running.ctx.event
+    monkeypatch.setattr(
+        running.ctx,
+        "event",
+        lambda obj, *a, **kw: told.append((obj["kind"], obj["metadata"]["name"], *a)) or event(obj, *a, **kw),
+    )
+    running.advance(10)  # the pass at 10 s: the nodes are inside consolidateAfter, so each is unconsolidatable
+    unconsolidatable = [t for t in told if t[3] == "Unconsolidatable"]
+    assert unconsolidatable and len(unconsolidatable) == len(set(unconsolidatable))
+    assert {kind for kind, *_ in unconsolidatable} == {"Node", "NodeClaim"}
+    assert all(e["count"] == 1 for e in running.store.list("Event") if e["reason"] == "Unconsolidatable")
