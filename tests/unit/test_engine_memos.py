@@ -237,3 +237,22 @@ def test_a_reason_noted_by_two_methods_is_told_once_per_object_and_pass(monkeypa
     assert unconsolidatable and len(unconsolidatable) == len(set(unconsolidatable))
     assert {kind for kind, *_ in unconsolidatable} == {"Node", "NodeClaim"}
     assert all(e["count"] == 1 for e in running.store.list("Event") if e["reason"] == "Unconsolidatable")
+
+
+def test_a_snapshot_builds_nodes_under_consolidate_after_marked_and_claimed_nodes_with_their_nominations():
+    from provisioner.cluster.conditions import is_true
+    from provisioner.controllers.snapshot import cluster_view
+
+    running = lab()
+    running.store.create(deployment("app", 30))
+    running.advance(5)
+    view, claimed = cluster_view(running.ctx)
+    claims = {c["status"]["nodeName"]: c for c in running.store.list("NodeClaim")}
+    marked = {n.name for n in view.nodes if n.under_consolidate_after}
+    assert marked and marked == {
+        name for name, c in claims.items() if is_true(c, "Initialized") and not is_true(c, "Consolidatable")
+    }
+    assert [c.nominated_until for c in claimed] == [running.ctx.nominations.get(c.name, 0.0) for c in claimed]
+    running.advance(30)  # past consolidateAfter: nothing is marked any more
+    view, _ = cluster_view(running.ctx)
+    assert not any(n.under_consolidate_after for n in view.nodes)
