@@ -102,7 +102,10 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     ]
     # Nodes are built knowing which are under consolidateAfter: marking copies afterwards cost 1,819 copies of a
     # Node at 20,000 pods.
-    fresh = {node_obj["metadata"]["name"] for claim, node_obj in registered if _under_consolidate_after(ctx, claim)}
+    after: dict[str, int | None] = {}  # consolidateAfter by NodePool name, parsed once (ctx.nodepool: the first)
+    for pool in ctx.nodepools:
+        after.setdefault(pool.name, pool.consolidate_after_seconds)
+    fresh = {node_obj["metadata"]["name"] for claim, node_obj in registered if _under_consolidate_after(claim, after)}
     nodes = [_with_claimed_devices(ctx, n) if devices else n for n in cluster_nodes(ctx, fresh)]
     by_name = {n.name: n for n in nodes}
     prices = _offering_prices(ctx)
@@ -126,12 +129,11 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     return view, claimed
 
 
-def _under_consolidate_after(ctx: ClusterContext, claim: Obj) -> bool:
+def _under_consolidate_after(claim: Obj, after: dict[str, int | None]) -> bool:
     """Karpenter's IsUnderConsolidateAfter: an initialized node whose pods changed less than its NodePool's
-    consolidateAfter ago (never when consolidateAfter is Never or 0)."""
-    pool = ctx.nodepool((claim["metadata"].get("labels") or {}).get(wk.NODEPOOL, ""))
-    after = pool.consolidate_after_seconds if pool is not None else None
-    return bool(after) and is_true(claim, "Initialized") and not is_true(claim, CONSOLIDATABLE)
+    consolidateAfter ago (never when consolidateAfter is Never or 0, or without its NodePool)."""
+    pool = (claim["metadata"].get("labels") or {}).get(wk.NODEPOOL, "")
+    return bool(after.get(pool)) and is_true(claim, "Initialized") and not is_true(claim, CONSOLIDATABLE)
 
 
 def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices: _Prices) -> ClaimedNode:
