@@ -37,6 +37,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -183,8 +184,16 @@ class Collections:
         gc.callbacks.remove(self._callback)
 
 
-def timed_ticks(lab: Lab, count: int, rounds: Rounds) -> list[tuple[float, int]]:
-    """`count` 1 s ticks: each one's wall seconds and the most rounds any settle in it took."""
+@dataclass(frozen=True)
+class Tick:
+    wall: float  # seconds
+    cpu: float  # this process's CPU seconds: steadier than the wall on a machine shared with other work
+    rounds: int  # the most rounds any settle in it took
+    collected: float  # seconds of it in full (generation 2) garbage collections
+
+
+def timed_ticks(lab: Lab, count: int, rounds: Rounds) -> list[Tick]:
+    """`count` 1 s ticks: each one's wall seconds, settle rounds and full collections."""
     ticks = []
     slowest: tuple[float, cProfile.Profile | None, list[float]] = (0.0, None, [])
     collections = Collections()
@@ -192,16 +201,17 @@ def timed_ticks(lab: Lab, count: int, rounds: Rounds) -> list[tuple[float, int]]
         rounds.take()
         collections.take()
         profile = cProfile.Profile() if PROFILE else None
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if profile is not None:
             profile.enable()
         lab.advance(1.0)
         if profile is not None:
             profile.disable()
         wall = time.perf_counter() - start
-        ticks.append((wall, max(rounds.take(), default=0)))
+        collected = collections.take()
+        ticks.append(Tick(wall, time.process_time() - cpu, max(rounds.take(), default=0), collected[2]))
         if wall > slowest[0]:
-            slowest = (wall, profile, collections.take())
+            slowest = (wall, profile, collected)
     collections.close()
     if slowest[1] is not None:
         gen = ", ".join(f"gen{g} {ms(s)}" for g, s in enumerate(slowest[2]))
@@ -223,11 +233,12 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def summary(ticks: list[tuple[float, int]]) -> str:
-    walls = [wall for wall, _ in ticks]
+def summary(ticks: list[Tick]) -> str:
+    walls = [t.wall for t in ticks]
+    slowest = max(ticks, key=lambda t: t.wall)
     return (
-        f"median {ms(statistics.median(walls))}, max {ms(max(walls))}, total {sum(walls):.2f} s wall for "
-        f"{len(ticks)} s of lab time; settle rounds at most {max(r for _, r in ticks)} (limit {MAX_SETTLE_ROUNDS})"
+        f"median {ms(statistics.median(walls))}, max {ms(slowest.wall)} ({ms(slowest.cpu)} CPU, {ms(slowest.collected)} full gc), "
+        f"total {sum(walls):.2f} s wall for {len(ticks)} s of lab time; settle rounds at most {max(t.rounds for t in ticks)} (limit {MAX_SETTLE_ROUNDS})"
     )
 
 
@@ -272,7 +283,7 @@ def consolidate(args: argparse.Namespace) -> None:
     result = lab.manager.disruption.last_result
     notes = Counter(r for reasons in (result.notes.values() if result else ()) for r in reasons)
     print(
-        f"first disruption pass over consolidatable nodes: {ms(ticks[0][0])}, commands {len(result.commands) if result else 0}"
+        f"first disruption pass over consolidatable nodes: {ms(ticks[0].wall)} ({ms(ticks[0].cpu)} CPU, {ms(ticks[0].collected)} full gc), commands {len(result.commands) if result else 0}"
     )
     single = timings[-methods.MAX_SINGLE_SIMULATIONS :]  # single-node consolidation runs last, after multi-node
     print(
@@ -327,7 +338,7 @@ def scale(args: argparse.Namespace) -> None:
         f"commands {dict(phases)} {dict(reasons)}"
     )
     print(f"1 s ticks: {summary(ticks)}")
-    slow = sorted(((wall, index + 1, r) for index, (wall, r) in enumerate(ticks)), reverse=True)[:3]
+    slow = sorted(((t.wall, index + 1, t.rounds) for index, t in enumerate(ticks)), reverse=True)[:3]
     print("slowest: " + ", ".join(f"t+{t} s {ms(wall)} ({r} rounds)" for wall, t, r in slow))
 
 
