@@ -1,6 +1,6 @@
 """The engine alone, in memory: what a warm lab costs per tick while it provisions, idles, consolidates and drains.
 
-Usage: python bench/engine.py [--scenario provision] [--pods 20000] [--ticks 30]
+Usage: python bench/engine.py [--scenario provision] [--pods 20000] [--ticks 30] [--profile]
        python bench/engine.py --scenario consolidate --pods 2000
        python bench/engine.py --scenario drain --pods 1000 [--to 0.7] [--ticks 90]
        python bench/engine.py --scenario scale-down --pods 5000 [--to 0.1]
@@ -21,17 +21,23 @@ as the warm engine holds it between ticks. Prints figures; asserts nothing.
   pod runs: nodes empty out, and 30 s later consolidation deletes them within the NodePool's budget.
   Both time 1 s ticks for `--ticks` lab seconds (90): tick times, the most settle rounds a tick took (the limit is
   Lab.MAX_SETTLE_ROUNDS), and the commands' outcomes.
+--profile: cProfile every timed tick and print the slowest one's profile, with the time its garbage collections
+took by generation (cProfile charges a collection to whatever function was running).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
 import json
+import pstats
 import resource
 import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,14 +159,64 @@ class Simulations:
             self.seconds.append(time.perf_counter() - start)
 
 
-def timed_ticks(lab: Lab, count: int, rounds: Rounds) -> list[tuple[float, int]]:
-    """`count` 1 s ticks: each one's wall seconds and the most rounds any settle in it took."""
+PROFILE = False  # --profile: print where the slowest timed tick spent its time
+
+
+class Collections:
+    """Wall seconds spent in the garbage collector's collections, by generation (cProfile blames whatever ran)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds[info["generation"]] += time.perf_counter() - self._start
+
+    def take(self) -> list[float]:
+        taken, self.seconds = self.seconds, [0.0, 0.0, 0.0]
+        return taken
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+@dataclass(frozen=True)
+class Tick:
+    wall: float  # seconds
+    cpu: float  # this process's CPU seconds: steadier than the wall on a machine shared with other work
+    rounds: int  # the most rounds any settle in it took
+    collected: float  # seconds of it in full (generation 2) garbage collections
+
+
+def timed_ticks(lab: Lab, count: int, rounds: Rounds) -> list[Tick]:
+    """`count` 1 s ticks: each one's wall seconds, settle rounds and full collections."""
     ticks = []
+    slowest: tuple[float, cProfile.Profile | None, list[float]] = (0.0, None, [])
+    collections = Collections()
     for _ in range(count):
         rounds.take()
-        start = time.perf_counter()
+        collections.take()
+        profile = cProfile.Profile() if PROFILE else None
+        start, cpu = time.perf_counter(), time.process_time()
+        if profile is not None:
+            profile.enable()
         lab.advance(1.0)
-        ticks.append((time.perf_counter() - start, max(rounds.take(), default=0)))
+        if profile is not None:
+            profile.disable()
+        wall = time.perf_counter() - start
+        collected = collections.take()
+        ticks.append(Tick(wall, time.process_time() - cpu, max(rounds.take(), default=0), collected[2]))
+        if wall > slowest[0]:
+            slowest = (wall, profile, collected)
+    collections.close()
+    if slowest[1] is not None:
+        gen = ", ".join(f"gen{g} {ms(s)}" for g, s in enumerate(slowest[2]))
+        print(f"profile of the slowest of {count} ticks ({ms(slowest[0])} with the profiler on; collections: {gen}):")
+        pstats.Stats(slowest[1]).sort_stats("cumulative").print_stats(45)
     return ticks
 
 
@@ -177,11 +233,12 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def summary(ticks: list[tuple[float, int]]) -> str:
-    walls = [wall for wall, _ in ticks]
+def summary(ticks: list[Tick]) -> str:
+    walls = [t.wall for t in ticks]
+    slowest = max(ticks, key=lambda t: t.wall)
     return (
-        f"median {ms(statistics.median(walls))}, max {ms(max(walls))}, total {sum(walls):.2f} s wall for "
-        f"{len(ticks)} s of lab time; settle rounds at most {max(r for _, r in ticks)} (limit {MAX_SETTLE_ROUNDS})"
+        f"median {ms(statistics.median(walls))}, max {ms(slowest.wall)} ({ms(slowest.cpu)} CPU, {ms(slowest.collected)} full gc), "
+        f"total {sum(walls):.2f} s wall for {len(ticks)} s of lab time; settle rounds at most {max(t.rounds for t in ticks)} (limit {MAX_SETTLE_ROUNDS})"
     )
 
 
@@ -226,7 +283,7 @@ def consolidate(args: argparse.Namespace) -> None:
     result = lab.manager.disruption.last_result
     notes = Counter(r for reasons in (result.notes.values() if result else ()) for r in reasons)
     print(
-        f"first disruption pass over consolidatable nodes: {ms(ticks[0][0])}, commands {len(result.commands) if result else 0}"
+        f"first disruption pass over consolidatable nodes: {ms(ticks[0].wall)} ({ms(ticks[0].cpu)} CPU, {ms(ticks[0].collected)} full gc), commands {len(result.commands) if result else 0}"
     )
     single = timings[-methods.MAX_SINGLE_SIMULATIONS :]  # single-node consolidation runs last, after multi-node
     print(
@@ -281,7 +338,7 @@ def scale(args: argparse.Namespace) -> None:
         f"commands {dict(phases)} {dict(reasons)}"
     )
     print(f"1 s ticks: {summary(ticks)}")
-    slow = sorted(((wall, index + 1, r) for index, (wall, r) in enumerate(ticks)), reverse=True)[:3]
+    slow = sorted(((t.wall, index + 1, t.rounds) for index, t in enumerate(ticks)), reverse=True)[:3]
     print("slowest: " + ", ".join(f"t+{t} s {ms(wall)} ({r} rounds)" for wall, t, r in slow))
 
 
@@ -291,7 +348,10 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=20_000)
     parser.add_argument("--ticks", type=int, default=None, help="1 s ticks to time (default 30; drain, scale-down 90)")
     parser.add_argument("--to", type=float, default=None, help="drain, scale-down: replicas left, as a fraction")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's figures for the slowest timed tick")
     args = parser.parse_args()
+    global PROFILE
+    PROFILE = args.profile
     if args.ticks is None:
         args.ticks = 90 if args.scenario in ("drain", "scale-down") else 30
     if args.to is None:

@@ -84,17 +84,26 @@ class Views:
 
     def pods_by_node(self, store: ClusterReader) -> dict[str, list[Pod]]:
         result: dict[str, list[Pod]] = {}
+        known = self._pods
         for obj in store.list("Pod"):
             node = obj["spec"].get("nodeName")
-            if node:
+            if not node:
+                continue
+            # `pod`'s cache hit, inline: this runs for every bound pod each time a snapshot is built.
+            meta = obj["metadata"]
+            cached = known.get(meta["uid"])
+            if cached is not None and cached[0] == meta.get("resourceVersion"):
+                pod = cached[1]
+            else:
                 try:
-                    result.setdefault(node, []).append(self.pod(obj))
+                    pod = self.pod(obj)
                 except UnreadablePod:
                     continue
+            result.setdefault(node, []).append(pod)
         return result
 
 
-def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None) -> Node:
+def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None, *, under_consolidate_after: bool = False) -> Node:
     """A Node for the scheduler; a Karpenter node counts as initialized once its NodeClaim says so."""
     status = obj.get("status") or {}
     labels = obj["metadata"].get("labels") or {}
@@ -115,6 +124,7 @@ def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None) -> Node:
         marked_for_deletion=bool(obj["metadata"].get("deletionTimestamp"))
         or any(t.key == "karpenter.sh/disrupted" for t in taints),
         unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
+        under_consolidate_after=under_consolidate_after,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Collection
 from typing import Any
 
 from provisioner.cluster import dra
@@ -181,8 +182,9 @@ def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
     )
 
 
-def cluster_nodes(ctx: ClusterContext) -> list[Node]:
-    """Nodes, plus NodeClaims still waiting for their Node, which count as capacity being launched."""
+def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> list[Node]:
+    """Nodes, plus NodeClaims still waiting for their Node, which count as capacity being launched; those named in
+    `fresh` are under their NodePool's consolidateAfter (disruption's simulations only move pods onto them)."""
     by_node = ctx.views.pods_by_node(ctx.api)
     claims = {c["metadata"]["name"]: c for c in ctx.api.list("NodeClaim")}
     claim_by_node = {
@@ -190,8 +192,9 @@ def cluster_nodes(ctx: ClusterContext) -> list[Node]:
     }
     nodes = []
     for obj in ctx.api.list("Node"):
+        name = obj["metadata"]["name"]
         nodes.append(
-            node_view(obj, by_node.get(obj["metadata"]["name"], []), claim_by_node.get(obj["metadata"]["name"]))
+            node_view(obj, by_node.get(name, []), claim_by_node.get(name), under_consolidate_after=name in fresh)
         )
     for claim in claims.values():
         status = claim.get("status") or {}
@@ -210,6 +213,7 @@ def cluster_nodes(ctx: ClusterContext) -> list[Node]:
                 initialized=False,
                 managed=True,
                 nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""),
+                under_consolidate_after=claim["metadata"]["name"] in fresh,
             )
         )
     return nodes

@@ -34,6 +34,8 @@ class PassResult:
     # Single-node consolidation stopped at its bound: the candidate the next pass starts with (None: it went through
     # every candidate, so a pass that found nothing is a whole pass).
     resume: str | None = None
+    # a candidate's NodeClaim -> consolidation_blockers' answer, as the first consolidation method to ask got it
+    unconsolidatable: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
 
 def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool], *, resume: str | None = None) -> PassResult:
@@ -65,12 +67,22 @@ def _consolidatable(candidates: Sequence[Candidate], result: PassResult, *, empt
         is_empty = not candidate.pods
         if empty is not None and is_empty != empty:
             continue
-        reasons = consolidation_blockers(candidate.claimed, candidate.nodepool, is_empty)
+        reasons = _consolidation_blockers(candidate, result)
         if reasons:
             result.notes.setdefault(candidate.name, []).extend(reasons)
             continue
         chosen.append(candidate)
     return chosen
+
+
+def _consolidation_blockers(candidate: Candidate, result: PassResult) -> list[str]:
+    """consolidation_blockers of a candidate, worked out once per pass: each consolidation method asks again (and
+    notes the answer again, as Karpenter's methods each do), and nothing it reads changes within a pass."""
+    reasons = result.unconsolidatable.get(candidate.claimed.nodeclaim)
+    if reasons is None:
+        reasons = consolidation_blockers(candidate.claimed, candidate.nodepool, not candidate.pods)
+        result.unconsolidatable[candidate.claimed.nodeclaim] = reasons
+    return reasons
 
 
 def _admit(candidates: Sequence[Candidate], result: PassResult, reason: str) -> list[Candidate]:

@@ -8,7 +8,7 @@ from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass, DeviceKey, allocate, key
 from provisioner.nodes import DaemonSet, Node
 from provisioner.pods import Pod
-from provisioner.quantity import Resources, add, exceeded, fits, subtract
+from provisioner.quantity import MILLI, Resources, add, exceeded, fits, subtract
 from provisioner.requirements import Requirements
 from provisioner.scheduling import results as r
 from provisioner.scheduling.hostports import HostPortUsage
@@ -37,11 +37,12 @@ def _derived(node: Node, daemonsets: Sequence[DaemonSet]) -> Derived:
     if hit is not None and hit[0] is daemonsets:
         return hit[1]
     running = [p for p in node.pods if not p.is_terminal() and not p.deleting]
-    used = add(*(PodState.of(p).data().requests for p in running)) if running else {}
+    used = _requested(running)
+    requirements = Requirements.from_labels(node.labels)
     derived: Derived = (
-        Requirements.from_labels(node.labels),
+        requirements,
         _effective_taints(node),
-        subtract(node.allocatable, add(used, _missing_daemons(node, running, daemonsets))),
+        subtract(node.allocatable, add(used, _missing_daemons(node, requirements, running, daemonsets))),
         HostPortUsage(tuple(port for p in running for port in p.host_ports)),
         set(),
     )
@@ -144,6 +145,18 @@ class ExistingNode:
         topology.record(state.pod, requirements, self.taints)
 
 
+def _requested(pods: Sequence[Pod]) -> Resources:
+    """The pods' requests as the scheduler counts them (PodData.requests: the pod's own plus `pods: 1`), summed in
+    the same order. Building each pod's PodState and PodData only for this was most of the first consolidation
+    simulation over a new snapshot: 20,000 pods at 20,000 pods."""
+    used: Resources = {}
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            used[name] = used.get(name, 0) + amount
+        used["pods"] = used.get("pods", 0) + MILLI
+    return used
+
+
 def _effective_taints(node: Node) -> tuple[Taint, ...]:
     """An uninitialised Karpenter node will shed its startup and ephemeral taints; pods need not tolerate them."""
     if node.initialized or not node.managed:
@@ -156,10 +169,14 @@ def _effective_taints(node: Node) -> tuple[Taint, ...]:
     )
 
 
-def _missing_daemons(node: Node, running: Sequence[Pod], daemonsets: Sequence[DaemonSet]) -> Resources:
-    """Requests of DaemonSets that will run on this node but have no pod there yet."""
+def _missing_daemons(
+    node: Node, labels: Requirements, running: Sequence[Pod], daemonsets: Sequence[DaemonSet]
+) -> Resources:
+    """Requests of DaemonSets that will run on this node but have no pod there yet; `labels` are the node's labels
+    as requirements (what _derived has already built from them)."""
+    if not daemonsets:
+        return {}
     present = {(p.namespace, p.owner.name) for p in running if p.owner is not None and p.owner.kind == "DaemonSet"}
-    labels = Requirements.from_labels(node.labels)
     missing: Resources = {}
     for daemonset in daemonsets:
         if (daemonset.namespace, daemonset.name) in present:

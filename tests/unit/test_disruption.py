@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from provisioner.disruption.budgets import allowed_disruptions, budget_active
+from provisioner.disruption.candidates import disruption_cost
 from provisioner.disruption.drift import (
     INSTANCE_TYPE_NOT_FOUND,
     NODEPOOL_DRIFTED,
@@ -14,6 +15,7 @@ from provisioner.disruption.drift import (
     expired,
 )
 from provisioner.disruption.logs import command_text, disrupting
+from provisioner.disruption.types import Candidate, eviction_cost
 from provisioner.objects import Budget
 from provisioner.pods import OwnerReference
 from tests.builders import HOSTNAME, fake_catalog, instance_type, nodepool, pod, req, term
@@ -364,3 +366,39 @@ def test_single_node_consolidation_stops_at_its_bound_and_the_next_pass_resumes_
     second = methods.disruption_pass(view, {pool.name: pool}, resume=first.resume)
     again = sorted(n for n, notes in second.notes.items() if any("cheaper" in r or "schedule" in r for r in notes))
     assert first.resume in again and set(again) - set(tried)  # it went on with the candidates not yet tried
+
+
+# Costs (Karpenter's pkg/utils/disruption) ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("annotation", "priority", "cost"),
+    [
+        (None, 0, 1.0),
+        ("0", 0, 1.0),
+        ("", 0, 1.0),  # unreadable: no deletion cost
+        ("x", 0, 1.0),
+        (str(2**27), 0, 2.0),
+        (None, 2**25, 2.0),
+        (str(-(2**27)), -(2**25), -1.0),
+        (str(2**40), 0, 10.0),  # clamped
+        (None, -(2**30), -10.0),
+    ],
+)
+def test_a_pods_eviction_cost_is_karpenters(annotation, priority, cost):
+    annotations = {} if annotation is None else {"controller.kubernetes.io/pod-deletion-cost": annotation}
+    assert eviction_cost(replace(pod(cpu="1"), annotations=annotations, priority=priority)) == cost
+
+
+def test_a_candidates_costs_share_one_eviction_cost_per_pod():
+    pods = (
+        replace(pod(cpu="1"), priority=2**25),
+        replace(pod(cpu="1"), annotations={"controller.kubernetes.io/pod-deletion-cost": str(-(2**30))}),
+        pod(cpu="1"),
+    )
+    node = claimed("n1", pods=pods)
+    pool = replace(nodepool(), expire_after="2h")
+    built = Candidate.with_costs(node, pool, pods, 0.5)
+    plain = Candidate(node, pool, pods, disruption_cost(node, pool, pods, NOW))
+    assert (built.disruption_cost, built.reschedule_cost) == (plain.disruption_cost, plain.reschedule_cost)
+    assert (built.disruption_cost, built.reschedule_cost) == ((2.0 - 7.0 + 1.0) * 0.5, 1 + 2.0 + 0.0 + 1.0)

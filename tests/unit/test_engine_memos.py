@@ -211,3 +211,48 @@ def test_a_pass_builds_drift_candidates_apart_only_when_a_node_has_a_termination
     disruption_builders.run([node])
     disruption_builders.run([replace(node, grace_period=True)])
     assert built == [False, False, True]
+
+
+def test_a_pass_works_out_each_candidates_consolidation_blockers_once_and_notes_them_for_each_method(monkeypatch):
+    asked = counting(monkeypatch, methods, "consolidation_blockers")
+    young = replace(disruption_builders.claimed("a", pods=[builders.pod(cpu="1")]), consolidatable=False)
+    result = disruption_builders.run([young, replace(young, nodeclaim="b", node=replace(young.node, name="b"))])
+    reason = "consolidateAfter (0s) has not elapsed since the last pod event"
+    assert result.notes == {"a": [reason, reason], "b": [reason, reason]}  # multi-node, then single-node
+    assert len(asked) == 2
+
+
+def test_a_reason_noted_by_two_methods_is_told_once_per_object_and_pass(monkeypatch):
+    running = lab()
+    running.store.create(deployment("app", 30))
+    told = []
+    event = running.ctx.event
+    monkeypatch.setattr(
+        running.ctx,
+        "event",
+        lambda obj, *a, **kw: told.append((obj["kind"], obj["metadata"]["name"], *a)) or event(obj, *a, **kw),
+    )
+    running.advance(10)  # the pass at 10 s: the nodes are inside consolidateAfter, so each is unconsolidatable
+    unconsolidatable = [t for t in told if t[3] == "Unconsolidatable"]
+    assert unconsolidatable and len(unconsolidatable) == len(set(unconsolidatable))
+    assert {kind for kind, *_ in unconsolidatable} == {"Node", "NodeClaim"}
+    assert all(e["count"] == 1 for e in running.store.list("Event") if e["reason"] == "Unconsolidatable")
+
+
+def test_a_snapshot_builds_nodes_under_consolidate_after_marked_and_claimed_nodes_with_their_nominations():
+    from provisioner.cluster.conditions import is_true
+    from provisioner.controllers.snapshot import cluster_view
+
+    running = lab()
+    running.store.create(deployment("app", 30))
+    running.advance(5)
+    view, claimed = cluster_view(running.ctx)
+    claims = {c["status"]["nodeName"]: c for c in running.store.list("NodeClaim")}
+    marked = {n.name for n in view.nodes if n.under_consolidate_after}
+    assert marked and marked == {
+        name for name, c in claims.items() if is_true(c, "Initialized") and not is_true(c, "Consolidatable")
+    }
+    assert [c.nominated_until for c in claimed] == [running.ctx.nominations.get(c.name, 0.0) for c in claimed]
+    running.advance(30)  # past consolidateAfter: nothing is marked any more
+    view, _ = cluster_view(running.ctx)
+    assert not any(n.under_consolidate_after for n in view.nodes)

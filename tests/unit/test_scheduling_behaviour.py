@@ -667,3 +667,19 @@ def test_an_existing_pods_zonal_anti_affinity_blocks_only_its_own_zone():
     result = schedule([pinned, blocked], types=types, nodes=[running])
     assert [sorted(nc.requirements.get(ZONE).values) for nc in result.new_nodeclaims] == [["test-zone-a"]]
     assert [f.pod.name for f in result.failures.values()] == ["z-d"]
+
+
+def test_an_existing_nodes_used_capacity_is_its_running_pods_requests_as_the_scheduler_counts_them():
+    from provisioner.quantity import add
+    from provisioner.scheduling.existing import _requested
+    from provisioner.scheduling.poddata import PodState
+
+    pods = [
+        pod(cpu="700m", memory="1Gi"),
+        replace(pod(requests={"pods": "2", "cpu": "1"}), node_name="n"),  # asks for pods itself
+        pod(requests={"nvidia.com/gpu": "1"}),
+    ]
+    expected = add(*(PodState.of(p).data().requests for p in pods))
+    assert _requested(pods) == expected
+    assert list(_requested(pods)) == list(expected)  # the same keys in the same order
+    assert _requested([]) == {}
