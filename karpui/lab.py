@@ -84,8 +84,11 @@ def lab_config(cluster: models.Cluster, problems: list[tuple[dict[str, Any], str
 
 
 def load(cluster: models.Cluster, *, components: str | None = None) -> Lab:
-    # Bodies only: building 20,000 model instances costs more than decoding their JSON.
-    objects = list(models.KubeObject.objects.filter(cluster=cluster).values_list("body", flat=True))
+    # Bodies only: building 20,000 model instances costs more than decoding their JSON. Streamed in chunks, so the
+    # driver never holds every row's text beside the decoded objects (on PostgreSQL a cold load at 20,000 pods
+    # peaked at 400-405 MiB with the whole result fetched at once).
+    rows = models.KubeObject.objects.filter(cluster=cluster).values_list("body", flat=True)
+    objects = list(rows.iterator(chunk_size=2000))
     state = {**cluster.lab_state, "resource_version": cluster.resource_version}
     problems: list[tuple[dict[str, Any], str]] = []
     config = lab_config(cluster, problems)
