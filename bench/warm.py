@@ -224,9 +224,11 @@ def main() -> None:
             lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now)
             settled.append(time.perf_counter() - began)
     if settled:
+        slowest = sorted(range(len(settled)), key=settled.__getitem__)[-3:][::-1]
         print(
             f"  settled idle tick ({len(settled)})         {statistics.median(settled):8.3f} s median, "
-            f"{max(settled):.3f} s max"
+            f"{max(settled):.3f} s max; slowest "
+            + ", ".join(f"{settled[i]:.2f} s ({16 + i} s after Running)" for i in slowest)
         )
         print(f"  full collections in them       {collections}")
     writes = []
