@@ -1,9 +1,10 @@
 """Running a lab cluster: load its objects into the engine, run the controllers, write back what changed.
 
-Every run stores its result in one transaction that locks the cluster's row, so runs of one cluster are serial
-and a crash leaves the last committed state, from which the next run simply continues (names and the RNG state
-are part of that state, so a retried run makes the same decisions and never a duplicate NodeClaim). A worker's
-tick runs the engine before it takes that lock (`run_detached`), so writes wait for its save, not its work.
+Every run stores its result in one transaction that locks the cluster's row, so the saves of one cluster are
+serial and a crash leaves the last committed state, from which the next run simply continues (names and the RNG
+state are part of that state, so a retried run makes the same decisions and never a duplicate NodeClaim). A
+worker's tick runs the engine before it takes that lock (`run_detached`), so writes wait for its save, not its
+work, and the tick's result is put after them (`rebase`) or, if the lab ran elsewhere meanwhile, dropped.
 """
 
 from __future__ import annotations
@@ -84,27 +85,34 @@ def lab_config(cluster: models.Cluster, problems: list[tuple[dict[str, Any], str
 
 
 def load(cluster: models.Cluster, *, components: str | None = None) -> Lab:
+    lab, problems = _loaded(cluster, components)
+    _report(lab, problems)
+    return lab
+
+
+Problems = list[tuple[dict[str, Any], str]]  # NodePools left out, with why
+
+
+def _loaded(cluster: models.Cluster, components: str | None = None) -> tuple[Lab, Problems]:
     # Bodies only: building 20,000 model instances costs more than decoding their JSON. Streamed in chunks, so the
     # driver never holds every row's text beside the decoded objects (on PostgreSQL a cold load at 20,000 pods
     # peaked at 400-405 MiB with the whole result fetched at once).
     rows = models.KubeObject.objects.filter(cluster=cluster).values_list("body", flat=True)
     objects = list(rows.iterator(chunk_size=2000))
     state = {**cluster.lab_state, "resource_version": cluster.resource_version}
-    problems: list[tuple[dict[str, Any], str]] = []
+    problems: Problems = []
     config = lab_config(cluster, problems)
     if components is not None:
         config.components = components
-    lab = Lab(objects, config, state, now=cluster.clock.timestamp())
-    _report(lab, problems)
-    return lab
+    return Lab(objects, config, state, now=cluster.clock.timestamp()), problems
 
 
 # The warm engine ------------------------------------------------------------------------------------------------
 #
-# A process keeps the lab it last ran, with the token that run wrote on the cluster's row. Its next run under the
-# row lock goes on from memory while the token is still its own: the only writes since were single writes
-# (`writing` while an engine is alive), which left the token alone and logged every change, so catching up is
-# replaying the change log since the version it saved. A run anywhere else (a `karp advance`, a write with no engine
+# A process keeps the lab it last ran, with the token that run wrote on the cluster's row. Its next run goes on
+# from memory while the token is still its own: the only writes since were single writes (`writing` while an
+# engine is alive, `run_rows`), which left the token alone and logged every change, so catching up is replaying
+# the change log since the version it saved (and, for a tick's run made without the row lock, `rebase`). A run anywhere else (a `karp advance`, a write with no engine
 # alive) wrote a new token, and the lab is loaded again; so is one whose change log was compacted meanwhile, or
 # reset. A failed run drops the warm lab: it may hold half a change the database never saw.
 
@@ -145,33 +153,50 @@ def config_key(cluster: models.Cluster) -> tuple[Any, ...]:
     )
 
 
-def engine(cluster: models.Cluster) -> tuple[Lab, tuple[Any, ...]]:
-    """The cluster's lab for a run under its row lock, and the configuration key it was built with."""
+@dataclass
+class Engine:
+    """A cluster's lab for one run: the configuration key it was built with, and the cluster's resourceVersion
+    every object in it is at (the run's own writes, a left-out NodePool's Event among them, come after)."""
+
+    lab: Lab
+    config_key: tuple[Any, ...]
+    seen: int
+
+
+def engine(cluster: models.Cluster) -> Engine:
+    """The cluster's lab for a run: warm from memory where this process has it, else loaded."""
     with _warm_lock:
         warm = _warm.pop(cluster.pk, None)
-    key = config_key(cluster)
-    if (
-        warm is not None
-        and warm.token
-        and warm.token == cluster.engine_token
-        and cluster.compacted_resource_version <= warm.version
-    ):
-        lab = warm.lab
-        lab.begin_run(cluster.clock.timestamp())  # first: it clears the log the NodePools' problems go to
-        catch_up(cluster, lab.store, warm.version)
-        if key != warm.config_key or lab.store.kind_version("DRAConfig") != warm.dra_version:
-            problems: list[tuple[dict[str, Any], str]] = []
-            lab.reconfigure(lab_config(cluster, problems))
-            _report(lab, problems)
-        return lab, key
-    if warm is not None:
+    try:
+        key = config_key(cluster)
+        if (
+            warm is not None
+            and warm.token
+            and warm.token == cluster.engine_token
+            and cluster.compacted_resource_version <= warm.version
+        ):
+            lab = warm.lab
+            lab.begin_run(cluster.clock.timestamp())  # first: it clears the log the NodePools' problems go to
+            catch_up(cluster, lab.store, warm.version)
+            seen = lab.store.resource_version
+            if key != warm.config_key or lab.store.kind_version("DRAConfig") != warm.dra_version:
+                problems: Problems = []
+                lab.reconfigure(lab_config(cluster, problems))
+                _report(lab, problems)
+            return Engine(lab, key, seen)
+    except BaseException:
+        _let_go()  # the warm lab is dropped: its objects must not stay frozen
+        raise
+    if warm is not None or _frozen.size:
         del warm
         _collect_dropped_lab()
-    lab = load(cluster)
+    lab, problems = _loaded(cluster)
     # Read without the row lock (`run_detached`), the rows may be newer than the cluster's version read before
     # them: replaying the log after that version brings every object to one moment, whatever it read.
     catch_up(cluster, lab.store, cluster.resource_version)
-    return lab, key
+    seen = lab.store.resource_version
+    _report(lab, problems)
+    return Engine(lab, key, seen)
 
 
 # A warm lab this large is moved out of the cycle collector's reach (gc.freeze) when kept, and again each time it
@@ -386,7 +411,7 @@ def save(
 def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | None = None) -> T:
     """Lock the cluster, take its lab (warm from memory where this process has it, else loaded), apply `change`
     (which may advance time), and save: all or nothing."""
-    with transaction.atomic():
+    with _let_go_on_failure(), transaction.atomic():  # a failed commit drops the lab too
         cluster = _locked(cluster_name)
         if cluster.mode != models.Cluster.Mode.LAB:
             # A kwok or observe cluster's engine runs elsewhere: its mirrored objects are read, nothing runs here,
@@ -395,13 +420,12 @@ def run(cluster_name: str, change: Callable[[Lab], T], *, lease: leases.Lease | 
             result = change(mirror)
             persist(cluster, mirror.store)
             return result
-        lab, config_key = engine(cluster)
-        with _let_go_on_failure():
-            recorder = costs.Recorder()
-            lab.observers.append(recorder)
-            result = change(lab)
-            save(cluster, lab, lease, recorder.timeline)
-            _keep_warm(cluster, lab, config_key)
+        running = engine(cluster)
+        recorder = costs.Recorder()
+        running.lab.observers.append(recorder)
+        result = change(running.lab)
+        save(cluster, running.lab, lease, recorder.timeline)
+        _keep_warm(cluster, running.lab, running.config_key)
         return result
 
 
@@ -421,17 +445,20 @@ def run_detached(cluster_name: str, change: Callable[[Lab], None], *, lease: lea
 
     Writes committed meanwhile (from their rows, `writing`) come first: this run's resourceVersions are moved past
     theirs, and where one changed an object this run also changed, theirs stands and this run's change of it is
-    dropped, as the API server answers a controller's write from a stale cache with 409 Conflict (the controllers
-    are level-triggered: the next run sees the object as it now is). If the lab itself ran elsewhere meanwhile (a
-    `karp advance`, a reset: a new engine token) this run is dropped whole and the next one loads the lab again."""
+    dropped (the controllers are level-triggered: the next run sees the object as it now is). That is kube-apiserver's
+    answer to a controller's update from a stale cache (409 Conflict); for a delete racing an update it is stricter
+    than kube-apiserver, whose delete without preconditions would win. If the lab itself ran elsewhere meanwhile (a
+    `karp advance`, a reset: a new engine token), or its configuration changed (a NodePool edited, disruption
+    paused: what the run decided from may no longer be allowed), this run is dropped whole and the next one loads
+    the lab again."""
     cluster = models.Cluster.objects.defer("lab_state").get(name=cluster_name)
     if cluster.mode != models.Cluster.Mode.LAB:
         run(cluster_name, change, lease=lease)
         return True
     token = cluster.engine_token
-    lab, config_key = engine(cluster)
     with _let_go_on_failure():
-        seen = lab.store.resource_version  # every write up to here is in the lab
+        running = engine(cluster)
+        lab = running.lab
         recorder = costs.Recorder()
         lab.observers.append(recorder)
         change(lab)
@@ -441,29 +468,43 @@ def run_detached(cluster_name: str, change: Callable[[Lab], None], *, lease: lea
             if (
                 current.mode != models.Cluster.Mode.LAB
                 or current.engine_token != token
-                or not rebase(current, lab, seen)
+                or config_key(current) != running.config_key
+                or not rebase(current, lab, running.seen)
             ):
-                logger.info("lab run dropped: the cluster ran elsewhere meanwhile", extra={"cluster": cluster_name})
+                logger.info("lab run dropped: the cluster changed meanwhile", extra={"cluster": cluster_name})
                 _let_go()
                 return False
             save(current, lab, lease, recorder.timeline, known)
-            _keep_warm(current, lab, config_key)
+            _keep_warm(current, lab, running.config_key)
             return True
 
 
 def rebase(cluster: models.Cluster, lab: Lab, seen: int) -> bool:
     """Put the writes of a run that saw the cluster at version `seen` after those committed since (the cluster,
     locked, is now further on): theirs go into the lab, overriding this run's change of the same object, and this
-    run's versions move past theirs. False if the change log since `seen` was compacted away."""
+    run's versions move past theirs. False if the change log since `seen` was compacted away.
+
+    An object of theirs that replaces this run's change of it may carry the very resourceVersion this run gave
+    that change before the shift, so whatever the engine derived from that version and keyed by it (a pod's
+    view, a Deployment's or node's memo) is dropped with it: the store's cache epoch moves on."""
     if cluster.resource_version == seen:
         return True
-    if cluster.compacted_resource_version > seen:
+    if cluster.compacted_resource_version > seen or cluster.resource_version < seen:
         return False
     store = lab.store
     theirs = _log_after(cluster, seen)
+    replaced = False
     for _, kind, namespace, name, _, _ in theirs:
-        store.changed.discard((kind, namespace, name))
-        store.removed.pop((kind, namespace, name), None)
+        key = (kind, namespace, name)
+        if key in store.changed or key in store.removed:
+            replaced = True
+            mine = store.get(kind, name, namespace) or store.removed.get(key)
+            if kind == "Pod" and mine is not None:
+                store.views.forget(mine["metadata"].get("uid", ""))
+        store.changed.discard(key)
+        store.removed.pop(key, None)
+    if replaced:
+        store.cache_epoch += 1
     shift = cluster.resource_version - seen
     for kind, namespace, name in store.changed:
         meta = store.must_get(kind, name, namespace)["metadata"]
@@ -518,19 +559,24 @@ def writing(cluster_name: str) -> Iterator[ClusterAPI]:
     stored at once from the few rows it reads (an API server's write), and the engine reacts at its next tick,
     having caught up from the change log: the write never loads the cluster, whatever its size. With no engine running (the CLI alone, the tests), the cluster's own
     components react here, at the current time, as a real cluster's would."""
-    with transaction.atomic():
-        cluster = _locked(cluster_name)
-        if cluster.mode != models.Cluster.Mode.LAB or engine_alive(cluster):
-            rows = RowStore(cluster)
-            yield rows
-            persist(cluster, rows)
-            return
-        lab, config_key = engine(cluster)
-        with _let_go_on_failure():
-            yield lab.store
-            lab.settle()
-            save(cluster, lab)
-            _keep_warm(cluster, lab, config_key)
+    running: Engine | None = None
+    try:
+        with transaction.atomic():
+            cluster = _locked(cluster_name)
+            if cluster.mode != models.Cluster.Mode.LAB or engine_alive(cluster):
+                rows = RowStore(cluster)
+                yield rows
+                persist(cluster, rows)
+                return
+            running = engine(cluster)
+            yield running.lab.store
+            running.lab.settle()
+            save(cluster, running.lab)
+            _keep_warm(cluster, running.lab, running.config_key)
+    except BaseException:
+        if running is not None:  # a failed write (or commit) drops the lab it ran
+            _let_go()
+        raise
 
 
 def advance(cluster_name: str, seconds: float) -> Lab:
@@ -576,8 +622,9 @@ def tick(cluster: models.Cluster, *, now: datetime, budget: float = TICK_BUDGET_
             lab.advance(seconds, out_of_time=out_of_time)
 
         with leases.renewing(lease):
-            run_detached(cluster.name, step, lease=lease)
-        models.Cluster.objects.filter(id=cluster.id).update(ticked_at=now)
+            stored = run_detached(cluster.name, step, lease=lease)
+        if stored:  # else the next tick makes up the time this one could not store
+            models.Cluster.objects.filter(id=cluster.id).update(ticked_at=now)
         return True
 
 

@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -131,8 +131,17 @@ def renew(lease: Lease, seconds: int | None = None) -> bool:
     if lease.backend == "redis":
         token = f"{lease.holder}:{lease.epoch}"
         return bool(_redis().eval(_RENEW, 1, _key(lease.cluster_id), token, int(length * 1000)))
-    held_now = models.Cluster.objects.filter(id=lease.cluster_id, lease_holder=lease.holder, lease_epoch=lease.epoch)
-    return bool(held_now.update(lease_expires_at=timezone.now() + timedelta(seconds=length)))
+    with transaction.atomic():
+        # A row locked by a save (or by a caller's open transaction) is not waited for: that save checks the lease
+        # itself, and the next renewal comes a third of a lease later.
+        row = models.Cluster.objects.select_for_update(skip_locked=True).filter(id=lease.cluster_id)
+        holder = row.values_list("lease_holder", "lease_epoch").first()
+        if holder is None:
+            return True
+        if holder != (lease.holder, lease.epoch):
+            return False
+        row.update(lease_expires_at=timezone.now() + timedelta(seconds=length))
+        return True
 
 
 @contextmanager
@@ -149,8 +158,9 @@ def renewing(lease: Lease, seconds: int | None = None) -> Iterator[None]:
                 try:
                     if not renew(lease, length):
                         return  # lost: the save's still_held() check refuses the commit
-                except OperationalError as error:  # the database busy past its timeout: try again next period
+                except DatabaseError as error:  # busy past its timeout, or the connection lost: try again
                     logger.warning("lease renewal failed", extra={"cluster": lease.cluster_id, "error": str(error)})
+                    connection.close()  # the next attempt opens a new one
         finally:
             if lease.backend == "db":
                 connection.close()  # this thread's own connection

@@ -140,6 +140,9 @@ class ObjectStore:
         self.removed: dict[Key, Obj] = {}
         # Bumped on every write of a kind, so an observer can tell cheaply whether, say, NodeClaims changed.
         self.kind_versions: dict[str, int] = {}
+        # Bumped when objects are put back to versions a cache keyed by resourceVersion may have seen with other
+        # bodies (a warm engine's run rebased over writes made meanwhile): such caches key by it too.
+        self.cache_epoch = 0
 
     # Bookkeeping ----------------------------------------------------------------------------------------------
 

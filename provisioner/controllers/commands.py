@@ -107,8 +107,15 @@ def validate(ctx: ClusterContext, command: Obj) -> str | None:
 
 def validation_inputs(ctx: ClusterContext, command: Obj) -> tuple[Any, ...]:
     """What a validation reads that can change: the snapshot's inputs, what the clock changes in it (a
-    nomination's end is read only as "nominated now"), and the command itself."""
-    return (snapshot_inputs(ctx), clock_inputs(ctx), command["metadata"].get("resourceVersion"))
+    nomination's end is read only as "nominated now"), and the command itself (its version, and the commands'
+    kind version: a command a person decided on while a warm engine ran may come back at the version the engine
+    had given its own change of it)."""
+    return (
+        snapshot_inputs(ctx),
+        clock_inputs(ctx),
+        command["metadata"].get("resourceVersion"),
+        ctx.api.kind_version("DisruptionCommand"),
+    )
 
 
 def _validate(ctx: ClusterContext, command: Obj) -> str | None:

@@ -244,7 +244,7 @@ class _ClassQueue:
 
 
 # node name -> (the Node's resourceVersion and its pods' index bucket version, the state built from them)
-NodeStates = dict[str, tuple[tuple[object, int], _NodeState]]
+NodeStates = dict[str, tuple[tuple[object, int, int], _NodeState]]
 
 
 def _node_states(store: ObjectStore, views: Views, cache: NodeStates) -> list[_NodeState]:
@@ -258,7 +258,11 @@ def _node_states(store: ObjectStore, views: Views, cache: NodeStates) -> list[_N
             continue
         name = node["metadata"]["name"]
         names.add(name)
-        key = (node["metadata"].get("resourceVersion"), store.bucket_version("Pod", "spec.nodeName", name))
+        key = (
+            node["metadata"].get("resourceVersion"),
+            store.cache_epoch,
+            store.bucket_version("Pod", "spec.nodeName", name),
+        )
         cached = cache.get(name)
         if cached is not None and cached[0] == key:
             states.append(cached[1])

@@ -66,7 +66,12 @@ class Burst:
 def _inputs(store: ObjectStore, owner: Obj, kind: str, *extra: object) -> tuple[object, ...]:
     """What reconciling `owner` depends on: itself and the objects of `kind` it controls (and `extra`)."""
     uid = owner["metadata"]["uid"]
-    return (owner["metadata"].get("resourceVersion"), store.bucket_version(kind, "owner", uid), *extra)
+    return (
+        owner["metadata"].get("resourceVersion"),
+        store.cache_epoch,
+        store.bucket_version(kind, "owner", uid),
+        *extra,
+    )
 
 
 def reconcile_deployments(store: ObjectStore, memo: Memo | None = None) -> bool:

@@ -134,3 +134,58 @@ def test_a_tick_whose_cluster_ran_elsewhere_meanwhile_stores_nothing(monkeypatch
     assert lab._warm[cluster.pk].token == cluster.engine_token  # the advance's lab is kept, not the tick's
     assert lab.tick(cluster, now=clock + timedelta(seconds=5))  # the next tick goes on from the advance's lab
     assert names("NodeClaim") == ["default-vgmg7"]
+
+
+def test_a_scale_during_a_ticks_run_of_the_same_deployment_is_acted_on_by_the_next_tick(monkeypatch):
+    """The scale wins over the run's status update of the Deployment, and whatever the engine derived from the
+    run's version of it is dropped with it (the store's cache epoch moves on), so the next tick sees 5 replicas."""
+    worker_running()
+    finished = tick_with_a_write(monkeypatch, lambda: ok("scale", "deploy/inflate", "--replicas", "5"), 1)
+    assert finished == [True]
+    cluster = models.Cluster.objects.get(name="lab")
+    kept = lab._warm[cluster.pk].lab
+    assert kept.store.cache_epoch == 1
+    assert body("Deployment", "inflate")["spec"]["replicas"] == 5
+    assert models.KubeObject.objects.filter(kind="Pod").count() == 3  # the run's, made from 3 replicas
+    assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=1))
+    assert lab._warm[cluster.pk].lab is kept
+    assert models.KubeObject.objects.filter(kind="Pod").count() == 5
+
+
+def test_a_pause_during_a_ticks_run_drops_the_run(monkeypatch):
+    """What the run decided before the pause may be a disruption the pause forbids: a configuration change under
+    the run (a pause, a NodePool edit) drops it whole, and the next tick runs under the new configuration."""
+    from django.contrib.auth.models import Permission, User
+
+    alice = User.objects.create_user("alice")
+    alice.user_permissions.add(Permission.objects.get(codename="pause_disruption"))
+    worker_running()
+    pause = ("pause", "--as", "alice", "--for", "2m", "--reason", "incident 4711")
+    finished = tick_with_a_write(monkeypatch, lambda: ok(*pause), 1)
+    assert finished == [True]
+    cluster = models.Cluster.objects.get(name="lab")
+    assert cluster.paused_until is not None
+    assert names("NodeClaim") == [] and cluster.pk not in lab._warm  # dropped whole, its lab with it
+    assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=1))  # provisioning is not paused
+    assert names("NodeClaim") == ["default-vgmg7"]
+
+
+def test_a_tick_with_a_nodepool_left_out_stores_its_event_at_a_version_of_its_own(monkeypatch):
+    """A NodePool that no longer parses is reported when the lab is loaded (an Event and a log record): that write
+    comes after the version the lab was read at, so the run's versions stay past every stored one."""
+    worker_running()
+    models.NodePool.objects.filter(name="default").update(annotations={"karpui.dev/approval-threshold": "lots"})
+    lab.forget()
+    before = models.Cluster.objects.get(name="lab").resource_version
+    for second in (1, 2):
+        cluster = models.Cluster.objects.get(name="lab")
+        assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=second))
+    versions = list(
+        models.ChangeLogEntry.objects.filter(resource_version__gt=before).values_list("resource_version", flat=True)
+    )
+    assert len(versions) == len(set(versions)) and min(versions) == before + 1
+    assert models.Cluster.objects.get(name="lab").resource_version == max(versions)
+    warning = models.KubeObject.objects.get(kind="Event", body__reason="ReconcileError")
+    assert warning.body["involvedObject"]["name"] == "default"
+    errors = models.LogEntry.objects.filter(message="Reconciler error").values_list("fields", flat=True)
+    assert [e["controller"] for e in errors] == ["nodepool"]
