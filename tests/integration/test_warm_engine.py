@@ -136,9 +136,9 @@ def test_a_warm_lab_that_cannot_go_on_is_freed_before_its_successor_is_loaded(mo
     stale = weakref.ref(lab._warm[cluster.pk].lab)
     models.Cluster.objects.filter(pk=cluster.pk).update(engine_token="another-process")
     alive_at_load = []
-    load = lab.load
+    load = lab._loaded
     monkeypatch.setattr(
-        lab, "load", lambda *args, **kwargs: alive_at_load.append(stale() is not None) or load(*args, **kwargs)
+        lab, "_loaded", lambda *args, **kwargs: alive_at_load.append(stale() is not None) or load(*args, **kwargs)
     )
     gc.disable()  # only an explicit collection may free it
     try:
