@@ -51,6 +51,11 @@ def _derived(node: Node, daemonsets: Sequence[DaemonSet]) -> Derived:
     return derived
 
 
+def never_fits(node: Node, daemonsets: Sequence[DaemonSet]) -> set[tuple[object, ...]]:
+    """The pod classes known not to fit the node as derived: the scheduler asks before it builds the node as a place."""
+    return _derived(node, daemonsets)[4]
+
+
 class ExistingNode:
     # Single-node consolidation builds one per node for every candidate it simulates (1,819 nodes x 20), so each is
     # one object (slots) and its state starts as shared immutable values: at 20,000 pods the six containers each
