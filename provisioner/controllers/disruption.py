@@ -14,7 +14,7 @@ from provisioner.controllers.commands import VALIDATION_SECONDS, live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.snapshot import clock_inputs, cluster_view, without
 from provisioner.disruption import logs as disruption_logs
-from provisioner.disruption.methods import PassResult, disruption_pass
+from provisioner.disruption.methods import PassResult, continue_pass, disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.scheduling.results import NodeClaimPlan
@@ -74,15 +74,16 @@ class DisruptionController:
             return False  # already consolidated: nothing it reads has changed since a pass found nothing
         self._consolidated = None
         last = self._last_pass
+        # The pass is a function of what it reads: over the same inputs it would find exactly the same again.
+        unchanged = last is not None and last.inputs == inputs
         if (
             last is not None
-            and last.result.resume is None  # a partial pass goes on where it stopped instead
-            and last.inputs == inputs
+            and unchanged
+            and last.result.resume is None
             and ctx.now - last.at < CONSOLIDATED_TTL_SECONDS
         ):
-            # A pass that a budget held back (so it is not "consolidated") over inputs that have not changed since:
-            # the pass is a function of those inputs, so it would find exactly the same again. Its explanations and
-            # commands are replayed instead of simulating every candidate once more.
+            # A whole pass that a budget held back (so it is not "consolidated"): its explanations and commands are
+            # replayed instead of simulating every candidate once more.
             result, claimed = last.result, last.claimed
         else:
             view, claimed = cluster_view(ctx)
@@ -90,8 +91,13 @@ class DisruptionController:
                 return False
             busy = {c["node"] for cmd in live_commands(ctx) for c in cmd["spec"]["candidates"]}
             view = without(view, busy)
-            nodepools = {np.name: np for np in ctx.nodepools}
-            result = disruption_pass(view, nodepools, resume=self.resume)
+            if last is not None and unchanged and last.result.resume is not None:
+                # A pass that stopped at its single-node bound: its walk goes on with the next candidates, until it
+                # has been through them all (then the pass is whole, and may be "consolidated").
+                result = continue_pass(last.result, view)
+            else:
+                nodepools = {np.name: np for np in ctx.nodepools}
+                result = disruption_pass(view, nodepools, resume=self.resume)
             self.resume = result.resume
             self._last_pass = _Pass(inputs, ctx.now, result, claimed)
         self.last_result = result

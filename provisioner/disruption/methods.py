@@ -18,9 +18,19 @@ from provisioner.objects import NodePool
 
 MAX_MULTI_CANDIDATES = 100
 # Karpenter stops single-node consolidation after 3 minutes and starts the next pass where it stopped. The lab
-# must be deterministic, so its bound is a count: this many candidates simulated per pass (about 5 ms each in
+# must be deterministic, so its bound is a count: this many candidates simulated per pass (about 10-16 ms each in
 # memory at 1,819 nodes, bench/README.md), then the next pass resumes with the candidate after the last one tried.
 MAX_SINGLE_SIMULATIONS = 20
+
+
+@dataclass(frozen=True)
+class Walk:
+    """One single-node consolidation walk over every candidate, spread over passes by MAX_SINGLE_SIMULATIONS: the
+    candidates, the notes of the methods before it, and the candidate it began with (where it ends)."""
+
+    candidates: Sequence[Candidate]
+    notes: Mapping[str, tuple[str, ...]]
+    begin: str | None
 
 
 @dataclass
@@ -36,6 +46,8 @@ class PassResult:
     resume: str | None = None
     # a candidate's NodeClaim -> consolidation_blockers' answer, as the first consolidation method to ask got it
     unconsolidatable: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    # Set when the pass reached single-node consolidation: what `continue_pass` goes on from.
+    walk: Walk | None = field(default=None, repr=False, compare=False)
 
 
 def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool], *, resume: str | None = None) -> PassResult:
@@ -58,6 +70,28 @@ def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool], *, res
         if commands:
             result.commands = commands
             break
+    return result
+
+
+def continue_pass(previous: PassResult, view: ClusterView) -> PassResult:
+    """The next pass over the same inputs as `previous`, which stopped at its single-node bound. Emptiness, drift and
+    multi-node consolidation are functions of those inputs and found nothing then, so they would find nothing now:
+    only the single-node walk goes on, from `previous.resume`, and ends where it began. Karpenter's single-node
+    consolidation goes through every candidate in one pass unless its 3-minute timeout stops it, and a pass that went
+    through them all and found nothing is "consolidated" (no pass until something changes or five minutes pass); a
+    walk that always restarted would never get there. At 20,000 pods the methods before the walk (six multi-node
+    simulations of up to 100 candidates) and building the candidates were half of every 10 s poll."""
+    walk = previous.walk
+    if walk is None or previous.resume is None:
+        raise ValueError("only a pass that stopped at its single-node bound goes on")
+    result = PassResult(
+        blocked=previous.blocked,
+        notes={name: list(notes) for name, notes in walk.notes.items()},
+        budgets=previous.budgets,
+        unconsolidatable=previous.unconsolidatable,
+        walk=walk,
+    )
+    result.commands = _single_node(walk.candidates, view, result, previous.resume, walk)
     return result
 
 
@@ -139,13 +173,24 @@ def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: Pass
 
 
 def _single_node(
-    candidates: Sequence[Candidate], view: ClusterView, result: PassResult, resume: str | None = None
+    candidates: Sequence[Candidate],
+    view: ClusterView,
+    result: PassResult,
+    resume: str | None = None,
+    walk: Walk | None = None,
 ) -> list[Command]:
     """The first candidate that can go; one command at most, so trying a candidate spends no budget. At most
-    MAX_SINGLE_SIMULATIONS are simulated, starting at `resume` if it is still a candidate."""
+    MAX_SINGLE_SIMULATIONS are simulated, starting at `resume` if it is still a candidate; going on with an earlier
+    pass's `walk`, the walk ends where it began."""
+    before = {name: tuple(notes) for name, notes in result.notes.items()} if walk is None else {}
     ordered = _interleaved(consolidation_order(_consolidatable(candidates, result, empty=False)))
     start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
     ordered = ordered[start:] + ordered[:start]
+    if walk is None:
+        walk = Walk(candidates, before, ordered[0].name if ordered else None)
+    else:
+        ordered = ordered[: next((i for i, c in enumerate(ordered) if i and c.name == walk.begin), len(ordered))]
+    result.walk = walk
     simulated = 0
     for candidate in ordered:
         if simulated == MAX_SINGLE_SIMULATIONS:

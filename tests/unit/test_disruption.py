@@ -368,6 +368,81 @@ def test_single_node_consolidation_stops_at_its_bound_and_the_next_pass_resumes_
     assert first.resume in again and set(again) - set(tried)  # it went on with the candidates not yet tried
 
 
+def test_a_pass_that_goes_on_with_its_walk_finds_what_a_whole_pass_over_the_same_inputs_finds():
+    """continue_pass skips emptiness, drift, multi-node consolidation and building the candidates; its result must be
+    exactly that of a whole pass resuming at the same candidate. n025's four 750m pods each fit beside another
+    node's 3-CPU pod; its higher rescheduling cost orders it last, so the walk's second stretch deletes it
+    (multi-node's prefixes, which start at n000, cannot)."""
+    from provisioner.disruption import methods
+    from provisioner.disruption.consolidation import ClusterView
+    from provisioner.scheduling.scheduler import PoolOffer
+
+    types = [instance_type("only", "4", "4Gi", zones=[("test-zone-1", "on-demand")], price=0.50)]
+    nodes = [
+        claimed(
+            f"n{i:03}",
+            "only",
+            types=types,
+            pods=[rs_pod(cpu="750m") for _ in range(4)] if i == 25 else [rs_pod(cpu="3")],
+            price=0.50,
+        )
+        for i in range(40)
+    ]
+    pool = nodepool(budgets=(Budget(nodes="50%"),))  # multi-node notes the 20 it cannot admit
+    view = ClusterView(
+        claimed=nodes,
+        nodes=[n.node for n in nodes],
+        pending=[],
+        pools=[PoolOffer(pool, types)],
+        now=NOW,
+    )
+    pools = {pool.name: pool}
+    first = methods.disruption_pass(view, pools)
+    assert first.commands == [] and first.resume == "n020"
+    assert first.walk is not None and sorted(c.name for c in first.walk.candidates) == [n.name for n in nodes]
+
+    over_budget = sorted(n for n, notes in first.walk.notes.items() if any("budget" in r for r in notes))
+    assert len(over_budget) == 20 and "n025" in over_budget
+    went_on = methods.continue_pass(first, view)
+    whole = methods.disruption_pass(view, pools, resume=first.resume)
+    assert [names(c) for c in went_on.commands] == [names(c) for c in whole.commands] == [["n025"]]
+    assert [c.decision for c in went_on.commands] == ["delete"]
+    assert went_on.commands == whole.commands
+    assert went_on.notes == whole.notes
+    assert (went_on.blocked, went_on.budgets, went_on.resume) == (whole.blocked, whole.budgets, whole.resume)
+    assert went_on.resume is None  # a command ends the walk
+
+    with pytest.raises(ValueError, match="single-node bound"):
+        methods.continue_pass(went_on, view)  # a pass that found a command has nothing to go on with
+
+
+def test_a_walk_that_went_through_every_candidate_ends_where_it_began():
+    """Karpenter's single-node consolidation tries every candidate in one pass (unless 3 minutes pass); the lab's
+    walk is spread over passes of MAX_SINGLE_SIMULATIONS, and ends once it has tried each candidate once, so a
+    cluster where nothing can go is "consolidated" after one walk instead of being walked for ever."""
+    from provisioner.disruption import methods
+    from provisioner.disruption.consolidation import ClusterView
+    from provisioner.scheduling.scheduler import PoolOffer
+
+    types = [instance_type("only", "4", "4Gi", zones=[("test-zone-1", "on-demand")], price=0.50)]
+    nodes = [claimed(f"n{i:03}", "only", types=types, pods=[rs_pod(cpu="3")], price=0.50) for i in range(50)]
+    pool = nodepool(budgets=(Budget(nodes="100%"),))
+    view = ClusterView(
+        claimed=nodes, nodes=[n.node for n in nodes], pending=[], pools=[PoolOffer(pool, types)], now=NOW
+    )
+
+    def tried(result):
+        return sorted(n for n, notes in result.notes.items() if any("cheaper" in r for r in notes))
+
+    first = methods.disruption_pass(view, {pool.name: pool}, resume="n045")  # a walk that begins mid-way
+    assert tried(first) == sorted(f"n{i:03}" for i in (*range(45, 50), *range(15))) and first.resume == "n015"
+    second = methods.continue_pass(first, view)
+    assert tried(second) == [f"n{i:03}" for i in range(15, 35)] and second.resume == "n035"
+    third = methods.continue_pass(second, view)
+    assert tried(third) == [f"n{i:03}" for i in range(35, 45)]  # ten left: the walk is back at n045
+    assert third.resume is None and third.commands == []
+
+
 # Costs (Karpenter's pkg/utils/disruption) ----------------------------------------------------------------------------
 
 

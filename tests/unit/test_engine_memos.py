@@ -99,6 +99,36 @@ def test_a_pass_a_budget_held_back_is_replayed_while_nothing_it_reads_changes(mo
     assert len(passes) == 2
 
 
+def test_a_walk_over_more_candidates_than_one_pass_simulates_goes_on_over_the_same_inputs_and_ends(monkeypatch):
+    running = lab()
+    running.store.create(deployment("full", 330))  # thirty full 8-vCPU nodes: none can go
+    running.advance(15)
+    passes = counting(monkeypatch, disruption, "disruption_pass")
+    went_on = counting(monkeypatch, disruption, "continue_pass")
+    single: list[str] = []
+    original = methods.compute
+
+    def compute(candidates, view, method, reason):
+        if method == "single":
+            single.extend(c.name for c in candidates)
+        return original(candidates, view, method, reason)
+
+    monkeypatch.setattr(methods, "compute", compute)
+    running.advance(10)  # the pass at 20 s: the first with consolidatable nodes, stopped at its bound
+    nodes = sorted(n["metadata"]["name"] for n in running.store.list("Node"))
+    assert (len(nodes), len(passes), len(went_on), len(single)) == (30, 1, 0, methods.MAX_SINGLE_SIMULATIONS)
+    assert running.manager.disruption.resume is not None
+    running.advance(10)  # the walk goes on with the other ten, without emptiness, drift or multi-node again
+    assert (len(passes), len(went_on), sorted(single)) == (1, 1, nodes)
+    assert running.manager.disruption.resume is None
+    running.advance(120)  # the walk is whole: a budget held multi-node back, so the whole pass is replayed
+    assert (len(passes), len(went_on), len(single)) == (1, 1, 30)
+    told = [e["message"] for e in running.store.list("Event") if e["reason"] == "Unconsolidatable"]
+    # each Node and NodeClaim told once why it stays (at 10 s, before consolidateAfter had passed, why it stayed then)
+    assert told.count("Can't replace with a cheaper node (current $0.2172/h)") == 60
+    assert len(told) == 120
+
+
 def test_a_command_awaiting_approval_is_validated_again_only_when_something_changed(monkeypatch):
     running = lab(**{"karpui.dev/approval-mode": "manual"})
     running.store.create(deployment("web", 20))
