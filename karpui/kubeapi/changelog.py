@@ -29,7 +29,7 @@ from django.db.models import Max
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
-from karpui import models, store
+from karpui import bulk, models, store
 from provisioner.cluster.objects import Key, Obj, key_of
 from provisioner.dra.declarations import API_VERSION as DECLARATION_API
 
@@ -49,18 +49,14 @@ def _entry(cluster_id: int, entry_type: str, body: Obj, resource_version: int) -
 
 
 def _insert(entries: list[Entry]) -> None:
-    """Write log entries with one prepared INSERT: a lab run logs as many bodies as it saves, and the ORM's
+    """Write log entries in bulk (`karpui.bulk`): a lab run logs as many bodies as it saves, and the ORM's
     bulk_create spends twice as long as executemany on them (measured: 0.55 s against 0.26 s for 2,000 pods)."""
-    if not entries:
-        return
-    table = models.ChangeLogEntry._meta.db_table
     created = connection.ops.adapt_datetimefield_value(timezone.now())
-    columns = "cluster_id, resource_version, type, kind, namespace, name, body, created_at"
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",  # noqa: S608 - no user text
-            [(*entry[:6], json.dumps(entry[6], separators=(",", ":")), created) for entry in entries],
-        )
+    bulk.insert(
+        models.ChangeLogEntry._meta.db_table,
+        ("cluster_id", "resource_version", "type", "kind", "namespace", "name", "body", "created_at"),
+        [(*entry[:6], json.dumps(entry[6], separators=(",", ":")), created) for entry in entries],
+    )
 
 
 def _stamped(body: Obj, resource_version: int) -> Obj:
