@@ -102,6 +102,56 @@ class FullCollections:
         return f"{len(self.seconds):8d}{slowest} ({tracked})"
 
 
+class Phases:
+    """Wall seconds spent in the parts of a tick, summed while the block runs: the engine's steps, reading the
+    changes of others, working out summaries, and the save under the row lock with its heaviest parts."""
+
+    PARTS = (
+        ("engine steps (Lab.advance)", "provisioner.lab", "Lab.advance"),
+        ("catch-up / load", "karpui.lab", "engine"),
+        ("summaries", "karpui.lab", "summaries"),
+        ("rebase", "karpui.lab", "rebase"),
+        ("save, under the lock", "karpui.lab", "save"),
+        ("  change log", "karpui.kubeapi.changelog", "record_lab_run"),
+        ("  object rows", "karpui.lab", "_upsert"),
+        ("  costs", "karpui.costs", "record"),
+    )
+
+    def __init__(self) -> None:
+        self.seconds = {label: 0.0 for label, _, _ in self.PARTS}
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> Phases:
+        import importlib
+
+        for label, module_name, attribute in self.PARTS:
+            owner: Any = importlib.import_module(module_name)
+            *path, name = attribute.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            original = getattr(owner, name)
+            setattr(owner, name, self._timed(label, original))
+            self._undo.append((owner, name, original))
+        return self
+
+    def _timed(self, label: str, original: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - began
+
+        return timed
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in reversed(self._undo):
+            setattr(owner, name, original)
+
+    def __str__(self) -> str:
+        return "\n".join(f"    {label:<32} {seconds:8.2f} s" for label, seconds in self.seconds.items())
+
+
 def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -176,6 +226,8 @@ def main() -> None:
 
     ticks: list[float] = []
     running = 0
+    phases = Phases()
+    phases.__enter__()
     while running < args.pods and len(ticks) < args.max_ticks:
         # The worker ticks at wall time; a tick quicker than a second is taken to be a second long all the same.
         now = max(now + timedelta(seconds=1), timezone.now())
@@ -190,6 +242,7 @@ def main() -> None:
             writer.join()
         running = models.KubeObject.objects.filter(cluster=cluster, kind="Pod", phase="Running").count()
     to_running = time.perf_counter() - start
+    phases.__exit__()
     nodes = models.KubeObject.objects.filter(cluster=cluster, kind="Node").count()
     print(f"{args.pods} pods in {args.deployments} Deployments on {args.database}")
     print(f"  karp apply                     {applied:8.2f} s")
@@ -197,6 +250,7 @@ def main() -> None:
         f"  apply to all Running           {to_running:8.2f} s wall ({len(ticks)} ticks, {running} running, {nodes} nodes)"
     )
     print(f"  ticks while provisioning       {statistics.median(ticks):8.2f} s median, {max(ticks):.2f} s max")
+    print(f"  their parts, summed:\n{phases}")
     if waits or failures:
         print(
             f"  a write {args.write_after:g} s into each tick  {statistics.median(waits or [0]):8.2f} s median, "

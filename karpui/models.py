@@ -167,8 +167,8 @@ class KubeObject(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["cluster", "kind", "namespace", "name"], name="kubeobject_unique_name")
         ]
+        # (cluster, kind, namespace) lookups use the unique constraint's index: its leading columns.
         indexes = [
-            models.Index(fields=["cluster", "kind", "namespace"]),
             models.Index(fields=["cluster", "kind", "node_name"]),
             models.Index(fields=["cluster", "kind", "unschedulable"]),
         ]

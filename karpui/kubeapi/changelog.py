@@ -48,14 +48,25 @@ def _entry(cluster_id: int, entry_type: str, body: Obj, resource_version: int) -
     return (cluster_id, resource_version, str(entry_type), kind, namespace, name, body)
 
 
-def _insert(entries: list[Entry]) -> None:
-    """Write log entries in bulk (`karpui.bulk`): a lab run logs as many bodies as it saves, and the ORM's
-    bulk_create spends twice as long as executemany on them (measured: 0.55 s against 0.26 s for 2,000 pods)."""
+def encoded(body: Obj, texts: dict[int, str] | None = None) -> str:
+    """`body` as the JSON a row stores; `texts` keeps it by the body's identity, for the object's own row to reuse
+    (a lab run logs as many bodies as it saves, and encoding each twice was a tenth of a save at 20,000 pods)."""
+    if texts is None:
+        return json.dumps(body, separators=(",", ":"))
+    text = texts.get(id(body))
+    if text is None:
+        text = texts[id(body)] = json.dumps(body, separators=(",", ":"))
+    return text
+
+
+def _insert(entries: list[Entry], texts: dict[int, str] | None = None) -> None:
+    """Write log entries in bulk (`karpui.bulk`): the ORM's bulk_create spends twice as long as executemany on
+    them (measured: 0.55 s against 0.26 s for 2,000 pods), and COPY half as long again on PostgreSQL."""
     created = connection.ops.adapt_datetimefield_value(timezone.now())
     bulk.insert(
         models.ChangeLogEntry._meta.db_table,
         ("cluster_id", "resource_version", "type", "kind", "namespace", "name", "body", "created_at"),
-        [(*entry[:6], json.dumps(entry[6], separators=(",", ":")), created) for entry in entries],
+        [(*entry[:6], encoded(entry[6], texts), created) for entry in entries],
     )
 
 
@@ -67,12 +78,17 @@ def _stamped(body: Obj, resource_version: int) -> Obj:
 
 
 def record_lab_run(
-    cluster: models.Cluster, changed: list[Obj], removed: Mapping[Key, Obj], resource_version: int
+    cluster: models.Cluster,
+    changed: list[Obj],
+    removed: Mapping[Key, Obj],
+    resource_version: int,
+    texts: dict[int, str] | None = None,
 ) -> int:
     """Log what a lab run changed (bodies carrying the versions the run gave them) and removed; returns the
     cluster's new resourceVersion. Called before the rows are written, so it can tell new objects from changed
     ones: an object created and deleted within one run was never visible outside it and is not logged, and one
-    deleted and created again under the same name is logged as DELETED then ADDED (its uid changed)."""
+    deleted and created again under the same name is logged as DELETED then ADDED (its uid changed). `texts`
+    collects the changed bodies' JSON by identity (`encoded`), for their rows."""
     stored = _stored_uids(cluster, [key_of(obj) for obj in changed] + list(removed))
     replaced = {
         key_of(obj): obj
@@ -98,7 +114,7 @@ def record_lab_run(
         if key in stored and stored[key] == obj["metadata"].get("uid"):
             version += 1
             entries.append(_entry(cluster.pk, DELETED, _stamped(obj, version), version))
-    _insert(entries)
+    _insert(entries, texts)
     models.Cluster.objects.filter(pk=cluster.pk).update(resource_version=version)
     cluster.resource_version = version
     prune(cluster.pk)
@@ -115,9 +131,21 @@ def _by_group(keys: Iterable[Key]) -> dict[tuple[str, str], list[str]]:
 def _stored_uids(cluster: models.Cluster, keys: Iterable[Key]) -> dict[Key, str]:
     """The uid of each of these objects as stored before this run (one query per kind and namespace)."""
     uids: dict[Key, str] = {}
+    table = models.KubeObject._meta.db_table
     for (kind, namespace), names in _by_group(keys).items():
-        rows = models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name__in=names)
-        for name, uid in rows.values_list("name", "uid"):
+        if connection.vendor == "postgresql":
+            # The names as one array: psycopg parsed the 2,500 placeholders of `name__in` in Python, 0.1 s a save.
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT name, uid FROM {table} WHERE cluster_id = %s AND kind = %s AND namespace = %s"  # noqa: S608
+                    " AND name = ANY(%s)",
+                    [cluster.pk, kind, namespace, names],
+                )
+                found = cursor.fetchall()
+        else:
+            rows = models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name__in=names)
+            found = list(rows.values_list("name", "uid"))
+        for name, uid in found:
             uids[kind, namespace, name] = uid
     return uids
 
