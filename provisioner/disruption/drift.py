@@ -12,6 +12,8 @@ from provisioner.requirements import Requirements
 NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+HASH_ANNOTATION = "karpenter.sh/nodepool-hash"
+HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
 
 
 def drift_reason(
@@ -23,8 +25,8 @@ def drift_reason(
     hash_version: str,
 ) -> str | None:
     """Karpenter's first matching drift reason, or None."""
-    if claim_annotations.get("karpenter.sh/nodepool-hash-version") == hash_version and claim_annotations.get(
-        "karpenter.sh/nodepool-hash"
+    if claim_annotations.get(HASH_VERSION_ANNOTATION) == hash_version and claim_annotations.get(
+        HASH_ANNOTATION
     ) not in (None, nodepool_hash):
         return NODEPOOL_DRIFTED
     requirements = Requirements(r.to_requirement() for r in nodepool.requirements)

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from provisioner.catalog.kwok import kwok_catalog
 from provisioner.controllers import commands, disruption
+from provisioner.controllers import drift as drift_controller
 from provisioner.disruption import methods
 from provisioner.lab import Lab, LabConfig
 from provisioner.manifests.nodepool import parse_nodepool
@@ -127,6 +128,26 @@ def test_a_walk_over_more_candidates_than_one_pass_simulates_goes_on_over_the_sa
     # each Node and NodeClaim told once why it stays (at 10 s, before consolidateAfter had passed, why it stayed then)
     assert told.count("Can't replace with a cheaper node (current $0.2172/h)") == 60
     assert len(told) == 120
+
+
+def test_a_nodeclaims_drift_is_judged_again_only_when_what_it_is_judged_from_changed(monkeypatch):
+    running = lab()
+    running.store.create(deployment("web", 30))  # three 8-vCPU nodes
+    running.advance(15)
+    judged = counting(monkeypatch, drift_controller, "drift_reason")
+    claim = running.store.list("NodeClaim")[0]
+    claim["metadata"].setdefault("annotations", {})["example.com/note"] = "written"
+    running.store.update(claim)
+    running.advance(1)
+    assert judged == []  # a NodeClaim was written, but not its labels or NodePool hash
+    claim = running.store.must_get("NodeClaim", claim["metadata"]["name"])
+    claim["metadata"]["labels"]["karpenter.kwok.sh/instance-cpu"] = "16"  # the NodePool asks for 8
+    running.store.update(claim)
+    running.advance(1)
+    assert len(judged) == 1
+    claim = running.store.must_get("NodeClaim", claim["metadata"]["name"])
+    drifted = next(c for c in claim["status"]["conditions"] if c["type"] == "Drifted")
+    assert (drifted["status"], drifted["reason"]) == ("True", "RequirementsDrifted")
 
 
 def test_a_command_awaiting_approval_is_validated_again_only_when_something_changed(monkeypatch):
