@@ -25,7 +25,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
@@ -169,7 +168,10 @@ def prune(cluster_id: int) -> None:
     """Drop changes older than the retention window or beyond the most recent MAX_VERSIONS versions."""
     horizon = timezone.now() - timedelta(seconds=RETENTION_SECONDS)
     entries = models.ChangeLogEntry.objects.filter(cluster_id=cluster_id)
-    expired = entries.filter(created_at__lt=horizon).aggregate(last=Max("resource_version"))["last"] or 0
+    # The version of the newest expired change, found through the (cluster, created_at) index. Max(version) over
+    # the expired ones made PostgreSQL walk the version index past every newer change (67 ms a save at 64,000).
+    newest = entries.filter(created_at__lt=horizon).order_by("-created_at", "-resource_version")
+    expired = newest.values_list("resource_version", flat=True).first() or 0
     current, compacted = models.Cluster.objects.values_list("resource_version", "compacted_resource_version").get(
         pk=cluster_id
     )
