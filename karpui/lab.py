@@ -177,12 +177,17 @@ def engine(cluster: models.Cluster) -> Engine:
             lab = warm.lab
             lab.begin_run(cluster.clock.timestamp())  # first: it clears the log the NodePools' problems go to
             catch_up(cluster, lab.store, warm.version)
-            seen = lab.store.resource_version
-            if key != warm.config_key or lab.store.kind_version("DRAConfig") != warm.dra_version:
-                problems: Problems = []
-                lab.reconfigure(lab_config(cluster, problems))
-                _report(lab, problems)
-            return Engine(lab, key, seen)
+            if _compacted(cluster) <= warm.version:
+                seen = lab.store.resource_version
+                if key != warm.config_key or lab.store.kind_version("DRAConfig") != warm.dra_version:
+                    problems: Problems = []
+                    lab.reconfigure(lab_config(cluster, problems))
+                    _report(lab, problems)
+                return Engine(lab, key, seen)
+            # This runs without the row lock: the log was pruned past the lab's version between the check above
+            # and the catch-up's read, so what the catch-up missed is gone from it. The lab is loaded again.
+            logger.info("warm lab dropped: the change log was compacted past it", extra={"cluster": cluster.name})
+            del lab
     except BaseException:
         _let_go()  # the warm lab is dropped: its objects must not stay frozen
         raise
@@ -235,6 +240,11 @@ def _let_go() -> None:
     which frees them in its own time."""
     gc.unfreeze()
     _frozen.size = 0
+
+
+def _compacted(cluster: models.Cluster) -> int:
+    """The cluster's compacted resourceVersion as committed now (not as `cluster` was read)."""
+    return int(models.Cluster.objects.values_list("compacted_resource_version", flat=True).get(pk=cluster.pk))
 
 
 def catch_up(cluster: models.Cluster, store: ObjectStore, since: int) -> int:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
 
 from karpui import lab, leases, models, objects
@@ -80,6 +81,29 @@ def test_while_a_worker_ticks_a_write_reads_only_its_rows_and_the_next_tick_reac
     assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=3))
     assert lab._warm[cluster.pk].lab is warm  # caught up from the change log, not reloaded
     assert models.KubeObject.objects.filter(kind="Pod").count() == 3
+
+
+def test_a_log_compacted_past_the_warm_lab_while_it_catches_up_makes_the_tick_load_it_again(monkeypatch):
+    """engine() checks the compacted version, then reads the log, without the row lock: a prune committed in
+    between removes changes the warm lab never saw, so the lab must be loaded again, not run without them."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    cluster = models.Cluster.objects.get(name="lab")
+    now = timezone.now()
+    models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)
+    assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
+    warm = lab._warm[cluster.pk].lab
+    ok("scale", "deploy/inflate", "--replicas", "3")  # stored from its rows: the warm lab catches up with it
+    read = lab._log_after
+
+    def pruned_meanwhile(cluster: models.Cluster, since: int) -> list[lab.LogRow]:
+        models.ChangeLogEntry.objects.filter(cluster=cluster).delete()
+        models.Cluster.objects.filter(pk=cluster.pk).update(compacted_resource_version=F("resource_version"))
+        return read(cluster, since)
+
+    monkeypatch.setattr(lab, "_log_after", pruned_meanwhile)
+    assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=3))
+    assert lab._warm[cluster.pk].lab is not warm  # loaded again
+    assert models.KubeObject.objects.filter(kind="Pod").count() == 3  # and the scale was acted on
 
 
 def test_a_run_elsewhere_makes_the_next_one_load_again():
