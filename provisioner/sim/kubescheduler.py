@@ -76,8 +76,10 @@ class KubeScheduler:
         pending = [
             p for p in store.list("Pod", fields={"spec.nodeName": ""}) if not p["metadata"].get("deletionTimestamp")
         ]
-        for pod in sorted(pending, key=lambda p: int(p["metadata"].get("resourceVersion") or 0)):
-            self.arrivals.setdefault(pod["metadata"]["uid"], int(pod["metadata"].get("resourceVersion") or 0))
+        # Pods seen for the first time arrive in write order (the ones already queued keep their arrival).
+        fresh = [p for p in pending if p["metadata"]["uid"] not in self.arrivals]
+        for pod in sorted(fresh, key=lambda p: int(p["metadata"].get("resourceVersion") or 0)):
+            self.arrivals[pod["metadata"]["uid"]] = int(pod["metadata"].get("resourceVersion") or 0)
         waiting = {p["metadata"]["uid"] for p in pending}
         self.arrivals = {uid: seq for uid, seq in self.arrivals.items() if uid in waiting}
         pending.sort(
