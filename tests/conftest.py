@@ -34,6 +34,14 @@ def _own_cache_keys(settings):
     settings.CACHES = {**settings.CACHES, "default": default}
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Django's own advice for test suites: hash passwords with MD5. PBKDF2's 870,000 rounds cost 0.8 s of CPU per
+    create_user or password login, which was minutes of the suite; no test asserts how a hash is made (the login
+    throttle's race test asks for the real hasher back, as its threads must overlap in the check)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(scope="session")
 def lab_api(tmp_path_factory):
     """The lab's Kubernetes API served by a process of its own (tests.kube.labserver), for the kube adapter."""

@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -135,19 +136,29 @@ def live_karpui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveKarpui
         log.close()  # serve.log stays in pytest's temporary directory (the last three runs are kept)
 
 
-@pytest.fixture
-def browser_page(live_karpui: LiveKarpui) -> Iterator[object]:
+@pytest.fixture(scope="module")
+def chromium(live_karpui: LiveKarpui) -> Iterator[object]:
+    """One chromium per module; each test gets a context of its own (cookies, storage, cache), as a fresh browser
+    profile would be, without paying for a browser start each time. Not per session: while Playwright's sync API
+    runs, its event loop makes Django refuse ORM calls in this thread, which the next modules' tests make."""
     from playwright.sync_api import sync_playwright
 
-    live_karpui.assert_serving()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"{live_karpui.url}/accounts/login/?next=/")
-        page.fill("#id_username", "admin")
-        page.fill("#id_password", PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.wait_for_url(f"{live_karpui.url}/")
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def browser_page(live_karpui: LiveKarpui, chromium: Any) -> Iterator[object]:
+    live_karpui.assert_serving()
+    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.goto(f"{live_karpui.url}/accounts/login/?next=/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_karpui.url}/")
+    yield page
+    context.close()
     live_karpui.assert_serving()

@@ -64,15 +64,16 @@ def test_a_long_advance_dates_each_change_when_it_happened_not_when_the_run_ende
 
 def test_a_nodepool_gets_a_daily_sample_even_when_nothing_changes_and_old_samples_are_pruned(lab):
     consolidated_lab()
-    with override_settings(KARPUI_COST_HISTORY_DAYS=2):
-        for _ in range(4):
+    # A 1-day history over 3 lab days (each simulated day costs seconds): the same boundary as 2 days over 4.
+    with override_settings(KARPUI_COST_HISTORY_DAYS=1):
+        for _ in range(3):
             ok("advance", "24h")
     lab.refresh_from_db()
     kept = samples(lab)
-    # A keyframe each day; the two first samples, older than the 2-day history plus one keyframe day, are gone.
-    assert [row[2:] for row in kept] == [(0.0, 0, PRICE)] * 4
+    # A keyframe each day; the two first samples, older than the 1-day history plus one keyframe day, are gone.
+    assert [row[2:] for row in kept] == [(0.0, 0, PRICE)] * 3
     minute = lab.clock.replace(second=0, microsecond=0)
-    assert [row[0] for row in kept] == [minute - timedelta(days=days) for days in (3, 2, 1, 0)]
+    assert [row[0] for row in kept] == [minute - timedelta(days=days) for days in (2, 1, 0)]
 
 
 def test_the_savings_page_draws_cost_against_the_baseline_and_lists_each_command(lab):

@@ -160,13 +160,14 @@ def test_the_trends_page_draws_four_charts_and_refreshes_its_live_section(lab, b
 
 
 def test_gauges_get_a_daily_sample_and_old_samples_are_pruned_with_the_cost_history(lab, busy_two_minutes):
-    with override_settings(KARPUI_COST_HISTORY_DAYS=2):
-        for _ in range(4):
+    # A 1-day history over 3 lab days (each simulated day costs seconds): the same boundary as 2 days over 4.
+    with override_settings(KARPUI_COST_HISTORY_DAYS=1):
+        for _ in range(3):
             ok("advance", "24h")
     lab.refresh_from_db()
-    kept = lab.clock.replace(second=0, microsecond=0) - timedelta(days=3)  # the history, plus a keyframe's day
+    kept = lab.clock.replace(second=0, microsecond=0) - timedelta(days=2)  # the history, plus a keyframe's day
     assert models.TrendSample.objects.filter(time__lt=kept).count() == 0
-    assert models.ActivitySample.objects.count() == 0  # the busy minutes were four days ago
+    assert models.ActivitySample.objects.count() == 0  # the busy minutes were three days ago
     assert not models.TrendSample.objects.filter(series="pending").exists()  # none pending since: no samples needed
     nodes = list(models.TrendSample.objects.filter(series="nodes").values_list("value", flat=True))
     assert len(nodes) >= 3 and set(nodes) == {2.0}  # a keyframe a day carries the two nodes on
