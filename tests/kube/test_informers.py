@@ -70,8 +70,9 @@ def test_410_gone_lists_again_and_the_relist_removes_what_was_deleted_meanwhile(
     cluster = remote.adapter("Pod")
     cluster.start()
     assert cluster.wait_synced(20)
-    remote.proxy.fail(503, "ServiceUnavailable", path="watch=true", times=1000)  # no watch for now
+    # Synced means listed; the watch opens just after. Refusing watches before it has opened left none to cut.
     eventually(lambda: remote.proxy.open_watches() == 1)
+    remote.proxy.fail(503, "ServiceUnavailable", path="watch=true", times=1000)  # no new watch for now
     assert remote.proxy.cut_watches() == 1
     remote.delete("Pod", "a")
     remote.seed(pod("c"))
