@@ -304,10 +304,14 @@ class Scheduler:
             live = [s for s in known if ("e", s) not in dead] if known is not None else range(len(self.nodes))
             self.live[class_key] = live
             return live
+        if not self.nodes:
+            return ()  # a provisioning batch without nodes: `hostnames` may be thousands of planned NodeClaims
         if self._seqs_by_hostname is None:
             self._seqs_by_hostname = {}
             for seq, node in enumerate(self.nodes):
                 self._seqs_by_hostname.setdefault(node.hostname, []).append(seq)
+        if len(hostnames) >= len(self._seqs_by_hostname):
+            return sorted(seq for host, seqs in self._seqs_by_hostname.items() if host in hostnames for seq in seqs)
         return sorted(seq for h in hostnames for seq in self._seqs_by_hostname.get(h, ()))
 
     def _narrowest(self, allowed: dict[str, set[str]]) -> tuple[str, set[str]] | None:
