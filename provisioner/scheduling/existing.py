@@ -22,8 +22,9 @@ from provisioner.taints import EPHEMERAL_TAINT_KEYS, Taint, untolerated
 # the node as derived: filled in as simulations find them, for the next simulation over the same node to skip.
 Derived = tuple[Requirements, tuple[Taint, ...], Resources, HostPortUsage, set[tuple[object, ...]]]
 
-# Verdicts that follow from the pod class and the node as derived alone (not from host ports, which the class leaves
-# out, nor from devices), so they hold for every pod of the class on the untouched node in every simulation.
+# Verdicts that follow from the pod class and the node as derived alone (not from host ports, which a simulation's
+# own placements take, nor from devices), so they hold for every pod of the class on the untouched node in every
+# simulation.
 CLASS_VERDICTS = frozenset({r.REQUIREMENTS, r.TAINTS, r.RESOURCES})
 
 

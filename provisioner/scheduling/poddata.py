@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from provisioner.pods import DO_NOT_SCHEDULE, Pod, PodAffinityTerm, TopologySpreadConstraint
+from provisioner.pods import DO_NOT_SCHEDULE, HostPort, Pod, PodAffinityTerm, TopologySpreadConstraint
 from provisioner.quantity import MILLI, Resources
 from provisioner.requirements import Requirements
 from provisioner.taints import TOLERATE_PREFER_NO_SCHEDULE, Toleration
@@ -53,6 +53,7 @@ class PodState:
             tolerations=self.tolerations,
             node_filter=tuple(strict.merged(term) for term in self.required_terms) or (strict,),
             devices=tuple((r.device_class, r.count, r.all, r.selectors) for r in self.pod.device_requests),
+            host_ports=self.pod.host_ports,
         )
 
     def relax(self, tolerate_prefer_no_schedule: bool) -> str | None:
@@ -87,7 +88,16 @@ class PodData:
     tolerations: tuple[Toleration, ...]
     node_filter: tuple[Requirements, ...]  # each ORed required term with the nodeSelector (spread node filter)
     devices: tuple[object, ...] = ()  # what the pod's device requests ask for (claim names aside)
+    host_ports: tuple[HostPort, ...] = ()
 
     def class_key(self) -> tuple[object, ...]:
-        """Pods with equal keys fit exactly the same nodes, resources and constraints alike (topology aside)."""
-        return (self.requirements, self.tolerations, tuple(sorted(self.requests.items())), self.devices)
+        """Pods with equal keys fit exactly the same nodes, resources, constraints and host ports alike (topology
+        aside). Host ports belong in it: a port clash rules a node out for the class, and a pod without the port
+        must not inherit that verdict."""
+        return (
+            self.requirements,
+            self.tolerations,
+            tuple(sorted(self.requests.items())),
+            self.devices,
+            self.host_ports,
+        )

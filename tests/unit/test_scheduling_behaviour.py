@@ -683,3 +683,19 @@ def test_an_existing_nodes_used_capacity_is_its_running_pods_requests_as_the_sch
     assert _requested(pods) == expected
     assert list(_requested(pods)) == list(expected)  # the same keys in the same order
     assert _requested([]) == {}
+
+
+def test_a_port_clash_on_an_existing_node_does_not_turn_away_an_equal_pod_without_the_port():
+    holder = node("busy", scheduled=[pod(cpu="100m", host_ports=[8080])])
+    clashing, portless = pod(cpu="1", host_ports=[8080]), pod(cpu="1")
+    result = schedule([clashing, portless], nodes=[holder])
+    placed = [[p.name for p in nc.pods] for nc in result.new_nodeclaims]
+    assert ([p.name for p in result.placements["busy"]], placed) == ([portless.name], [[clashing.name]])
+
+
+def test_a_port_clash_with_a_daemonset_does_not_turn_away_an_equal_pod_without_the_port():
+    clashing, portless = pod(cpu="1", host_ports=[8080]), pod(cpu="1")
+    result = schedule([clashing, portless], daemonsets=[daemonset("100m", "10Mi", host_ports=[8080])])
+    placed = [[p.name for p in nc.pods] for nc in result.new_nodeclaims]
+    assert (placed, list(result.failures)) == ([[portless.name]], [clashing.uid])
+    assert result.failures[clashing.uid].reasons[0].kind == reasons.HOST_PORTS
