@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.urls import reverse
 from django.utils.html import format_html
 
 from karpui import links
@@ -14,6 +15,18 @@ from karpui.models import Cluster
 from karpui.services import DEFAULT_CLUSTER
 
 register = template.Library()
+
+# An object's page (by URL name) and the list a switch to another cluster lands on instead: the object is this
+# cluster's, and a page of the same name in the other would be a 404.
+OBJECT_PAGE_LISTS = {
+    "node-detail": "nodes",
+    "nodepool-edit": "nodepools",
+    "object-detail": "home",
+    "object-detail-namespaced": "home",
+}
+# Query parameters of this cluster's view of a page, not filters: a switch leaves them behind (page 3 of one
+# cluster's nodes is not page 3 of another's).
+NOT_CARRIED = frozenset({"cluster", "page", "why"})
 
 
 @register.filter
@@ -83,3 +96,19 @@ def cluster_field(context: template.Context) -> str:
     if name == DEFAULT_CLUSTER:
         return ""
     return format_html('<input type="hidden" name="cluster" value="{}">', name)
+
+
+@register.inclusion_tag("karpui/cluster_switch.html", takes_context=True)
+def cluster_switch(context: template.Context) -> dict[str, Any]:
+    """The cluster switcher: the same page with the same filters in the chosen cluster, or from an object's page
+    the list it belongs to there."""
+    request = context["request"]
+    match = request.resolver_match
+    listing = OBJECT_PAGE_LISTS.get(match.url_name if match else "")
+    carried = [] if listing else [(k, v) for k, values in request.GET.lists() if k not in NOT_CARRIED for v in values]
+    return {
+        "action": reverse(listing) if listing else request.path,
+        "carried": carried,
+        "clusters": context.get("clusters", ()),
+        "page_cluster": context.get("page_cluster"),
+    }

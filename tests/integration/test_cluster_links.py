@@ -207,3 +207,50 @@ def test_templates_build_their_dashboard_urls_with_cluster_url():
         ("registration/login.html", "admin:index"),
         ("registration/login.html", "login"),
     ]
+
+
+class Switcher(HTMLParser):
+    """The cluster switcher's action and the fields it submits beside the cluster."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.fields: list[tuple[str, str]] = []
+        self.inside = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "form":
+            self.inside = found.get("id") == "cluster-switch"
+            if self.inside:
+                self.action = found.get("action")
+        elif self.inside and tag in ("input", "select"):
+            self.fields.append((found.get("name") or "", found.get("value") or ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self.inside = False
+
+
+def switcher(client, page: str) -> tuple[str | None, list[tuple[str, str]]]:
+    parsed = Switcher()
+    parsed.feed(client.get(page).content.decode())
+    return parsed.action, parsed.fields
+
+
+def test_switching_cluster_keeps_the_pages_filters_and_leaves_its_page_number_behind(two_clusters):
+    client, *_ = two_clusters
+    action, fields = switcher(client, "/nodes/?cluster=b&nodepool=default&zone=test-zone-a&zone=x&page=1&sort=-age")
+    assert (action, fields) == (
+        "/nodes/",
+        [("nodepool", "default"), ("zone", "test-zone-a"), ("zone", "x"), ("sort", "-age"), ("cluster", "")],
+    )
+    assert switcher(client, "/events/?q=Reconciler+error") == ("/events/", [("q", "Reconciler error"), ("cluster", "")])
+
+
+def test_switching_cluster_from_an_objects_page_lands_on_its_list_in_the_other_cluster(two_clusters):
+    client, *_ = two_clusters
+    [node, *_] = [row[0] for row in rows("--cluster", "b", "get", "nodes")]
+    assert switcher(client, f"/nodes/{node}/?cluster=b&why=1") == ("/nodes/", [("cluster", "")])
+    assert switcher(client, "/nodepools/default/?cluster=b") == ("/nodepools/", [("cluster", "")])
+    assert client.get(f"/nodes/{node}/").status_code == 404  # why the switch does not stay on the page
