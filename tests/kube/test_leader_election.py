@@ -4,6 +4,7 @@ its own client, as two karpui deployments would be."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -19,6 +20,11 @@ def candidate(remote, identity: str) -> LeaderElector:
     store = DirectAPI(Transport.from_kubeconfig(remote.kubeconfig()))
     config = ElectionConfig(identity=identity, lease_duration=LEASE, renew_deadline=2.0, retry_period=0.25)
     return LeaderElector(store, config)
+
+
+def _seconds(micro_time: str) -> float:
+    """A Lease's MicroTime (RFC 3339 with microseconds) as seconds since the epoch."""
+    return datetime.strptime(micro_time, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
 
 
 def leaders(*candidates: LeaderElector) -> list[str]:
@@ -42,14 +48,15 @@ def test_exactly_one_of_two_candidates_leads_and_the_other_takes_over_when_it_di
     for _ in range(20):  # 2 s of both running: b never leads while a renews
         assert leaders(a, b) == ["engine-a"]
         time.sleep(0.1)
-    killed = time.monotonic()
     a.stop(release=False)  # a crash: no release
-    eventually(lambda: b.is_leader(), timeout=LEASE + 3)
-    took = time.monotonic() - killed
-    assert took <= LEASE + 0.5, f"took over after {took:.2f} s"
+    last_renewal = b.store.get("Lease", "karpui-leader-election", "default")["spec"]["renewTime"]
+    # How soon b takes over depends on how busy the machine is; that it waits out the lease does not.
+    eventually(lambda: b.is_leader(), timeout=LEASE + 15)
     assert leaders(a, b) == ["engine-b"]
     lease = b.store.get("Lease", "karpui-leader-election", "default")
     assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("engine-b", 1)
+    waited = _seconds(lease["spec"]["acquireTime"]) - _seconds(last_renewal)
+    assert waited >= LEASE, f"took the lease {waited:.3f} s after a's last renewal"
 
 
 def test_an_orderly_stop_releases_the_lease_and_the_other_takes_over_at_once(pair):
