@@ -90,6 +90,8 @@ class KubeObjectMixin(models.Model):
     resource_version = models.PositiveBigIntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    # metadata.managedFields: who owns which fields, once a server-side apply has written the object.
+    managed_fields = models.JSONField(default=list, blank=True)
 
     class Meta:
         abstract = True
@@ -106,6 +108,8 @@ class KubeObjectMixin(models.Model):
             meta["labels"] = dict(self.labels)
         if self.annotations:
             meta["annotations"] = dict(self.annotations)
+        if self.managed_fields:
+            meta["managedFields"] = list(self.managed_fields)
         return meta
 
 

@@ -29,8 +29,10 @@ from karpui.kubeapi import storage
 from karpui.kubeapi.versions import at_version, nodeclaim_v1
 from karpui.kubectl.resources import BY_KIND, DECLARATIONS, LAB, NODECLASSES, NODEPOOLS, Resource
 from karpui.services import Actor, ApplyResult
+from provisioner.apimachinery import fieldmanager
 from provisioner.apimachinery.apply import applied, last_applied, with_last_applied
 from provisioner.apimachinery.patch import apply_patch
+from provisioner.apimachinery.strategic import UnsupportedPatch, root_type
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.objects import (
     OWNER_KINDS,
@@ -195,7 +197,7 @@ def _create_in(api: ClusterAPI, obj: Obj, resource: Resource) -> Obj:
     return api.create(obj)
 
 
-def _replace_in(api: ClusterAPI, obj: Obj, resource: Resource, subresource: str) -> Obj:
+def _replace_in(api: ClusterAPI, obj: Obj, resource: Resource, subresource: str, owner: _Owner | None = None) -> Obj:
     """PUT: the stored object becomes `obj`, but for what the server owns; a stale resourceVersion is a Conflict."""
     meta = obj.get("metadata") or {}
     namespace = _namespace_of(obj, resource)
@@ -227,6 +229,10 @@ def _replace_in(api: ClusterAPI, obj: Obj, resource: Resource, subresource: str)
         validate(new, resource)
         _device_classes_exist(api, new)
     new["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+    if "managedFields" not in new["metadata"] and "managedFields" in stored["metadata"]:
+        new["metadata"]["managedFields"] = stored["metadata"]["managedFields"]  # left out is kept, [] resets them
+    if owner is not None:
+        owner.track(stored, new, resource, subresource)
     if new == stored:
         return stored  # kube-apiserver writes nothing (and keeps the version) when an update changes nothing
     written = api.update(new, spec_changed=new.get("spec") != stored.get("spec"))
@@ -269,7 +275,9 @@ def _config_store(cluster: models.Cluster, obj: Obj, actor: Actor) -> ApplyResul
     return store_value(cluster, parse(obj), actor)
 
 
-def _config_replace(cluster: models.Cluster, obj: Obj, resource: Resource, subresource: str, actor: Actor) -> Obj:
+def _config_replace(
+    cluster: models.Cluster, obj: Obj, resource: Resource, subresource: str, actor: Actor, owner: _Owner | None = None
+) -> Obj:
     meta = obj.get("metadata") or {}
     name = str(meta.get("name", ""))
     with transaction.atomic():
@@ -288,6 +296,11 @@ def _config_replace(cluster: models.Cluster, obj: Obj, resource: Resource, subre
             if body.get("apiVersion") not in resource_versions(resource):
                 raise ManifestError(f'no matches for kind "{resource.kind}" in version "{body.get("apiVersion")}"')
             _config_store(cluster, body, actor)
+            if owner is not None:
+                updated = {**body, "metadata": {**body["metadata"]}}
+                owner.track(stored, updated, resource, subresource)
+                if updated["metadata"].get("managedFields") != stored["metadata"].get("managedFields"):
+                    _store_managed(cluster, resource, name, updated["metadata"]["managedFields"])
         written = _stored_config(cluster, resource, name)
         assert written is not None
         return written
@@ -342,14 +355,16 @@ def object_create(*, cluster: models.Cluster, obj: Obj, actor: Actor) -> Obj:
         return _copy(_create_in(api, _stored_version(cluster, api, obj, resource), resource))
 
 
-def object_replace(*, cluster: models.Cluster, obj: Obj, subresource: str = "", actor: Actor) -> Obj:
-    """PUT of the object or its status."""
+def object_replace(*, cluster: models.Cluster, obj: Obj, subresource: str = "", actor: Actor, manager: str = "") -> Obj:
+    """PUT of the object or its status; `manager` (the API's fieldManager) takes over the fields it changes of an
+    object that has managedFields."""
     resource = resource_of(str(obj.get("kind", "")))
     authorize(actor, "update", resource)
+    owner = _Owner(cluster, manager)
     if resource.store in _CONFIG:
-        return _config_replace(cluster, obj, resource, subresource, actor)
+        return _config_replace(cluster, obj, resource, subresource, actor, owner)
     with _lab_write(cluster) as api:
-        return _copy(_replace_in(api, _stored_version(cluster, api, obj, resource), resource, subresource))
+        return _copy(_replace_in(api, _stored_version(cluster, api, obj, resource), resource, subresource, owner))
 
 
 def object_patch(
@@ -362,10 +377,12 @@ def object_patch(
     patch_type: str,
     subresource: str = "",
     actor: Actor,
+    manager: str = "",
 ) -> Obj:
     """PATCH (merge, json or strategic) of the object or its status: read, patch and write under one lock."""
     resource = resource_of(kind)
     authorize(actor, "patch", resource)
+    owner = _Owner(cluster, manager)
     if resource.store in _CONFIG:
         with transaction.atomic():
             _lock_config(cluster, resource, name)
@@ -373,12 +390,101 @@ def object_patch(
             if current is None:
                 raise NotFound(f'{resource.qualified} "{name}" not found')
             patched = _patched(current, patch, patch_type)
-            return _config_replace(cluster, patched, resource, subresource, actor)
+            return _config_replace(cluster, patched, resource, subresource, actor, owner)
     with _lab_write(cluster) as api:
         current = api.get(resource.kind, name, namespace if resource.namespaced else "")
         if current is None:
             raise NotFound(f'{resource.qualified} "{name}" not found')
-        return _copy(_replace_in(api, _patched(current, patch, patch_type), resource, subresource))
+        return _copy(_replace_in(api, _patched(current, patch, patch_type), resource, subresource, owner))
+
+
+def object_apply(
+    *,
+    cluster: models.Cluster,
+    config: Obj,
+    namespace: str,
+    manager: str,
+    force: bool,
+    actor: Actor,
+) -> tuple[Obj, bool]:
+    """Server-side apply (PATCH as application/apply-patch+yaml): `config` merged into the object as `manager`'s
+    fields, or the object created from it; the object as written and whether it was created. A field another
+    manager owns that the apply would change is an ApplyConflict unless `force`. Status is not applied: it is the
+    status subresource's."""
+    resource = resource_of(str(config.get("kind", "")))
+    if resource.store == DECLARATIONS:
+        raise UnsupportedPatch("server-side apply is not supported for DeviceDeclarations: use kubectl apply")
+    name = str((config.get("metadata") or {}).get("name", ""))
+    if resource.kind in _STATUS_KEPT or resource.store in _CONFIG:
+        config = {key: value for key, value in config.items() if key != "status"}
+    root = root_type(resource.api_version, resource.kind)
+    time = _Owner(cluster, manager).time
+    if resource.store in _CONFIG:
+        with transaction.atomic():
+            _lock_config(cluster, resource, name)
+            current = _stored_config(cluster, resource, name)
+            authorize(actor, "create" if current is None else "patch", resource)
+            result = fieldmanager.apply(current, config, manager=manager, force=force, root_type=root, time=time)
+            body = _with_managed(result.obj, result.managed)
+            body.pop("status", None)
+            if current is None:
+                _config_store(cluster, body, actor)
+            else:
+                body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                _config_replace(cluster, body, resource, "", actor, _Owner(cluster, ""))
+            _store_managed(cluster, resource, name, body["metadata"]["managedFields"])
+            written = _stored_config(cluster, resource, name)
+            assert written is not None
+            return written, current is None
+    with _lab_write(cluster) as api:
+        current = api.get(resource.kind, name, namespace if resource.namespaced else "")
+        authorize(actor, "create" if current is None else "patch", resource)
+        result = fieldmanager.apply(current, config, manager=manager, force=force, root_type=root, time=time)
+        obj = _with_managed(result.obj, result.managed)
+        if current is None:
+            validate(obj, resource, status=resource.kind in _STATUS_ON_CREATE)
+            return _copy(_create_in(api, _stored_version(cluster, api, obj, resource), resource)), True
+        return _copy(_replace_in(api, obj, resource, "", _Owner(cluster, ""))), False
+
+
+class _Owner:
+    """Who an update is by (the API's fieldManager; empty for karp and the dashboard, which keep no managedFields)
+    and the time its managedFields entry records: the cluster's clock, which a lab's `karp advance` moves."""
+
+    def __init__(self, cluster: models.Cluster, manager: str) -> None:
+        self.manager = manager
+        self.time = cluster.clock.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def track(self, stored: Obj, new: Obj, resource: Resource, subresource: str) -> None:
+        """Give `new` the managedFields after this update of `stored`, when the object has any and the writer left
+        them as they were (a body with other managedFields sets them, as kube-apiserver lets it)."""
+        before = (stored.get("metadata") or {}).get("managedFields")
+        after = (new.get("metadata") or {}).get("managedFields")
+        if not self.manager or not before or (after is not None and after != before):
+            return
+        entries = fieldmanager.updated(
+            stored,
+            new,
+            manager=self.manager,
+            root_type=root_type(resource.api_version, resource.kind),
+            time=self.time,
+            subresource=subresource,
+        )
+        new["metadata"]["managedFields"] = [entry.to_json() for entry in entries]
+
+
+def _with_managed(obj: Obj, managed: list[fieldmanager.ManagedEntry]) -> Obj:
+    obj = copy.deepcopy(obj)
+    obj.setdefault("metadata", {})["managedFields"] = [entry.to_json() for entry in managed]
+    return obj
+
+
+def _store_managed(cluster: models.Cluster, resource: Resource, name: str, managed: list[Any]) -> None:
+    """A NodePool's or node class's managedFields, kept beside the fields its parser reads."""
+    if resource.store == NODEPOOLS:
+        models.NodePool.objects.filter(cluster=cluster, name=name).update(managed_fields=managed)
+    else:
+        models.NodeClass.objects.filter(cluster=cluster, kind=resource.kind, name=name).update(managed_fields=managed)
 
 
 def _patched(current: Obj, patch: Any, patch_type: str) -> Obj:
@@ -431,7 +537,7 @@ def _check_preconditions(resource: Resource, name: str, current: Obj, conditions
 
 
 def workload_scale(
-    *, cluster: models.Cluster, kind: str, name: str, namespace: str, replicas: int, actor: Actor
+    *, cluster: models.Cluster, kind: str, name: str, namespace: str, replicas: int, actor: Actor, manager: str = ""
 ) -> Obj:
     """The scale subresource (kubectl scale, karp scale): a Deployment's or ReplicaSet's spec.replicas."""
     resource = resource_of(kind)
@@ -448,7 +554,9 @@ def workload_scale(
         if obj is None:
             raise NotFound(f'{resource.qualified} "{name}" not found')
         if int(obj["spec"].get("replicas", 1)) != replicas:
+            before = copy.deepcopy(obj)
             obj["spec"]["replicas"] = replicas
+            _Owner(cluster, manager).track(before, obj, resource, "scale")
             api.update(obj, spec_changed=True)
         return _copy(obj)
 

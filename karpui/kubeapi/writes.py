@@ -3,10 +3,12 @@ eviction subresources, over the one write path `karp` uses too (karpui.objects):
 
 It parses and checks the request as kube-apiserver does before anything is written (the body's kind and version
 against the URL, the namespace and name, unknown fields per `fieldValidation`, the patch's media type), calls the
-write service as the token's user, and turns what the service raises into the Status kube-apiserver would answer:
+write service as the token's user (the request's fieldManager, or its User-Agent's first word, taking over the
+fields it changes of an object with managedFields), and turns what the service raises into the Status kube-apiserver would answer:
 NotFound 404, AlreadyExists and Conflict 409, ManifestError 422 Invalid naming the field, PermissionDenied 403 in
 RBAC's words, TooManyRequests 429 (an eviction a PodDisruptionBudget forbids). `dryRun=All` runs the write and
-rolls it back.
+rolls it back. Server-side apply (`application/apply-patch+yaml`) merges or creates through
+karpui.objects.object_apply; a field another manager owns is a 409 naming it (karpui.apimachinery.fieldmanager).
 
 A body is read once, refused past kube-apiserver's 3 MiB (413), and decoded, JSON or YAML, under the bounds `karp
 apply` has (provisioner.manifests.documents: aliases, depth, object size), so no body can cost more than a manifest.
@@ -29,6 +31,7 @@ from karpui.kubeapi import openapi
 from karpui.kubeapi.errors import Status, bad_request, forbidden, invalid, method_not_allowed, not_found
 from karpui.kubeapi.requests import Context, Target
 from karpui.kubeapi.versions import at_version
+from provisioner.apimachinery.fieldmanager import ApplyConflict, dotted, printed
 from provisioner.apimachinery.patch import apply_patch
 from provisioner.cluster.objects import AlreadyExists, Conflict, NotFound, Obj, TooManyRequests
 from provisioner.manifests import ManifestError
@@ -40,6 +43,10 @@ PATCH_TYPES = {
     "application/merge-patch+json": "merge",
     "application/strategic-merge-patch+json": "strategic",
 }
+APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (kubectl apply --server-side)
+# A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends force=True).
+_BOOLEANS = {**dict.fromkeys(("1", "t", "T", "true", "TRUE", "True"), True)}
+_BOOLEANS |= dict.fromkeys(("0", "f", "F", "false", "FALSE", "False"), False)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apiserver's generateName alphabet
 # kube-apiserver refuses a write whose body is larger (413) before decoding it; Django's own limit (2.5 MB, an HTML
 # 400) is for forms, so the API reads its bodies itself.
@@ -155,11 +162,26 @@ def _dispatch(
             ) from None
         except ManifestError as error:
             raise invalid(resource.kind, resource.group, name, error.field or "", error.message) from None
+        except ApplyConflict as error:
+            raise Status(
+                409,
+                "Conflict",
+                str(error),
+                name=name,
+                group=resource.group,
+                kind=resource.plural,
+                causes=[
+                    {"reason": "FieldManagerConflict", "message": f"conflict with {printed(e)}", "field": dotted(p)}
+                    for e, p in error.conflicts
+                ],
+            ) from None
         except ValueError as error:  # the patch machinery's PatchError and UnsupportedPatch are ValueErrors
             raise _patch_status(error, resource.kind, resource.group, name) from None
 
     def served(obj: Obj) -> Obj:
         return at_version(obj, resource.group, at.version, namespaced=resource.namespaced)
+
+    manager = field_manager(request)
 
     if at.subresource == "eviction":
         _eviction_body(data, name, namespace)
@@ -172,7 +194,13 @@ def _dispatch(
         wanted = _scale_replicas(request, data, current)
         obj = write(
             lambda objects: objects.workload_scale(
-                cluster=ctx.cluster, kind=resource.kind, name=name, namespace=namespace, replicas=wanted, actor=actor
+                cluster=ctx.cluster,
+                kind=resource.kind,
+                name=name,
+                namespace=namespace,
+                replicas=wanted,
+                actor=actor,
+                manager=manager,
             )
         )
         return 200, scale_of(obj)
@@ -185,10 +213,19 @@ def _dispatch(
         return 200, served(
             write(
                 lambda objects: objects.object_replace(
-                    cluster=ctx.cluster, obj=body, subresource=at.subresource, actor=actor
+                    cluster=ctx.cluster, obj=body, subresource=at.subresource, actor=actor, manager=manager
                 )
             )
         )
+    if verb == "patch" and request.content_type == APPLY_PATCH:
+        config = _apply_body(request, data, at, warnings)
+        force = _BOOLEANS[request.GET.get("force", "false")]
+        obj, created = write(
+            lambda objects: objects.object_apply(
+                cluster=ctx.cluster, config=config, namespace=namespace, manager=manager, force=force, actor=actor
+            )
+        )
+        return (201 if created else 200), served(obj)
     if verb == "patch":
         patch, patch_type = _patch_body(request, data, at, warnings)
         if at.version != resource.version:
@@ -203,6 +240,7 @@ def _dispatch(
                         obj=_patched(current, patch, patch_type),
                         subresource=at.subresource,
                         actor=actor,
+                        manager=manager,
                     )
                 )
             )
@@ -217,6 +255,7 @@ def _dispatch(
                     patch_type=patch_type,
                     subresource=at.subresource,
                     actor=actor,
+                    manager=manager,
                 )
             )
         )
@@ -421,10 +460,11 @@ def _patch_body(request: HttpRequest, data: Body, at: Target, warnings: list[str
     if openapi.accepts_strategic(resource):
         accepted.append("application/strategic-merge-patch+json")
     if content_type not in accepted:
+        listed = [*accepted, APPLY_PATCH]  # apply is answered before this
         raise Status(
             415,
             "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}",
+            f"the body of the request was in an unknown format - accepted media types include: {', '.join(listed)}",
         )
     patch_type = PATCH_TYPES[content_type]
     repeated: list[RepeatedField] = []
@@ -436,6 +476,34 @@ def _patch_body(request: HttpRequest, data: Body, at: Target, warnings: list[str
             raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
         _strict(request, at, patch, warnings, kind=resource.kind, version=at.version, repeated=repeated, is_yaml=False)
     return patch, patch_type
+
+
+def field_manager(request: HttpRequest) -> str:
+    """Who a write is by, for managedFields: its fieldManager, else its User-Agent up to the first "/" (kubectl's
+    `kubectl/v1.32.0 (linux/amd64) ...` is "kubectl"), as kube-apiserver names it; at most 128 characters."""
+    given = request.GET.get("fieldManager") or request.headers.get("User-Agent", "").split("/", 1)[0]
+    return given[:128]
+
+
+def _apply_body(request: HttpRequest, data: Body, at: Target, warnings: list[str]) -> Obj:
+    """A server-side apply's configuration: a whole object of the kind at the URL's name, applied by a named field
+    manager, to the resource itself at the version it is stored at."""
+    if not request.GET.get("fieldManager"):
+        raise bad_request("fieldManager is required for apply requests")
+    if request.GET.get("force", "false") not in _BOOLEANS:
+        raise bad_request(f"force: Invalid value: {json.dumps(request.GET['force'])}: must be true or false")
+    resource = at.resource
+    if at.subresource or at.version != resource.version:
+        where = f"the {at.subresource} subresource" if at.subresource else f"{resource.group}/{at.version}"
+        raise Status(
+            415,
+            "UnsupportedMediaType",
+            f"server-side apply of {where} is not served: apply {resource.plural} at {resource.api_version}",
+        )
+    config = _object_body(request, data, at, warnings)
+    if config["metadata"].get("managedFields") is not None:
+        raise bad_request("metadata.managedFields must be nil")
+    return config
 
 
 def _scale_replicas(request: HttpRequest, data: Body, current: Obj) -> int:

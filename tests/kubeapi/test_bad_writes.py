@@ -151,7 +151,7 @@ def test_patches_need_a_media_type_the_kind_takes(writer: Writer) -> None:
             415,
             "UnsupportedMediaType",
             "the body of the request was in an unknown format - accepted media types include: "
-            "application/json-patch+json, application/merge-patch+json",
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ),
     )
     code, body = writer.send("PATCH", nodepool, {"op": "add"}, "application/json-patch+json")
@@ -408,3 +408,47 @@ def test_a_nodes_status_is_checked_as_karp_apply_checks_it(writer: Writer, nodes
     code, body = writer.send("PUT", "/api/v1/nodes/kind-worker/status", negative)
     assert (code, body["details"]["causes"][0]["field"]) == (422, "status.allocatable.cpu")
     assert writer.send("GET", "/api/v1/nodes/kind-worker", "") == (200, current)
+
+
+APPLY = "application/apply-patch+yaml"
+INFLATE_CONFIG = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "inflate"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "inflate"}},
+        "template": {
+            "metadata": {"labels": {"app": "inflate"}},
+            "spec": {"containers": [{"name": "inflate", "image": "pause"}]},
+        },
+    },
+}
+
+
+def test_a_bad_server_side_apply_is_refused_naming_the_problem_and_creates_nothing(writer: Writer) -> None:
+    inflate = f"{DEPLOYMENTS}/inflate"
+    assert writer.send("PATCH", inflate, INFLATE_CONFIG, APPLY) == (
+        400,
+        status(400, "BadRequest", "fieldManager is required for apply requests"),
+    )
+    managed = {**INFLATE_CONFIG, "metadata": {"name": "inflate", "managedFields": [{"manager": "x"}]}}
+    assert writer.send("PATCH", f"{inflate}?fieldManager=ci", managed, APPLY) == (
+        400,
+        status(400, "BadRequest", "metadata.managedFields must be nil"),
+    )
+    typo = {**INFLATE_CONFIG, "spec": {**INFLATE_CONFIG["spec"], "replica": 2}}
+    code, body = writer.send("PATCH", f"{inflate}?fieldManager=ci&fieldValidation=Strict", typo, APPLY)
+    assert (code, body["message"]) == (
+        400,
+        'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+        'unknown field "spec.replica"',
+    )
+    code, body = writer.send("PATCH", f"{inflate}?fieldManager=ci&force=maybe", INFLATE_CONFIG, APPLY)
+    assert (code, body["message"]) == (400, 'force: Invalid value: "maybe": must be true or false')
+    pool = {"apiVersion": "karpenter.sh/v1beta1", "kind": "NodePool", "metadata": {"name": "default"}, "spec": {}}
+    code, body = writer.send("PATCH", "/apis/karpenter.sh/v1beta1/nodepools/default?fieldManager=ci", pool, APPLY)
+    assert (code, body["message"]) == (
+        415,
+        "server-side apply of karpenter.sh/v1beta1 is not served: apply nodepools at karpenter.sh/v1",
+    )
+    assert writer.send("GET", inflate, None)[0] == 404
