@@ -45,6 +45,7 @@ from provisioner.cluster.objects import (
 from provisioner.manifests import Document, ManifestError, load_documents
 from provisioner.manifests.cluster import MAX_REPLICAS, VALIDATORS, check_pods_per_apply, validate_cluster_object
 from provisioner.manifests.fields import metadata as check_metadata
+from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 
 # kube-apiserver makes these at start and keeps them: writes into them never need a Namespace object first.
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
@@ -229,9 +230,7 @@ def _replace_in(api: ClusterAPI, obj: Obj, resource: Resource, subresource: str,
         validate(new, resource)
         _device_classes_exist(api, new)
     new["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
-    if "managedFields" not in new["metadata"] and "managedFields" in stored["metadata"]:
-        new["metadata"]["managedFields"] = stored["metadata"]["managedFields"]  # left out is kept, [] resets them
-    if owner is not None:
+    if _given_managed_fields(new["metadata"], stored["metadata"]) and owner is not None:
         owner.track(stored, new, resource, subresource)
     if new == stored:
         return stored  # kube-apiserver writes nothing (and keeps the version) when an update changes nothing
@@ -296,7 +295,9 @@ def _config_replace(
             if body.get("apiVersion") not in resource_versions(resource):
                 raise ManifestError(f'no matches for kind "{resource.kind}" in version "{body.get("apiVersion")}"')
             _config_store(cluster, body, actor)
-            if owner is not None:
+            if (body.get("metadata") or {}).get("managedFields") == [{}]:
+                _store_managed(cluster, resource, name, [])  # as kube-apiserver clears them
+            elif owner is not None:
                 updated = {**body, "metadata": {**body["metadata"]}}
                 owner.track(stored, updated, resource, subresource)
                 if updated["metadata"].get("managedFields") != stored["metadata"].get("managedFields"):
@@ -415,6 +416,7 @@ def object_apply(
     if resource.store == DECLARATIONS:
         raise UnsupportedPatch("server-side apply is not supported for DeviceDeclarations: use kubectl apply")
     name = str((config.get("metadata") or {}).get("name", ""))
+    status = config.get("status")
     if resource.kind in _STATUS_KEPT or resource.store in _CONFIG:
         config = {key: value for key, value in config.items() if key != "status"}
     root = root_type(resource.api_version, resource.kind)
@@ -424,7 +426,15 @@ def object_apply(
             _lock_config(cluster, resource, name)
             current = _stored_config(cluster, resource, name)
             authorize(actor, "create" if current is None else "patch", resource)
-            result = fieldmanager.apply(current, config, manager=manager, force=force, root_type=root, time=time)
+            result = fieldmanager.apply(
+                current,
+                config,
+                manager=manager,
+                force=force,
+                root_type=root,
+                time=time,
+                normalized=_as_stored if resource.store == NODEPOOLS else None,
+            )
             body = _with_managed(result.obj, result.managed)
             body.pop("status", None)
             if current is None:
@@ -441,10 +451,23 @@ def object_apply(
         authorize(actor, "create" if current is None else "patch", resource)
         result = fieldmanager.apply(current, config, manager=manager, force=force, root_type=root, time=time)
         obj = _with_managed(result.obj, result.managed)
+        if current is None and resource.kind in _STATUS_ON_CREATE and isinstance(status, dict):
+            obj["status"] = copy.deepcopy(status)  # how a Node registers: its capacity is not the applier's field
         if current is None:
             validate(obj, resource, status=resource.kind in _STATUS_ON_CREATE)
             return _copy(_create_in(api, _stored_version(cluster, api, obj, resource), resource)), True
         return _copy(_replace_in(api, obj, resource, "", _Owner(cluster, ""))), False
+
+
+def _as_stored(nodepool: Obj) -> Obj:
+    """A NodePool as its table would keep it (quantities and durations as the parser writes them), to compare an
+    applied value with the stored one; as given when it does not parse (the write then names the field)."""
+    body = {key: value for key, value in nodepool.items() if key != "status"}
+    try:
+        spec = nodepool_to_manifest(parse_nodepool(body))["spec"]
+    except ManifestError:
+        return nodepool
+    return {**nodepool, "spec": spec}
 
 
 class _Owner:
@@ -471,6 +494,22 @@ class _Owner:
             subresource=subresource,
         )
         new["metadata"]["managedFields"] = [entry.to_json() for entry in entries]
+
+
+def _given_managed_fields(meta: dict[str, Any], stored: dict[str, Any]) -> bool:
+    """managedFields as an update leaves them, as kube-apiserver reads what a writer sent: left out or `[]` keeps
+    the stored ones (so a client that knows nothing of them cannot strip them), `[{}]` clears them, other entries
+    replace them. True when they are the stored ones, for the update to be recorded in them."""
+    given = meta.get("managedFields")
+    if given == [{}]:
+        meta.pop("managedFields")
+        return False
+    if not given:
+        meta.pop("managedFields", None)
+        if stored.get("managedFields"):
+            meta["managedFields"] = stored["managedFields"]
+        return True
+    return bool(given == stored.get("managedFields"))
 
 
 def _with_managed(obj: Obj, managed: list[fieldmanager.ManagedEntry]) -> Obj:

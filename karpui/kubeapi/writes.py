@@ -31,8 +31,9 @@ from karpui.kubeapi import openapi
 from karpui.kubeapi.errors import Status, bad_request, forbidden, invalid, method_not_allowed, not_found
 from karpui.kubeapi.requests import Context, Target
 from karpui.kubeapi.versions import at_version
-from provisioner.apimachinery.fieldmanager import ApplyConflict, dotted, printed
+from provisioner.apimachinery.fieldmanager import ApplyConflict, ApplyInvalid, dotted, printed
 from provisioner.apimachinery.patch import apply_patch
+from provisioner.apimachinery.strategic import PatchError, UnsupportedPatch
 from provisioner.cluster.objects import AlreadyExists, Conflict, NotFound, Obj, TooManyRequests
 from provisioner.manifests import ManifestError
 from provisioner.manifests.documents import RepeatedField, load_document, load_json
@@ -162,6 +163,8 @@ def _dispatch(
             ) from None
         except ManifestError as error:
             raise invalid(resource.kind, resource.group, name, error.field or "", error.message) from None
+        except ApplyInvalid as error:
+            raise invalid(resource.kind, resource.group, name, error.field, error.problem) from None
         except ApplyConflict as error:
             raise Status(
                 409,
@@ -303,9 +306,9 @@ def _patched(current: Obj, patch: Any, patch_type: str) -> Obj:
 
 def _patch_status(error: ValueError, kind: str, group: str, name: str) -> Status:
     """A patch the kind does not take (415), or one that cannot be applied (422, as kube-apiserver answers)."""
-    if type(error).__name__ == "UnsupportedPatch":
+    if isinstance(error, UnsupportedPatch):
         return Status(415, "UnsupportedMediaType", str(error))
-    if type(error).__name__ == "PatchError":
+    if isinstance(error, PatchError):  # an ApplyInvalid too
         qualified = f"{kind}.{group}" if group else kind
         return Status(422, "Invalid", f'{qualified} "{name}" is invalid: {error}', name=name, group=group, kind=kind)
     raise error

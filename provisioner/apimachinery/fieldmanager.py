@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from provisioner.apimachinery.strategic import Field, field_of
+from provisioner.apimachinery.strategic import Field, PatchError, field_of, list_rule
 
 FieldPath = tuple[str, ...]
 _MISSING = object()
@@ -155,57 +155,84 @@ def entries(obj: Mapping[str, Any]) -> list[ManagedEntry]:
     return found
 
 
-def field_set(obj: Mapping[str, Any], root_type: str | None) -> set[FieldPath]:
-    """Every field `obj` sets, as owned paths: leaves, list items keyed by their merge key (and those keys), and
-    set values; server-set metadata left out."""
+class ApplyInvalid(PatchError):
+    """An applied configuration whose keyed list cannot be merged: an item without a key, or two with the same.
+    `field` is the list (`.spec.template.spec.containers[name="app"].env`), `problem` what is wrong with it."""
+
+    def __init__(self, path: FieldPath, problem: str) -> None:
+        self.field, self.problem = dotted(path), problem
+        super().__init__(f"{self.field}: {problem}")
+
+
+def field_set(obj: Mapping[str, Any], root_type: str | None, *, strict: bool = False) -> set[FieldPath]:
+    """Every field `obj` sets, as owned paths: leaves, list items keyed by their list's keys (and those keys), and
+    set values; server-set metadata left out. With `strict` (an applied configuration), a keyed list's item that
+    omits a key or repeats another's is an ApplyInvalid; otherwise (a stored object) such an item is not owned."""
     found: set[FieldPath] = set()
-    _walk_map(obj, root_type or "", (), found)
+    _walk_map(obj, root_type or "", (), found, strict)
     return {path for path in found if path not in _SERVER_FIELDS}
 
 
-def _walk_map(value: Mapping[str, Any], type_name: str, prefix: FieldPath, found: set[FieldPath]) -> None:
+def _walk_map(value: Mapping[str, Any], type_name: str, prefix: FieldPath, found: set[FieldPath], strict: bool) -> None:
     for name, child in value.items():
         field = field_of(type_name, name) if type_name else None
-        _walk_value(child, field, (*prefix, f"f:{name}"), found)
+        _walk_value(child, type_name, name, field, (*prefix, f"f:{name}"), found, strict)
 
 
-def _walk_value(value: Any, field: Field | None, path: FieldPath, found: set[FieldPath]) -> None:
+def _walk_value(
+    value: Any,
+    parent_type: str,
+    name: str,
+    field: Field | None,
+    path: FieldPath,
+    found: set[FieldPath],
+    strict: bool,
+) -> None:
+    kind, keys = list_rule(parent_type, name) if parent_type else ("atomic", ())
     if isinstance(value, Mapping) and value:
-        _walk_map(value, field.value_type if field is not None else "", path, found)
-    elif isinstance(value, list) and value and _keyed(field, value):
-        assert field is not None
-        for item in value:
-            item_path = (*path, _key_element(field.key, item))
-            found.add(item_path)
-            _walk_map(item, field.type, item_path, found)
-    elif isinstance(value, list) and value and _is_set(field, value):
+        _walk_map(value, field.value_type if field is not None else "", path, found, strict)
+    elif isinstance(value, list) and value and kind == "map":
+        seen: set[str] = set()
+        for index, item in enumerate(value):
+            element = _item_key(item, keys, path, index, strict)
+            if element is None:
+                continue
+            if element in seen:
+                if strict:
+                    raise ApplyInvalid(path, f"duplicate entries for key {dotted((element,))}")
+                continue
+            seen.add(element)
+            found.add((*path, element))
+            _walk_map(item, field.type if field is not None else "", (*path, element), found, strict)
+    elif isinstance(value, list) and value and kind == "set" and not any(isinstance(i, (Mapping, list)) for i in value):
         found.update((*path, "v:" + _compact(item)) for item in value)
     else:
         found.add(path)
 
 
-def _keyed(field: Field | None, items: list[Any]) -> bool:
-    """A list merged item by item on its merge key (every item an object that has the key)."""
-    return (
-        field is not None
-        and field.merges
-        and bool(field.key)
-        and all(isinstance(i, Mapping) and field.key in i for i in items)
-    )
+# List-map keys the API server defaults before it merges: an item that leaves one out is keyed by its default.
+_KEY_DEFAULTS = {"protocol": "TCP"}
 
 
-def _is_set(field: Field | None, items: list[Any]) -> bool:
-    return (
-        field is not None and field.merges and not field.key and not any(isinstance(i, (Mapping, list)) for i in items)
-    )
+def _item_key(item: Any, keys: tuple[str, ...], path: FieldPath, index: int, strict: bool) -> str | None:
+    """A keyed list item's path element (`k:{"name":"app"}`), or None (or ApplyInvalid) when it has no valid key."""
+    values = {}
+    for key in keys:
+        value = item.get(key, _KEY_DEFAULTS.get(key)) if isinstance(item, Mapping) else None
+        if value is None or isinstance(value, (Mapping, list)):
+            if not strict:
+                return None
+            raise ApplyInvalid(
+                path,
+                f"element {index}: associative list with keys has an element that omits key field {json.dumps(key)} "
+                "(and doesn't have default value)",
+            )
+        values[key] = value
+    return "k:" + _compact(values)
 
 
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
-
-
-def _key_element(key: str, item: Mapping[str, Any]) -> str:
-    return "k:" + _compact({key: item[key]})
 
 
 def value_at(obj: Any, path: FieldPath) -> Any:
@@ -221,15 +248,26 @@ def value_at(obj: Any, path: FieldPath) -> Any:
             keys = json.loads(rest)
             if not isinstance(node, list):
                 return _MISSING
-            node = next(
-                (i for i in node if isinstance(i, Mapping) and all(i.get(k) == v for k, v in keys.items())), _MISSING
-            )
+            node = next((i for i in node if _matches(i, keys)), _MISSING)
             if node is _MISSING:
                 return _MISSING
         else:
             wanted = json.loads(rest)
             return wanted if isinstance(node, list) and wanted in node else _MISSING
     return node
+
+
+def _matches(item: Any, keys: Mapping[str, Any]) -> bool:
+    return isinstance(item, Mapping) and all(item.get(k, _KEY_DEFAULTS.get(k)) == v for k, v in keys.items())
+
+
+def without_nulls(value: Any) -> Any:
+    """An applied configuration without its null fields: a null is no value to set (kube-apiserver drops them)."""
+    if isinstance(value, Mapping):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 def merged(live: Mapping[str, Any], applied: Mapping[str, Any], root_type: str | None) -> dict[str, Any]:
@@ -242,25 +280,27 @@ def _merge_map(live: Mapping[str, Any], applied: Mapping[str, Any], type_name: s
     result = dict(live)
     for name, value in applied.items():
         field = field_of(type_name, name) if type_name else None
+        kind, keys = list_rule(type_name, name) if type_name else ("atomic", ())
         current = result.get(name)
         if isinstance(value, Mapping) and isinstance(current, Mapping):
             result[name] = _merge_map(current, value, field.value_type if field is not None else "")
-        elif isinstance(value, list) and isinstance(current, list) and _keyed(field, value) and _keyed(field, current):
-            assert field is not None
-            result[name] = _merge_keyed(current, value, field)
-        elif isinstance(value, list) and isinstance(current, list) and _is_set(field, value):
+        elif isinstance(value, list) and isinstance(current, list) and kind == "map":
+            result[name] = _merge_keyed(current, value, keys, field.type if field is not None else "")
+        elif isinstance(value, list) and isinstance(current, list) and kind == "set":
             result[name] = [*current, *(v for v in value if v not in current)]
         else:
             result[name] = copy.deepcopy(value)
     return result
 
 
-def _merge_keyed(live: list[Any], applied: list[Any], field: Field) -> list[Any]:
-    by_key = {item[field.key]: item for item in applied}
-    result = [
-        _merge_map(item, by_key.pop(item[field.key]), field.type) if item[field.key] in by_key else item
-        for item in live
-    ]
+def _merge_keyed(live: list[Any], applied: list[Any], keys: tuple[str, ...], item_type: str) -> list[Any]:
+    """Items matched on their keys (the applied ones are valid: field_set checked them); live items without a valid
+    key are kept as they are."""
+    by_key = {_item_key(item, keys, (), 0, strict=False): item for item in applied}
+    result = []
+    for item in live:
+        key = _item_key(item, keys, (), 0, strict=False)
+        result.append(_merge_map(item, by_key.pop(key), item_type) if key is not None and key in by_key else item)
     return [*result, *(copy.deepcopy(item) for item in by_key.values())]
 
 
@@ -277,7 +317,7 @@ def removed(obj: dict[str, Any], path: FieldPath) -> None:
         node.pop(rest, None)
     elif kind == "k" and isinstance(node, list):
         keys = json.loads(rest)
-        node[:] = [i for i in node if not (isinstance(i, Mapping) and all(i.get(k) == v for k, v in keys.items()))]
+        node[:] = [i for i in node if not _matches(i, keys)]
     elif kind == "v" and isinstance(node, list):
         wanted = json.loads(rest)
         node[:] = [i for i in node if i != wanted]
@@ -291,6 +331,11 @@ class Applied:
     managed: list[ManagedEntry]
 
 
+# Who owns a stored object's fields when it has no managedFields (made before any apply, or by a writer that keeps
+# none): kube-apiserver's name for them, so that the first apply's changes to them are conflicts.
+BEFORE_FIRST_APPLY = "before-first-apply"
+
+
 def apply(
     live: Mapping[str, Any] | None,
     config: Mapping[str, Any],
@@ -299,28 +344,42 @@ def apply(
     force: bool,
     root_type: str | None,
     time: str,
+    normalized: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Applied:
     """Apply `config` as `manager` to `live` (None: the object does not exist yet).
 
     The fields it sets become the manager's (its Apply entry); a field another manager owns that the apply would
     change is a conflict (ApplyConflict), unless `force`, which takes the field over. A field the manager applied
     before and leaves out now is removed from the object unless another manager owns it too. Fields set to the
-    value they already have are shared, not conflicts."""
+    value they already have are shared, not conflicts; `normalized` gives the object as it would be stored (a
+    NodePool's quantities as its parser writes them), so that a value written differently is not a change. A keyed
+    list item without its key, or repeated, is an ApplyInvalid. Null fields set nothing."""
+    config = without_nulls(config)
     api_version = str(config.get("apiVersion", ""))
-    wanted = field_set(config, root_type)
+    wanted = field_set(config, root_type, strict=True)
     if live is None:
         return Applied(
             copy.deepcopy(dict(config)), [ManagedEntry(manager, APPLY, api_version, time, frozenset(wanted))]
         )
-    others = [e for e in entries(live) if not (e.manager == manager and e.operation == APPLY and not e.subresource)]
-    mine = next((e for e in entries(live) if e.manager == manager and e.operation == APPLY and not e.subresource), None)
+    stored = entries(live)
+    if not stored:
+        status = {p for p in field_set(live, root_type) if p[0] == "f:status"}
+        owned = frozenset(field_set(live, root_type) - status)
+        stored = [ManagedEntry(BEFORE_FIRST_APPLY, UPDATE, str(live.get("apiVersion", "")), "", owned)]
+    others = [e for e in stored if not (e.manager == manager and e.operation == APPLY and not e.subresource)]
+    mine = next((e for e in stored if e.manager == manager and e.operation == APPLY and not e.subresource), None)
+    obj = merged(live, config, root_type)
+    target = obj
+    if normalized is not None:
+        target = normalized(obj)
+        live = normalized(dict(live))
     # Every other entry is another owner, the same manager's updates included (kube-apiserver keys owners by
     # manager, operation and subresource).
     conflicts = [
         (entry, path)
         for entry in others
         for path in sorted(wanted & entry.fields)
-        if path[-1][0] == "f" and value_at(live, path) != value_at(config, path)
+        if path[-1][0] == "f" and value_at(live, path) != value_at(target, path)
     ]
     if conflicts and not force:
         raise ApplyConflict(conflicts)
@@ -328,22 +387,38 @@ def apply(
     kept = [
         ManagedEntry(e.manager, e.operation, e.api_version, e.time, e.fields - taken, e.subresource) for e in others
     ]
-    owned_elsewhere = set().union(*(e.fields for e in kept)) if kept else set()
-    obj = merged(live, config, root_type)
     if mine is not None:
-        owned = wanted | owned_elsewhere
-        for path in sorted(mine.fields - owned, key=len, reverse=True):
-            removed(obj, path)
-            # A map or list left empty by the removal goes too, unless someone owns it as it is.
-            for end in range(len(path) - 1, 0, -1):
-                parent = path[:end]
-                if parent in owned or value_at(obj, parent) not in ({}, []):
-                    break
-                removed(obj, parent)
+        _remove_dropped(obj, mine.fields, wanted, set().union(*(e.fields for e in kept)) if kept else set())
     entry = ManagedEntry(manager, APPLY, api_version, time, frozenset(wanted))
-    if mine is not None and mine.fields == entry.fields and not taken and _unmanaged(obj) == _unmanaged(live):
+    if mine is not None and mine.fields == entry.fields and not taken and _unmanaged(target) == _unmanaged(live):
         entry = mine  # an apply that changes nothing writes nothing, its time included
     return Applied(obj, [e for e in (*kept, entry) if e.fields])
+
+
+def _remove_dropped(
+    obj: dict[str, Any], before: frozenset[FieldPath], wanted: set[FieldPath], others: set[FieldPath]
+) -> None:
+    """Remove from `obj` what the manager applied before and no longer applies, where no one else owns it: a whole
+    list item at once (never its key fields alone, which would leave an item no one can name), and never a field
+    that now holds applied ones (`resources: {}` applied before `resources: {requests: ...}`)."""
+    owned = wanted | others
+    holding = {path[:end] for path in owned for end in range(1, len(path))}
+    dropped = sorted(before - owned - holding, key=lambda path: (len(path), path))  # items before their fields
+    gone: list[FieldPath] = []
+    for path in dropped:
+        if any(path[: len(item)] == item for item in gone):
+            continue  # inside an item already removed
+        if len(path) >= 2 and path[-2].startswith("k:") and path[-1][2:] in json.loads(path[-2][2:]):
+            continue  # a key field of an item that stays
+        removed(obj, path)
+        if path[-1][0] in "kv":
+            gone.append(path)
+        # A map left empty by the removal goes too, unless someone owns it as it is.
+        for end in range(len(path) - 1, 0, -1):
+            parent = path[:end]
+            if parent in owned or parent in holding or value_at(obj, parent) not in ({}, []):
+                break
+            removed(obj, parent)
 
 
 def _unmanaged(obj: Mapping[str, Any]) -> dict[str, Any]:

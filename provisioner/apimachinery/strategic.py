@@ -58,6 +58,16 @@ def root_type(api_version: str, kind: str) -> str | None:
     return ROOTS.get(f"{api_version}/{kind}")
 
 
+_LISTS: dict[str, dict[str, list[str]]] = _TABLE["lists"]
+
+
+def list_rule(type_name: str, name: str) -> tuple[str, tuple[str, ...]]:
+    """How server-side apply merges a list field: ("map", its keys), ("set", ()) or ("atomic", ()), the default
+    (`x-kubernetes-list-type`, `x-kubernetes-list-map-keys`)."""
+    rule = _LISTS.get(type_name, {}).get(name)
+    return (rule[0], tuple(rule[1:])) if rule else ("atomic", ())
+
+
 def field_of(type_name: str, name: str) -> Field | None:
     if type_name.startswith(_MAP):
         return Field(type_name[len(_MAP) :], "", "", "")

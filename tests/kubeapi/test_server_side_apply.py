@@ -104,3 +104,43 @@ def test_the_python_clients_server_side_apply_owns_fields_per_manager(kube_clien
     assert taken.spec.replicas == 4
     owners = {e["manager"]: sorted(e["fieldsV1"]["f:spec"]) for e in taken.to_dict()["metadata"]["managedFields"]}
     assert owners == {"ci": ["f:selector", "f:template"], "cd": ["f:replicas", "f:selector", "f:template"]}
+
+
+def test_nodes_applied_server_side_register_with_their_status(kubectl: Any) -> None:
+    assert kubectl.ok("apply", "--server-side", "-f", str(EXAMPLES / "static-nodes" / "nodes.yaml")) == (
+        "node/kind-control-plane serverside-applied\nnode/kind-worker serverside-applied\n"
+        "node/kind-worker2 serverside-applied\n"
+    )
+    assert kubectl.ok("get", "node", "kind-worker", "-o", "jsonpath={.status.allocatable}") == (
+        '{"cpu":"4","memory":"8Gi","pods":"110"}'
+    )
+
+
+def test_two_managers_applying_the_same_nodepool_share_it_though_the_store_rewrites_its_quantities(
+    kubectl: Any, tmp_path: Any
+) -> None:
+    nodepool = (EXAMPLES / "provisioning" / "nodepool.yaml").read_text() + "  limits:\n    cpu: 1000\n"
+    (tmp_path / "nodepool.yaml").write_text(nodepool)
+    for manager in ("ci", "cd"):
+        kubectl.ok("apply", "--server-side", f"--field-manager={manager}", "-f", str(tmp_path / "nodepool.yaml"))
+    assert [m[:2] for m in managers(kubectl, "nodepool", "default")] == [("ci", "Apply"), ("cd", "Apply")]
+
+
+def test_a_bad_keyed_list_is_invalid_and_managed_fields_reset_as_kube_apiserver_resets_them(
+    kubectl: Any, tmp_path: Any
+) -> None:
+    inflate = (EXAMPLES / "provisioning" / "deployment.yaml").read_text()
+    (tmp_path / "inflate.yaml").write_text(inflate)
+    kubectl.ok("apply", "--server-side", "-f", str(tmp_path / "inflate.yaml"))
+    twice = inflate.replace("          resources:", "          env: [{name: A}, {name: A}]\n          resources:")
+    (tmp_path / "twice.yaml").write_text(twice)
+    refused = kubectl.run("apply", "--server-side", "-f", str(tmp_path / "twice.yaml"))
+    assert refused.stderr.strip() == (
+        'The Deployment "inflate" is invalid: .spec.template.spec.containers[name="inflate"].env: duplicate entries '
+        'for key [name="A"]'
+    )
+    # `[]` is ignored (a client that knows nothing of managedFields cannot strip them), `[{}]` clears them.
+    kubectl.ok("patch", "deployment", "inflate", "--type=merge", "-p", '{"metadata":{"managedFields":[]}}')
+    assert [m[:2] for m in managers(kubectl, "deployment", "inflate")] == [("kubectl", "Apply")]
+    kubectl.ok("patch", "deployment", "inflate", "--type=merge", "-p", '{"metadata":{"managedFields":[{}]}}')
+    assert managers(kubectl, "deployment", "inflate") == []

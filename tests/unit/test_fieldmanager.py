@@ -130,3 +130,136 @@ def test_an_apply_that_changes_nothing_keeps_its_entry_as_it_was():
     first = stored(fm.apply(None, deployment(), manager="k", force=False, root_type=DEPLOYMENT, time=T0))
     again = fm.apply(first, deployment(), manager="k", force=False, root_type=DEPLOYMENT, time=T1)
     assert ([e.time for e in again.managed], stored(again)) == ([T0], first)
+
+
+# Found in review: each outcome is kube-apiserver's for the same applies.
+
+
+def containers(obj: dict) -> list[dict]:
+    return obj["spec"]["template"]["spec"]["containers"]
+
+
+def with_container(config: dict, **fields) -> dict:
+    containers(config)[0].update(fields)
+    return config
+
+
+def test_dropping_a_keyed_item_removes_the_whole_item():
+    env = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+    config = deployment()
+    config["spec"]["template"]["spec"]["containers"].append({"name": "sidecar", "image": "envoy", "args": ["-c"]})
+    first = stored(
+        fm.apply(None, with_container(config, env=env), manager="k", force=False, root_type=DEPLOYMENT, time=T0)
+    )
+    again = fm.apply(
+        first, with_container(deployment(), env=env[:1]), manager="k", force=False, root_type=DEPLOYMENT, time=T1
+    )
+    assert containers(again.obj) == [{"name": "app", "image": "nginx", "env": [{"name": "A", "value": "1"}]}]
+
+
+def test_an_empty_map_applied_before_its_contents_keeps_them():
+    first = stored(
+        fm.apply(
+            None, with_container(deployment(), resources={}), manager="k", force=False, root_type=DEPLOYMENT, time=T0
+        )
+    )
+    filled = with_container(deployment(), resources={"requests": {"cpu": "2"}})
+    again = fm.apply(first, filled, manager="k", force=False, root_type=DEPLOYMENT, time=T1)
+    assert containers(again.obj)[0]["resources"] == {"requests": {"cpu": "2"}}
+
+
+def test_lists_keyed_on_two_fields_keep_both_items_and_name_both_keys():
+    ports = [{"containerPort": 53, "protocol": "TCP"}, {"containerPort": 53, "protocol": "UDP"}]
+    first = stored(
+        fm.apply(
+            None, with_container(deployment(), ports=ports), manager="k", force=False, root_type=DEPLOYMENT, time=T0
+        )
+    )
+    again = fm.apply(
+        first, with_container(deployment(), ports=ports), manager="k", force=False, root_type=DEPLOYMENT, time=T1
+    )
+    assert containers(again.obj)[0]["ports"] == ports
+    owned = again.managed[0].to_json()["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert sorted(owned['k:{"name":"app"}']["f:ports"]) == [
+        'k:{"containerPort":53,"protocol":"TCP"}',
+        'k:{"containerPort":53,"protocol":"UDP"}',
+    ]
+    # A port that leaves its protocol out is keyed by the default, TCP.
+    assert fm.field_set(with_container(deployment(), ports=[{"containerPort": 80}]), DEPLOYMENT) >= {
+        (
+            "f:spec",
+            "f:template",
+            "f:spec",
+            "f:containers",
+            'k:{"name":"app"}',
+            "f:ports",
+            'k:{"containerPort":80,"protocol":"TCP"}',
+        )
+    }
+
+
+def test_null_fields_set_nothing():
+    config = deployment(replicas=None)
+    config["spec"]["replicas"] = None
+    config["metadata"]["labels"] = None
+    created = fm.apply(None, config, manager="k", force=False, root_type=DEPLOYMENT, time=T0)
+    assert ("replicas" in created.obj["spec"], "labels" in created.obj["metadata"]) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            [{"name": "A"}, {"name": "A", "value": "2"}],
+            '.spec.template.spec.containers[name="app"].env: duplicate entries for key [name="A"]',
+        ),
+        (
+            [{"value": "1"}],
+            '.spec.template.spec.containers[name="app"].env: element 0: associative list with keys has an element '
+            'that omits key field "name" (and doesn\'t have default value)',
+        ),
+        (
+            [{"name": ["A"]}],
+            '.spec.template.spec.containers[name="app"].env: element 0: associative list with keys has an element '
+            'that omits key field "name" (and doesn\'t have default value)',
+        ),
+    ],
+)
+def test_a_keyed_list_with_a_missing_or_repeated_key_is_invalid(env, message):
+    live = stored(fm.apply(None, deployment(), manager="k", force=False, root_type=DEPLOYMENT, time=T0))
+    with pytest.raises(fm.ApplyInvalid) as invalid:
+        fm.apply(live, with_container(deployment(), env=env), manager="k", force=False, root_type=DEPLOYMENT, time=T1)
+    assert str(invalid.value) == message
+
+
+def test_fields_of_an_object_without_managed_fields_belong_to_before_first_apply():
+    created = {**deployment(replicas=3), "status": {"replicas": 3}}
+    with pytest.raises(fm.ApplyConflict) as conflict:
+        fm.apply(created, deployment(replicas=1), manager="ci", force=False, root_type=DEPLOYMENT, time=T1)
+    assert (
+        str(conflict.value)
+        == 'Apply failed with 1 conflict: conflict with "before-first-apply" using apps/v1: .spec.replicas'
+    )
+    same = fm.apply(created, deployment(replicas=3), manager="ci", force=False, root_type=DEPLOYMENT, time=T1)
+    owners = {e.manager: e.operation for e in same.managed}
+    assert owners == {"before-first-apply": "Update", "ci": "Apply"}
+    assert not any(path[0] == "f:status" for e in same.managed for path in e.fields)
+
+
+def test_values_the_store_writes_differently_are_compared_as_stored():
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "p"},
+        "spec": {"limits": {"cpu": 1000}},
+    }
+    first = stored(fm.apply(None, pool, manager="ci", force=False, root_type=None, time=T0))
+    first["spec"]["limits"]["cpu"] = "1000"  # as the NodePool table keeps it
+
+    def as_stored(obj):
+        return {**obj, "spec": {**obj["spec"], "limits": {k: str(v) for k, v in obj["spec"]["limits"].items()}}}
+
+    shared = fm.apply(first, pool, manager="cd", force=False, root_type=None, time=T1, normalized=as_stored)
+    assert sorted(e.manager for e in shared.managed) == ["cd", "ci"]
+    with pytest.raises(fm.ApplyConflict):
+        fm.apply(first, pool, manager="cd", force=False, root_type=None, time=T1)

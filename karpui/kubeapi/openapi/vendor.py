@@ -4,8 +4,8 @@
         --crd karpenter.sh_nodepools.yaml --crd karpenter.sh_nodeclaims.yaml ... [--crd-version NAME=FILE ...]
 
 `--swagger` is Kubernetes' api/openapi-spec/swagger.json of the release the API stands for; only the definitions
-the served kinds reach are kept (kubernetes.json), and their strategic-merge-patch rules are written for the pure
-engine (provisioner/apimachinery/strategies.json, `patch_strategies`). `--crd` files are CustomResourceDefinitions whose versions are
+the served kinds reach are kept (kubernetes.json), and their strategic-merge-patch and server-side-apply list rules
+are written for the pure engine (provisioner/apimachinery/strategies.json, `patch_strategies`). `--crd` files are CustomResourceDefinitions whose versions are
 kept with their schemas and printer columns (crds.json); `--crd-version v1beta1=FILE` takes one more version of a
 CRD from another release's file (Karpenter stopped serving v1beta1 after v1.0). See NOTICE.md for the sources used.
 """
@@ -101,7 +101,22 @@ def patch_strategies(definitions: dict[str, Any]) -> dict[str, Any]:
                 rules[field] = rule
         if rules:
             types[name] = rules
-    return {"roots": dict(sorted(roots.items())), "types": types}
+    return {"roots": dict(sorted(roots.items())), "types": types, "lists": list_types(definitions)}
+
+
+def list_types(definitions: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """For every type, its list fields that server-side apply merges (`x-kubernetes-list-type` set, or map with its
+    `x-kubernetes-list-map-keys`), as [list type, key...]; every other list is atomic, replaced whole."""
+    lists: dict[str, dict[str, list[str]]] = {}
+    for name, schema in definitions.items():
+        rules = {
+            field: [prop["x-kubernetes-list-type"], *prop.get("x-kubernetes-list-map-keys", [])]
+            for field, prop in (schema.get("properties") or {}).items()
+            if prop.get("type") == "array" and prop.get("x-kubernetes-list-type") in ("set", "map")
+        }
+        if rules:
+            lists[name] = rules
+    return lists
 
 
 def crd_versions(crd: dict[str, Any], only: str | None = None) -> list[dict[str, Any]]:
