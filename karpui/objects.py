@@ -182,6 +182,8 @@ def _prepared_for_create(obj: Obj) -> Obj:
     meta = obj.setdefault("metadata", {})
     for server_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"):
         meta.pop(server_field, None)
+    if meta.get("managedFields") == [{}]:
+        meta.pop("managedFields")  # the reset sign, on a new object: none
     if obj["kind"] == "Namespace":
         obj["status"] = {"phase": "Active"}
     elif obj["kind"] == "Pod":
@@ -295,13 +297,12 @@ def _config_replace(
             if body.get("apiVersion") not in resource_versions(resource):
                 raise ManifestError(f'no matches for kind "{resource.kind}" in version "{body.get("apiVersion")}"')
             _config_store(cluster, body, actor)
-            if (body.get("metadata") or {}).get("managedFields") == [{}]:
-                _store_managed(cluster, resource, name, [])  # as kube-apiserver clears them
-            elif owner is not None:
-                updated = {**body, "metadata": {**body["metadata"]}}
+            updated = {**body, "metadata": {**(body.get("metadata") or {})}}
+            if _given_managed_fields(updated["metadata"], stored["metadata"]) and owner is not None:
                 owner.track(stored, updated, resource, subresource)
-                if updated["metadata"].get("managedFields") != stored["metadata"].get("managedFields"):
-                    _store_managed(cluster, resource, name, updated["metadata"]["managedFields"])
+            managed = updated["metadata"].get("managedFields") or []
+            if managed != (stored["metadata"].get("managedFields") or []):
+                _store_managed(cluster, resource, name, managed)
         written = _stored_config(cluster, resource, name)
         assert written is not None
         return written
@@ -416,7 +417,7 @@ def object_apply(
     if resource.store == DECLARATIONS:
         raise UnsupportedPatch("server-side apply is not supported for DeviceDeclarations: use kubectl apply")
     name = str((config.get("metadata") or {}).get("name", ""))
-    status = config.get("status")
+    status = fieldmanager.without_nulls(config.get("status"))
     if resource.kind in _STATUS_KEPT or resource.store in _CONFIG:
         config = {key: value for key, value in config.items() if key != "status"}
     root = root_type(resource.api_version, resource.kind)
@@ -434,6 +435,7 @@ def object_apply(
                 root_type=root,
                 time=time,
                 normalized=_as_stored if resource.store == NODEPOOLS else None,
+                last_applied=_last_applied_or_none(current),
             )
             body = _with_managed(result.obj, result.managed)
             body.pop("status", None)
@@ -449,7 +451,15 @@ def object_apply(
     with _lab_write(cluster) as api:
         current = api.get(resource.kind, name, namespace if resource.namespaced else "")
         authorize(actor, "create" if current is None else "patch", resource)
-        result = fieldmanager.apply(current, config, manager=manager, force=force, root_type=root, time=time)
+        result = fieldmanager.apply(
+            current,
+            config,
+            manager=manager,
+            force=force,
+            root_type=root,
+            time=time,
+            last_applied=_last_applied_or_none(current),
+        )
         obj = _with_managed(result.obj, result.managed)
         if current is None and resource.kind in _STATUS_ON_CREATE and isinstance(status, dict):
             obj["status"] = copy.deepcopy(status)  # how a Node registers: its capacity is not the applier's field
@@ -459,15 +469,19 @@ def object_apply(
         return _copy(_replace_in(api, obj, resource, "", _Owner(cluster, ""))), False
 
 
+def _last_applied_or_none(obj: Obj | None) -> Obj | None:
+    """The object's last client-side applied configuration, if it has one that can be read."""
+    try:
+        return last_applied(obj) if obj is not None else None
+    except ManifestError:
+        return None
+
+
 def _as_stored(nodepool: Obj) -> Obj:
     """A NodePool as its table would keep it (quantities and durations as the parser writes them), to compare an
-    applied value with the stored one; as given when it does not parse (the write then names the field)."""
+    applied value with the stored one; a ManifestError naming the field when it cannot be stored."""
     body = {key: value for key, value in nodepool.items() if key != "status"}
-    try:
-        spec = nodepool_to_manifest(parse_nodepool(body))["spec"]
-    except ManifestError:
-        return nodepool
-    return {**nodepool, "spec": spec}
+    return {**nodepool, "spec": nodepool_to_manifest(parse_nodepool(body))["spec"]}
 
 
 class _Owner:
@@ -509,6 +523,10 @@ def _given_managed_fields(meta: dict[str, Any], stored: dict[str, Any]) -> bool:
         if stored.get("managedFields"):
             meta["managedFields"] = stored["managedFields"]
         return True
+    for index, entry in enumerate(given if isinstance(given, list) else [given]):
+        problem = fieldmanager.entry_problem(entry)
+        if problem is not None:
+            raise ManifestError(problem, field=f"metadata.managedFields[{index}]")
     return bool(given == stored.get("managedFields"))
 
 

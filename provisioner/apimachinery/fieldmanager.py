@@ -11,6 +11,7 @@ atomic: one field, replaced whole, as structured-merge-diff treats them.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -124,28 +125,66 @@ def _sorted(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def decode(fields_v1: Mapping[str, Any], prefix: FieldPath = ()) -> set[FieldPath]:
-    """FieldsV1 as a set of paths."""
+    """FieldsV1 as a set of paths; a ValueError when it is not a FieldsV1 object (an element that is not `.`,
+    `f:<name>`, `k:<JSON object>` or `v:<JSON>`, or children that are not objects)."""
+    if not isinstance(fields_v1, Mapping):
+        raise ValueError(f"fieldsV1: expected an object of path elements, got {type(fields_v1).__name__}")
     found: set[FieldPath] = set()
     for element, children in fields_v1.items():
         if element == ".":
             found.add(prefix)
-        elif isinstance(children, Mapping) and children:
+            continue
+        _check_element(element)
+        if not isinstance(children, Mapping):
+            raise ValueError(f"fieldsV1: {element}: expected an object, got {type(children).__name__}")
+        if children:
             found |= decode(children, (*prefix, element))
         else:
             found.add((*prefix, element))
     return found
 
 
+def _check_element(element: str) -> None:
+    kind, colon, rest = element.partition(":")
+    try:
+        ok = bool(colon) and (
+            (kind == "f" and bool(rest)) or (kind == "k" and isinstance(json.loads(rest), dict)) or kind == "v"
+        )
+        if kind == "v":
+            json.loads(rest)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"fieldsV1: {json.dumps(element)} is not a path element (f:<name>, k:<object>, v:<value>)")
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a managedFields entry a writer sent cannot be kept (the field and what is wrong), or None."""
+    if not isinstance(entry, Mapping):
+        return "must be an object"
+    if entry.get("operation") not in (APPLY, UPDATE):
+        return (
+            f'operation: Unsupported value: {json.dumps(entry.get("operation"))}: supported values: "Apply", "Update"'
+        )
+    if entry.get("fieldsType", "FieldsV1") != "FieldsV1":
+        return f'fieldsType: Unsupported value: {json.dumps(entry.get("fieldsType"))}: supported values: "FieldsV1"'
+    try:
+        decode(entry.get("fieldsV1") or {})
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def entries(obj: Mapping[str, Any]) -> list[ManagedEntry]:
-    """An object's managedFields (entries that are not FieldsV1 are left out, as the API server does not read them)."""
+    """An object's managedFields; entries that cannot be read are left out, as kube-apiserver ignores them."""
     found = []
     for entry in (obj.get("metadata") or {}).get("managedFields") or []:
-        if not isinstance(entry, Mapping) or entry.get("fieldsType", "FieldsV1") != "FieldsV1":
+        if entry_problem(entry) is not None:
             continue
         found.append(
             ManagedEntry(
                 manager=str(entry.get("manager", "")),
-                operation=str(entry.get("operation", UPDATE)),
+                operation=str(entry["operation"]),
                 api_version=str(entry.get("apiVersion", "")),
                 time=str(entry.get("time", "")),
                 fields=frozenset(decode(entry.get("fieldsV1") or {})),
@@ -345,6 +384,7 @@ def apply(
     root_type: str | None,
     time: str,
     normalized: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    last_applied: Mapping[str, Any] | None = None,
 ) -> Applied:
     """Apply `config` as `manager` to `live` (None: the object does not exist yet).
 
@@ -353,7 +393,8 @@ def apply(
     before and leaves out now is removed from the object unless another manager owns it too. Fields set to the
     value they already have are shared, not conflicts; `normalized` gives the object as it would be stored (a
     NodePool's quantities as its parser writes them), so that a value written differently is not a change. A keyed
-    list item without its key, or repeated, is an ApplyInvalid. Null fields set nothing."""
+    list item without its key, or repeated, is an ApplyInvalid. Null fields set nothing. `last_applied` is the
+    object's kubectl.kubernetes.io/last-applied-configuration, whose fields "kubectl" may take over."""
     config = without_nulls(config)
     api_version = str(config.get("apiVersion", ""))
     wanted = field_set(config, root_type, strict=True)
@@ -365,14 +406,15 @@ def apply(
     if not stored:
         status = {p for p in field_set(live, root_type) if p[0] == "f:status"}
         owned = frozenset(field_set(live, root_type) - status)
-        stored = [ManagedEntry(BEFORE_FIRST_APPLY, UPDATE, str(live.get("apiVersion", "")), "", owned)]
+        stored = [ManagedEntry(BEFORE_FIRST_APPLY, UPDATE, str(live.get("apiVersion", "")), time, owned)]
     others = [e for e in stored if not (e.manager == manager and e.operation == APPLY and not e.subresource)]
     mine = next((e for e in stored if e.manager == manager and e.operation == APPLY and not e.subresource), None)
     obj = merged(live, config, root_type)
     target = obj
     if normalized is not None:
-        target = normalized(obj)
-        live = normalized(dict(live))
+        target = normalized(obj)  # a merged object that cannot be stored is refused here, naming the field
+        with contextlib.suppress(ValueError):  # stored before its rules changed: compared as it is
+            live = normalized(dict(live))
     # Every other entry is another owner, the same manager's updates included (kube-apiserver keys owners by
     # manager, operation and subresource).
     conflicts = [
@@ -382,7 +424,12 @@ def apply(
         if path[-1][0] == "f" and value_at(live, path) != value_at(target, path)
     ]
     if conflicts and not force:
-        raise ApplyConflict(conflicts)
+        # kubectl moving an object from client-side to server-side apply takes over, without conflicts, the fields
+        # its last client-side apply set (kube-apiserver's last-applied manager does the same, for "kubectl" only).
+        allowed = field_set(last_applied, root_type) if last_applied is not None and manager == "kubectl" else set()
+        blocking = [(entry, path) for entry, path in conflicts if path not in allowed]
+        if blocking:
+            raise ApplyConflict(blocking)
     taken = {path for _, path in conflicts}
     kept = [
         ManagedEntry(e.manager, e.operation, e.api_version, e.time, e.fields - taken, e.subresource) for e in others

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from karpui import models
-from tests.karp import EXAMPLES
+from tests.karp import EXAMPLES, ok
 
 
 def managers(kubectl: Any, *target: str) -> list[tuple[str, str, str, str]]:
@@ -114,6 +114,15 @@ def test_nodes_applied_server_side_register_with_their_status(kubectl: Any) -> N
     assert kubectl.ok("get", "node", "kind-worker", "-o", "jsonpath={.status.allocatable}") == (
         '{"cpu":"4","memory":"8Gi","pods":"110"}'
     )
+    # A null in the status sets nothing, as anywhere else in an applied configuration.
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n3"},
+        "status": {"capacity": {"cpu": "2", "pods": None}, "allocatable": {"cpu": "2"}},
+    }
+    kubectl.ok("apply", "--server-side", "-f", "-", stdin=json.dumps(node))
+    assert kubectl.ok("get", "node", "n3", "-o", "jsonpath={.status.capacity}") == '{"cpu":"2"}'
 
 
 def test_two_managers_applying_the_same_nodepool_share_it_though_the_store_rewrites_its_quantities(
@@ -144,3 +153,69 @@ def test_a_bad_keyed_list_is_invalid_and_managed_fields_reset_as_kube_apiserver_
     assert [m[:2] for m in managers(kubectl, "deployment", "inflate")] == [("kubectl", "Apply")]
     kubectl.ok("patch", "deployment", "inflate", "--type=merge", "-p", '{"metadata":{"managedFields":[{}]}}')
     assert managers(kubectl, "deployment", "inflate") == []
+
+
+# Found in a second review ----------------------------------------------------------------------------------------
+
+
+def test_after_client_side_apply_kubectl_takes_over_its_fields_and_others_conflict_with_before_first_apply(
+    kubectl: Any, kube_client: Any, tmp_path: Any
+) -> None:
+    from kubernetes import client, dynamic
+    from kubernetes.client.exceptions import ApiException
+
+    ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))  # client-side: no managedFields
+    changed = (EXAMPLES / "provisioning" / "deployment.yaml").read_text().replace("replicas: 0", "replicas: 2")
+    manifest = yaml.safe_load(changed)
+    manifest["metadata"]["namespace"] = "default"
+    deployments = dynamic.DynamicClient(kube_client).resources.get(api_version="apps/v1", kind="Deployment")
+    with pytest.raises(ApiException) as refused:
+        deployments.server_side_apply(body=manifest, field_manager="ci")
+    assert json.loads(refused.value.body)["details"]["causes"][0]["field"] == ".spec.replicas"
+    assert json.loads(refused.value.body)["details"]["causes"][0]["message"].startswith(
+        'conflict with "before-first-apply" using apps/v1 at 20'
+    )
+    (tmp_path / "inflate.yaml").write_text(changed)
+    assert kubectl.ok("apply", "--server-side", "-f", str(tmp_path / "inflate.yaml")) == (
+        "deployment.apps/inflate serverside-applied\n"
+    )
+    # kubectl then moves before-first-apply's fields to itself (its own JSON patch of managedFields), and the typed
+    # client parses every entry's time.
+    read = client.AppsV1Api(kube_client).read_namespaced_deployment("inflate", "default")
+    assert (read.spec.replicas, sorted(e.manager for e in read.metadata.managed_fields)) == (
+        2,
+        ["kubectl", "kubectl-last-applied"],
+    )
+
+
+def test_nodepool_managed_fields_keep_on_an_empty_list_and_a_bad_nodepool_is_invalid_not_a_conflict(
+    kubectl: Any, tmp_path: Any
+) -> None:
+    nodepool = (EXAMPLES / "provisioning" / "nodepool.yaml").read_text()
+    (tmp_path / "nodepool.yaml").write_text(nodepool)
+    kubectl.ok("apply", "--server-side", "--field-manager=ci", "-f", str(tmp_path / "nodepool.yaml"))
+    kubectl.ok("patch", "nodepool", "default", "--type=merge", "-p", '{"metadata":{"managedFields":[]}}')
+    assert [m[:2] for m in managers(kubectl, "nodepool", "default")] == [("ci", "Apply")]
+    (tmp_path / "heavy.yaml").write_text(nodepool + "  weight: 1000\n")
+    refused = kubectl.run("apply", "--server-side", "--field-manager=cd", "-f", str(tmp_path / "heavy.yaml"))
+    assert refused.stderr.strip().startswith('The NodePool "default" is invalid: spec.weight: ')
+
+
+def test_managed_fields_that_cannot_be_read_are_refused_naming_the_entry(kubectl: Any, tmp_path: Any) -> None:
+    (tmp_path / "inflate.yaml").write_text((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
+    kubectl.ok("apply", "--server-side", "-f", str(tmp_path / "inflate.yaml"))
+    bad = {
+        "manager": "x",
+        "operation": "Update",
+        "apiVersion": "apps/v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": ["f:spec"],
+    }
+    refused = kubectl.run(
+        "patch", "deployment", "inflate", "--type=merge", "-p", json.dumps({"metadata": {"managedFields": [bad]}})
+    )
+    assert refused.stderr.strip() == (
+        'The Deployment "inflate" is invalid: metadata.managedFields[0]: fieldsV1: expected an object of path '
+        "elements, got list"
+    )
+    assert [m[:2] for m in managers(kubectl, "deployment", "inflate")] == [("kubectl", "Apply")]

@@ -238,7 +238,7 @@ def test_fields_of_an_object_without_managed_fields_belong_to_before_first_apply
         fm.apply(created, deployment(replicas=1), manager="ci", force=False, root_type=DEPLOYMENT, time=T1)
     assert (
         str(conflict.value)
-        == 'Apply failed with 1 conflict: conflict with "before-first-apply" using apps/v1: .spec.replicas'
+        == 'Apply failed with 1 conflict: conflict with "before-first-apply" using apps/v1 at 2026-12-04T10:01:00Z: .spec.replicas'
     )
     same = fm.apply(created, deployment(replicas=3), manager="ci", force=False, root_type=DEPLOYMENT, time=T1)
     owners = {e.manager: e.operation for e in same.managed}
