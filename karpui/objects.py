@@ -420,24 +420,27 @@ def object_apply(
     status = fieldmanager.without_nulls(config.get("status"))
     if resource.kind in _STATUS_KEPT or resource.store in _CONFIG:
         config = {key: value for key, value in config.items() if key != "status"}
-    root = root_type(resource.api_version, resource.kind)
-    time = _Owner(cluster, manager).time
+
+    def applying(current: Obj | None) -> Obj:
+        """The object after the apply, with its managedFields."""
+        result = fieldmanager.apply(
+            current,
+            config,
+            manager=manager,
+            force=force,
+            root_type=root_type(resource.api_version, resource.kind),
+            time=_Owner(cluster, manager).time,
+            normalized=_as_stored if resource.store == NODEPOOLS else None,
+            last_applied=_last_applied_or_none(current),
+        )
+        return _with_managed(result.obj, result.managed)
+
     if resource.store in _CONFIG:
         with transaction.atomic():
             _lock_config(cluster, resource, name)
             current = _stored_config(cluster, resource, name)
             authorize(actor, "create" if current is None else "patch", resource)
-            result = fieldmanager.apply(
-                current,
-                config,
-                manager=manager,
-                force=force,
-                root_type=root,
-                time=time,
-                normalized=_as_stored if resource.store == NODEPOOLS else None,
-                last_applied=_last_applied_or_none(current),
-            )
-            body = _with_managed(result.obj, result.managed)
+            body = applying(current)
             body.pop("status", None)
             if current is None:
                 _config_store(cluster, body, actor)
@@ -451,16 +454,7 @@ def object_apply(
     with _lab_write(cluster) as api:
         current = api.get(resource.kind, name, namespace if resource.namespaced else "")
         authorize(actor, "create" if current is None else "patch", resource)
-        result = fieldmanager.apply(
-            current,
-            config,
-            manager=manager,
-            force=force,
-            root_type=root,
-            time=time,
-            last_applied=_last_applied_or_none(current),
-        )
-        obj = _with_managed(result.obj, result.managed)
+        obj = applying(current)
         if current is None and resource.kind in _STATUS_ON_CREATE and isinstance(status, dict):
             obj["status"] = copy.deepcopy(status)  # how a Node registers: its capacity is not the applier's field
         if current is None:
