@@ -134,6 +134,8 @@ def _dispatch(
         except _DryRun as done:
             return done.result
         except NotFound as error:
+            if namespace and str(error) == f'namespaces "{namespace}" not found':  # written into no namespace
+                raise not_found("namespaces", namespace, "", "namespaces") from error
             raise not_found(resource.qualified, name, resource.group, resource.plural) from error
         except AlreadyExists:
             raise Status(

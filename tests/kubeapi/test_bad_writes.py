@@ -452,3 +452,11 @@ def test_a_bad_server_side_apply_is_refused_naming_the_problem_and_creates_nothi
         "server-side apply of karpenter.sh/v1beta1 is not served: apply nodepools at karpenter.sh/v1",
     )
     assert writer.send("GET", inflate, None)[0] == 404
+
+
+def test_a_write_into_a_namespace_that_does_not_exist_names_the_namespace(writer: Writer) -> None:
+    nowhere = "/apis/apps/v1/namespaces/nope/deployments"
+    config = {**INFLATE_CONFIG, "metadata": {"name": "inflate", "namespace": "nope"}}
+    expected = (404, status(404, "NotFound", 'namespaces "nope" not found', {"name": "nope", "kind": "namespaces"}))
+    assert writer.send("POST", nowhere, config) == expected
+    assert writer.send("PATCH", f"{nowhere}/inflate?fieldManager=ci", config, APPLY) == expected
