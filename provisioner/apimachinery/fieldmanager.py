@@ -3,10 +3,10 @@
 the conflicts kube-apiserver reports when an apply would change a field another manager set.
 
 A field path is a tuple of FieldsV1 path elements: `f:<name>` for a field, `k:<json>` for an item of a list keyed
-by its merge key (a pod's containers by name), `v:<json>` for a value of a list of scalars merged as a set
-(finalizers). How each list merges comes from the built-in kinds' schema (strategies.json, the patch strategy
-Kubernetes declares beside its list types); lists of custom resources, and built-in lists without a merge key, are
-atomic: one field, replaced whole, as structured-merge-diff treats them.
+by its list-map keys (a pod's containers by name, a container's ports by port and protocol), `v:<json>` for a value
+of a list of scalars merged as a set (finalizers). How each list merges comes from the built-in kinds' schema
+(`x-kubernetes-list-type` and `x-kubernetes-list-map-keys`, kept in strategies.json); every other list, custom
+resources' included, is atomic: one field, replaced whole, as structured-merge-diff treats it.
 """
 
 from __future__ import annotations
