@@ -67,6 +67,7 @@ class NodePoolForm(ManifestForm):
     def manifest_of(self, instance: Any) -> dict[str, Any]:
         manifest = store.nodepool_manifest(instance)
         manifest.pop("status")
+        manifest["metadata"].pop("managedFields", None)  # kept apart, as kubectl edit hides them
         return manifest
 
 
@@ -79,6 +80,7 @@ class NodeClassForm(ManifestForm):
     def manifest_of(self, instance: Any) -> dict[str, Any]:
         manifest = store.nodeclass_manifest(instance)
         manifest.pop("status")
+        manifest["metadata"].pop("managedFields", None)
         return manifest
 
 

@@ -206,7 +206,7 @@ def object_detail(*, cluster: models.Cluster, kind: str, namespace: str, name: s
         "namespace": namespace,
         "name": name,
         "manifest": manifest,
-        "yaml": printers.as_yaml(manifest),
+        "yaml": printers.as_yaml(printers.without_managed_fields(manifest)),  # as kubectl get -o yaml prints it
         "owners": owners,
         "events": sorted(
             (e.body for e in events), key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "", reverse=True

@@ -250,8 +250,8 @@ def nodepool_edit(request: HttpRequest, name: str) -> HttpResponse:
     row = get_object_or_404(models.NodePool, cluster=cluster, name=name)
     current = store.nodepool_manifest(row)
     current.pop("status", None)
-    for key in ("uid", "resourceVersion", "generation", "creationTimestamp"):
-        current["metadata"].pop(key, None)
+    for key in ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"):
+        current["metadata"].pop(key, None)  # the server's; managedFields stay as they are, as kubectl edit hides them
     return _editor(request, cluster, row, current)
 
 

@@ -74,8 +74,19 @@ def as_yaml(body: Any) -> str:
     return yaml.safe_dump(body, sort_keys=True, default_flow_style=False)
 
 
-def render(manifests: Sequence[Manifest], output: str, *, single: bool) -> str:
-    """yaml/json: one object when a name was asked for, otherwise a List; keys sorted, as kubectl prints them."""
+def without_managed_fields(manifest: Manifest) -> Manifest:
+    """The object as kubectl prints it by default: without metadata.managedFields (`--show-managed-fields`)."""
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return manifest
+    return {**manifest, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+def render(manifests: Sequence[Manifest], output: str, *, single: bool, show_managed_fields: bool = False) -> str:
+    """yaml/json: one object when a name was asked for, otherwise a List; keys sorted, as kubectl prints them, and
+    without managedFields unless asked for."""
+    if not show_managed_fields:
+        manifests = [without_managed_fields(m) for m in manifests]
     body: Any = manifests[0] if single else as_list(manifests)
     if output == "json":
         return json.dumps(body, indent=4, sort_keys=True)

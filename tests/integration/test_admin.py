@@ -105,3 +105,20 @@ def test_the_admin_refuses_a_nodepool_no_instance_type_can_satisfy(admin_client,
         "satisfies node.kubernetes.io/instance-type In [m9.huge]"
     ) in response.content.decode()
     assert not models.NodePool.objects.exists()
+
+
+def test_the_admin_hides_managed_fields_and_a_save_keeps_them(admin_client, lab):
+    call_command("karp", "apply", "-f", str(ROOT / "examples" / "nodepool-kwok.yaml"), stdout=None)
+    owned = [{"manager": "ci", "operation": "Apply", "apiVersion": "karpenter.sh/v1", "fieldsType": "FieldsV1"}]
+    models.NodePool.objects.filter(name="default").update(managed_fields=owned)
+    row = models.NodePool.objects.get(name="default")
+    page = admin_client.get(f"/admin/karpui/nodepool/{row.id}/change/")
+    shown = yaml.safe_load(page.context["adminform"].form["manifest"].value())
+    assert "managedFields" not in shown["metadata"]
+    shown["spec"]["weight"] = 7
+    response = admin_client.post(
+        f"/admin/karpui/nodepool/{row.id}/change/", {"cluster": lab.id, "manifest": yaml.safe_dump(shown)}
+    )
+    assert response.status_code == 302
+    row.refresh_from_db()
+    assert (row.spec["weight"], row.managed_fields) == (7, owned)

@@ -246,3 +246,20 @@ def test_a_nodepool_no_instance_type_can_satisfy_is_refused_naming_the_requireme
         "requirements before it"
     )
     assert not models.NodePool.objects.exists()  # the valid first document was not written either
+
+
+def test_get_hides_managed_fields_as_kubectl_does_unless_asked_and_so_does_the_objects_page(lab):
+    from karpui import objects, services
+    from tests.integration.test_dashboard import logged_in, user
+    from tests.karp import EXAMPLES
+
+    config = yaml.safe_load((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
+    config["metadata"]["namespace"] = "default"
+    operator = services.Actor(name="operator", via="cli")
+    objects.object_apply(cluster=lab, config=config, namespace="default", manager="ci", force=False, actor=operator)
+    code, shown, _ = karp("get", "deployment", "inflate", "-o", "json")
+    assert (code, "managedFields" in json.loads(shown)["metadata"]) == (0, False)
+    code, shown, _ = karp("get", "deployment", "inflate", "-o", "json", "--show-managed-fields")
+    assert [e["manager"] for e in json.loads(shown)["metadata"]["managedFields"]] == ["ci"]
+    page = logged_in(user()).get("/objects/Deployment/default/inflate/")
+    assert (page.status_code, "managedFields" in page.content.decode()) == (200, False)

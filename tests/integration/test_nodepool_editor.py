@@ -288,3 +288,15 @@ def test_the_preview_comes_right_under_the_form_before_the_delete_section(lab):
     assert page.index('<form method="post" class="editor"') < page.index('id="whatif"') < page.index("Delete this")
     assert 'formaction="/nodepools/capped/#whatif">Preview what changes' in page  # the browser scrolls to the answer
     assert '<form method="post" class="editor" action="/nodepools/capped/">' in page  # Save does not
+
+
+def test_the_editor_hides_managed_fields_and_a_save_keeps_them(lab):
+    capped_lab()
+    owned = [{"manager": "ci", "operation": "Apply", "apiVersion": "karpenter.sh/v1", "fieldsType": "FieldsV1"}]
+    models.NodePool.objects.filter(name="capped").update(managed_fields=owned)
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    assert "managedFields" not in data["manifest"]
+    client.post("/nodepools/capped/", {**data, "cpu_limit": "24", "action": "save"})
+    row = models.NodePool.objects.get(name="capped")
+    assert (row.spec["limits"]["cpu"], row.managed_fields) == ("24", owned)

@@ -87,6 +87,7 @@ class Command(BaseCommand):
         parser.add_argument("-A", "--all-namespaces", action="store_true")
         parser.add_argument("-f", "--filename", action="append", default=[])
         parser.add_argument("-o", "--output", default="")
+        parser.add_argument("--show-managed-fields", action="store_true", help="get -o yaml|json: keep managedFields")
         parser.add_argument("-l", "--selector", default="")
         parser.add_argument("--replicas", type=int, default=None)
         parser.add_argument("--overwrite", action="store_true")
@@ -208,7 +209,10 @@ class Command(BaseCommand):
                 body = manifests[0] if name is not None else printers.as_list(manifests)
                 self.stdout.write(render(output[len("jsonpath=") :], body))
             elif output in ("json", "yaml"):
-                self.stdout.write(printers.render(manifests, output, single=name is not None))
+                shown = options.get("show_managed_fields", False)
+                self.stdout.write(
+                    printers.render(manifests, output, single=name is not None, show_managed_fields=shown)
+                )
             elif output == "name":
                 for manifest in manifests:
                     self.stdout.write(f"{_prefix(resource)}/{manifest['metadata']['name']}")
@@ -231,7 +235,9 @@ class Command(BaseCommand):
         if output in ("json", "yaml") or output.startswith("jsonpath="):
             body = printers.as_list([m for _, manifests in found for m in manifests])
             text = render(output[len("jsonpath=") :], body) if output.startswith("jsonpath=") else None
-            self.stdout.write(text if text is not None else printers.render(body["items"], output, single=False))
+            shown = options.get("show_managed_fields", False)
+            listed = printers.render(body["items"], output, single=False, show_managed_fields=shown)
+            self.stdout.write(text if text is not None else listed)
             return
         blocks = []
         for resource, manifests in found:
