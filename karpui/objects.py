@@ -444,10 +444,10 @@ def object_apply(
             body.pop("status", None)
             if current is None:
                 _config_store(cluster, body, actor)
+                _store_managed(cluster, resource, name, body["metadata"]["managedFields"])
             else:
                 body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-                _config_replace(cluster, body, resource, "", actor, _Owner(cluster, ""))
-            _store_managed(cluster, resource, name, body["metadata"]["managedFields"])
+                _config_replace(cluster, body, resource, "", actor)  # stores the managedFields the apply gave
             written = _stored_config(cluster, resource, name)
             assert written is not None
             return written, current is None
@@ -460,7 +460,7 @@ def object_apply(
         if current is None:
             validate(obj, resource, status=resource.kind in _STATUS_ON_CREATE)
             return _copy(_create_in(api, _stored_version(cluster, api, obj, resource), resource)), True
-        return _copy(_replace_in(api, obj, resource, "", _Owner(cluster, ""))), False
+        return _copy(_replace_in(api, obj, resource, "")), False
 
 
 def _last_applied_or_none(obj: Obj | None) -> Obj | None:

@@ -46,8 +46,10 @@ PATCH_TYPES = {
 }
 APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (kubectl apply --server-side)
 # A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends force=True).
-_BOOLEANS = {**dict.fromkeys(("1", "t", "T", "true", "TRUE", "True"), True)}
-_BOOLEANS |= dict.fromkeys(("0", "f", "F", "false", "FALSE", "False"), False)
+_BOOLEANS = {
+    **dict.fromkeys(("1", "t", "T", "true", "TRUE", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "false", "FALSE", "False"), False),
+}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apiserver's generateName alphabet
 # kube-apiserver refuses a write whose body is larger (413) before decoding it; Django's own limit (2.5 MB, an HTML
 # 400) is for forms, so the API reads its bodies itself.

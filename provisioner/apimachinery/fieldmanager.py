@@ -146,20 +146,19 @@ def decode(fields_v1: Mapping[str, Any], prefix: FieldPath = ()) -> set[FieldPat
 
 def _check_element(element: str) -> None:
     kind, colon, rest = element.partition(":")
-    try:
-        ok = bool(colon) and (
-            (kind == "f" and bool(rest)) or (kind == "k" and isinstance(json.loads(rest), dict)) or kind == "v"
-        )
-        if kind == "v":
-            json.loads(rest)
-    except ValueError:
-        ok = False
-    if not ok:
+    valid = bool(colon) and kind == "f" and bool(rest)
+    if colon and kind in ("k", "v"):
+        try:
+            value = json.loads(rest)
+        except ValueError:
+            value = _MISSING
+        valid = isinstance(value, dict) if kind == "k" else value is not _MISSING
+    if not valid:
         raise ValueError(f"fieldsV1: {json.dumps(element)} is not a path element (f:<name>, k:<object>, v:<value>)")
 
 
-def entry_problem(entry: Any) -> str | None:
-    """Why a managedFields entry a writer sent cannot be kept (the field and what is wrong), or None."""
+def _read(entry: Any) -> ManagedEntry | str:
+    """One managedFields entry as read, or why it cannot be read (the field and what is wrong)."""
     if not isinstance(entry, Mapping):
         return "must be an object"
     if entry.get("operation") not in (APPLY, UPDATE):
@@ -169,29 +168,29 @@ def entry_problem(entry: Any) -> str | None:
     if entry.get("fieldsType", "FieldsV1") != "FieldsV1":
         return f'fieldsType: Unsupported value: {json.dumps(entry.get("fieldsType"))}: supported values: "FieldsV1"'
     try:
-        decode(entry.get("fieldsV1") or {})
+        fields = decode(entry.get("fieldsV1") or {})
     except ValueError as error:
         return str(error)
-    return None
+    return ManagedEntry(
+        manager=str(entry.get("manager", "")),
+        operation=str(entry["operation"]),
+        api_version=str(entry.get("apiVersion", "")),
+        time=str(entry.get("time", "")),
+        fields=frozenset(fields),
+        subresource=str(entry.get("subresource", "")),
+    )
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a managedFields entry a writer sent cannot be kept (the field and what is wrong), or None."""
+    read = _read(entry)
+    return read if isinstance(read, str) else None
 
 
 def entries(obj: Mapping[str, Any]) -> list[ManagedEntry]:
     """An object's managedFields; entries that cannot be read are left out, as kube-apiserver ignores them."""
-    found = []
-    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
-        if entry_problem(entry) is not None:
-            continue
-        found.append(
-            ManagedEntry(
-                manager=str(entry.get("manager", "")),
-                operation=str(entry["operation"]),
-                api_version=str(entry.get("apiVersion", "")),
-                time=str(entry.get("time", "")),
-                fields=frozenset(decode(entry.get("fieldsV1") or {})),
-                subresource=str(entry.get("subresource", "")),
-            )
-        )
-    return found
+    read = [_read(entry) for entry in (obj.get("metadata") or {}).get("managedFields") or []]
+    return [entry for entry in read if isinstance(entry, ManagedEntry)]
 
 
 class ApplyInvalid(PatchError):
@@ -214,7 +213,7 @@ def field_set(obj: Mapping[str, Any], root_type: str | None, *, strict: bool = F
 
 def _walk_map(value: Mapping[str, Any], type_name: str, prefix: FieldPath, found: set[FieldPath], strict: bool) -> None:
     for name, child in value.items():
-        field = field_of(type_name, name) if type_name else None
+        field = field_of(type_name, name)
         _walk_value(child, type_name, name, field, (*prefix, f"f:{name}"), found, strict)
 
 
@@ -227,7 +226,7 @@ def _walk_value(
     found: set[FieldPath],
     strict: bool,
 ) -> None:
-    kind, keys = list_rule(parent_type, name) if parent_type else ("atomic", ())
+    kind, keys = list_rule(parent_type, name)
     if isinstance(value, Mapping) and value:
         _walk_map(value, field.value_type if field is not None else "", path, found, strict)
     elif isinstance(value, list) and value and kind == "map":
@@ -318,8 +317,8 @@ def merged(live: Mapping[str, Any], applied: Mapping[str, Any], root_type: str |
 def _merge_map(live: Mapping[str, Any], applied: Mapping[str, Any], type_name: str) -> dict[str, Any]:
     result = dict(live)
     for name, value in applied.items():
-        field = field_of(type_name, name) if type_name else None
-        kind, keys = list_rule(type_name, name) if type_name else ("atomic", ())
+        field = field_of(type_name, name)
+        kind, keys = list_rule(type_name, name)
         current = result.get(name)
         if isinstance(value, Mapping) and isinstance(current, Mapping):
             result[name] = _merge_map(current, value, field.value_type if field is not None else "")
@@ -404,11 +403,11 @@ def apply(
         )
     stored = entries(live)
     if not stored:
-        status = {p for p in field_set(live, root_type) if p[0] == "f:status"}
-        owned = frozenset(field_set(live, root_type) - status)
+        owned = frozenset(p for p in field_set(live, root_type) if p[0] != "f:status")
         stored = [ManagedEntry(BEFORE_FIRST_APPLY, UPDATE, str(live.get("apiVersion", "")), time, owned)]
-    others = [e for e in stored if not (e.manager == manager and e.operation == APPLY and not e.subresource)]
-    mine = next((e for e in stored if e.manager == manager and e.operation == APPLY and not e.subresource), None)
+    applied_before = [e for e in stored if e.manager == manager and e.operation == APPLY and not e.subresource]
+    mine = applied_before[0] if applied_before else None
+    others = [e for e in stored if e not in applied_before]
     obj = merged(live, config, root_type)
     target = obj
     if normalized is not None:

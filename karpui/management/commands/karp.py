@@ -234,10 +234,11 @@ class Command(BaseCommand):
         found = [(r, self._select(cluster, r, None, options, selector)) for r in resources]
         if output in ("json", "yaml") or output.startswith("jsonpath="):
             body = printers.as_list([m for _, manifests in found for m in manifests])
-            text = render(output[len("jsonpath=") :], body) if output.startswith("jsonpath=") else None
-            shown = options.get("show_managed_fields", False)
-            listed = printers.render(body["items"], output, single=False, show_managed_fields=shown)
-            self.stdout.write(text if text is not None else listed)
+            if output.startswith("jsonpath="):
+                self.stdout.write(render(output[len("jsonpath=") :], body))
+            else:
+                shown = options.get("show_managed_fields", False)
+                self.stdout.write(printers.render(body["items"], output, single=False, show_managed_fields=shown))
             return
         blocks = []
         for resource, manifests in found:
