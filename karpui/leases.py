@@ -7,6 +7,7 @@ killed, partitioned) cannot commit over its successor.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import uuid
@@ -56,7 +57,16 @@ def _redis() -> Any:
 
 
 def _key(cluster_id: int) -> str:
-    return f"karpui:lease:cluster:{cluster_id}"
+    return f"{key_prefix()}cluster:{cluster_id}"
+
+
+def key_prefix() -> str:
+    """The Redis keys of this database's leases. A cluster's id is unique only within its database, so two
+    installations sharing one Redis (or two test workers, each with a test database of its own) would otherwise
+    take each other's clusters for held."""
+    database = connection.settings_dict
+    where = f"{database.get('HOST') or ''}:{database.get('PORT') or ''}/{database['NAME']}"
+    return f"karpui:lease:{hashlib.sha256(where.encode()).hexdigest()[:16]}:"
 
 
 def try_acquire(cluster_id: int, holder: str | None = None, seconds: int | None = None) -> Lease | None:

@@ -23,7 +23,7 @@ if os.environ.get("REDIS_URL"):
 def backend(request, settings):
     settings.REDIS_URL = request.param
     if request.param:
-        leases._redis().delete(*leases._redis().keys("karpui:lease:*") or ["none"])
+        leases._redis().delete(*leases._redis().keys(leases.key_prefix() + "*") or ["none"])
     return request.param or "db"
 
 
@@ -40,6 +40,26 @@ def test_a_second_worker_cannot_take_a_held_lease(lab, backend):
     second = leases.try_acquire(lab.id, "worker-b")
     assert second is not None and second.epoch > first.epoch
     leases.release(second)
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs a reachable Redis (REDIS_URL)")
+def test_a_cluster_of_another_database_with_the_same_id_is_not_this_one(lab, settings, monkeypatch):
+    """Two installations (or two test workers) sharing one Redis: their clusters' ids are each database's own."""
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    ours = leases.key_prefix()
+    with monkeypatch.context() as other:
+        other.setitem(connection.settings_dict, "NAME", f"{connection.settings_dict['NAME']}-other")
+        theirs = leases.try_acquire(lab.id, "their-worker")
+        assert theirs is not None and leases.key_prefix() != ours
+    assert not leases.taken(lab)
+    mine = leases.try_acquire(lab.id, "my-worker")
+    assert mine is not None and mine.still_held()
+    leases.release(mine)
+    with monkeypatch.context() as other:
+        other.setitem(connection.settings_dict, "NAME", f"{connection.settings_dict['NAME']}-other")
+        assert theirs.still_held()
+        leases.release(theirs)
+        assert not theirs.still_held()
 
 
 def test_a_tick_while_another_worker_holds_the_cluster_does_nothing(lab, backend):
