@@ -9,12 +9,11 @@ import json
 from typing import Any
 
 from provisioner.cluster.objects import Obj
+from provisioner.manifests.nodeclass import DEFAULT_NODE_CLASS_KIND, default_group
 from provisioner.manifests.nodepool import KUBELET_ANNOTATION, NODECLASS_ANNOTATION
 
 # The version a v1 nodeClassRef's group is served at, for a v1beta1 nodeClassRef's apiVersion.
 _NODECLASS_VERSIONS = {"karpenter.kwok.sh": "v1alpha1", "karpenter.k8s.aws": "v1beta1"}
-# What a v1beta1 nodeClassRef without apiVersion or kind means (as a v1beta1 NodePool's does: karpui.manifests).
-_V1BETA1_DEFAULT_REF = {"apiVersion": "karpenter.k8s.aws/v1beta1", "kind": "EC2NodeClass"}
 # Karpenter's v1 NodeClaim CRD default, for a NodeClaim created at v1beta1 whose NodePool is gone.
 _DEFAULT_EXPIRE_AFTER = "720h"
 # Karpenter drops it on conversion, so that its storage migration marks the object again.
@@ -97,10 +96,12 @@ def nodeclaim_v1(nodeclaim: Obj, *, stored: Obj | None, nodepool_expire_after: s
     ref = spec.get("nodeClassRef")
     if isinstance(ref, dict):
         annotations[NODECLASS_ANNOTATION] = json.dumps(ref, sort_keys=True)
-        api_version = str(ref.get("apiVersion") or _V1BETA1_DEFAULT_REF["apiVersion"])
+        # As a v1beta1 NodePool's nodeClassRef means (provisioner.manifests.nodepool).
+        kind = str(ref.get("kind") or DEFAULT_NODE_CLASS_KIND)
+        api_version = str(ref.get("apiVersion") or "")
         spec["nodeClassRef"] = {
-            "group": api_version.split("/", 1)[0],
-            "kind": ref.get("kind") or _V1BETA1_DEFAULT_REF["kind"],
+            "group": api_version.split("/", 1)[0] if api_version else default_group(kind),
+            "kind": kind,
             "name": ref.get("name", ""),
         }
     kubelet = spec.pop("kubelet", None)

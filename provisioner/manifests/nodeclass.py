@@ -14,7 +14,20 @@ KWOK_API = "karpenter.kwok.sh/v1alpha1"
 KWOK_KIND = "KWOKNodeClass"
 EC2_APIS = ("karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1")
 EC2_KIND = "EC2NodeClass"
+# The node classes karpui's cloud provider supports, its own (kwok's) first.
 NODE_CLASS_KINDS = {KWOK_KIND: (KWOK_API,), EC2_KIND: EC2_APIS}
+# What a v1beta1 nodeClassRef without a kind means: as in Karpenter's conversion, the cloud provider's first
+# supported node class (so the kwok provider's v1beta1 examples, which give a name only, name a KWOKNodeClass).
+DEFAULT_NODE_CLASS_KIND = KWOK_KIND
+
+
+def default_group(kind: str) -> str:
+    """A v1beta1 nodeClassRef's group when it gives no apiVersion: its kind's own (Karpenter takes the first node
+    class's group whatever the kind, where an EC2NodeClass could never be found)."""
+    versions = NODE_CLASS_KINDS.get(kind) or NODE_CLASS_KINDS[DEFAULT_NODE_CLASS_KIND]
+    return versions[0].split("/", 1)[0]
+
+
 _DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
 
 

@@ -12,7 +12,7 @@ from provisioner import labels as wk
 from provisioner.durations import DurationError, parse_duration
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
-from provisioner.manifests.nodeclass import NODE_CLASS_KINDS
+from provisioner.manifests.nodeclass import DEFAULT_NODE_CLASS_KIND, NODE_CLASS_KINDS, default_group
 from provisioner.objects import (
     CONSOLIDATION_POLICIES,
     DEFAULT_BUDGETS,
@@ -301,11 +301,12 @@ def _v1beta1_node_class_ref(value: Any, annotations: dict[str, str]) -> NodeClas
     path = "spec.template.spec.nodeClassRef"
     ref = f.mapping(value, path, allowed=("apiVersion", "kind", "name"), required=True)
     name = f.string(ref.get("name"), f.join(path, "name"), required=True)
-    api_version = f.string(ref.get("apiVersion"), f.join(path, "apiVersion")) or "karpenter.k8s.aws/v1beta1"
-    kind = f.string(ref.get("kind"), f.join(path, "kind")) or "EC2NodeClass"
+    api_version = f.string(ref.get("apiVersion"), f.join(path, "apiVersion"))
+    kind = f.string(ref.get("kind"), f.join(path, "kind")) or DEFAULT_NODE_CLASS_KIND
     assert name is not None
     annotations[NODECLASS_ANNOTATION] = json.dumps(ref, sort_keys=True)
-    return _known_node_class(NodeClassRef(group=api_version.split("/", 1)[0], kind=kind, name=name))
+    group = api_version.split("/", 1)[0] if api_version else default_group(kind)
+    return _known_node_class(NodeClassRef(group=group, kind=kind, name=name))
 
 
 def _known_node_class(ref: NodeClassRef) -> NodeClassRef:

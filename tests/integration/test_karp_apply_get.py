@@ -8,7 +8,7 @@ import yaml
 
 from karpui import models
 from provisioner.apimachinery.apply import LAST_APPLIED
-from tests.karp import karp
+from tests.karp import karp, ok, rows
 
 ROOT = Path(__file__).parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -83,6 +83,44 @@ def test_v1beta1_example_is_stored_as_v1(lab):
     assert manifest["spec"]["disruption"]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
     assert manifest["spec"]["template"]["spec"]["expireAfter"] == "168h"
     assert manifest["spec"]["template"]["spec"]["nodeClassRef"]["group"] == "karpenter.kwok.sh"
+
+
+KWOK_V1BETA1_NODEPOOL = """\
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {name: %s}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+"""
+
+
+def test_a_v1beta1_nodeclassref_naming_only_a_name_is_the_providers_first_node_class(lab):
+    """Karpenter's conversion gives a kind-less v1beta1 nodeClassRef the cloud provider's first node class: karpui's
+    is kwok's, so the kwok provider's v1beta1 NodePools (a name only) provision in the lab."""
+    nodeclass = "apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: default}\n---\n"
+    ok("apply", "-f", "-", stdin=nodeclass + KWOK_V1BETA1_NODEPOOL % "default")
+    manifest = json.loads(ok("get", "nodepool", "default", "-o", "json"))
+    assert manifest["spec"]["template"]["spec"]["nodeClassRef"] == {
+        "group": "karpenter.kwok.sh",
+        "kind": "KWOKNodeClass",
+        "name": "default",
+    }
+    ok("apply", "-f", str(ROOT / "examples" / "provisioning" / "deployment.yaml"))
+    ok("scale", "deploy/inflate", "--replicas", "2")
+    ok("advance", "30s")
+    assert [row[2] for row in rows("get", "pods")] == ["Running", "Running"]
+    ok("apply", "-f", "-", stdin=KWOK_V1BETA1_NODEPOOL % "missing")
+    ok("advance", "1s")  # the NodePool's status is its controller's, at the next run
+    assert json.loads(ok("get", "nodepool", "default", "-o", "json"))["status"]["conditions"][0] == {
+        "type": "Ready",
+        "status": "False",
+        "reason": "NodeClassNotReady",
+        "message": "KWOKNodeClass missing not found",
+    }
 
 
 BAD_DOCUMENTS = [

@@ -168,8 +168,8 @@ def test_a_new_nodeclaim_written_at_v1beta1_expires_after_its_nodepool_s_expire_
             "annotations": {NODECLASS_ANNOTATION: '{"name": "default"}', KUBELET_ANNOTATION: '{"maxPods": 20}'},
         },
         "spec": {
-            # Karpenter's v1beta1 default node class (that of a v1beta1 NodePool without one)
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            # The cloud provider's first node class, as for a v1beta1 NodePool without a kind (Karpenter's conversion)
+            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
             "requirements": [],
             "expireAfter": "24h",
         },

@@ -138,6 +138,34 @@ def test_v1beta1_is_converted_as_karpenters_conversion_webhook_does():
     assert manifest["spec"]["limits"] == {"cpu": "10"}
 
 
+@pytest.mark.parametrize(
+    ("ref", "group", "kind"),
+    [
+        ("{name: default}", "karpenter.kwok.sh", "KWOKNodeClass"),  # the cloud provider's first node class
+        ("{kind: EC2NodeClass, name: default}", "karpenter.k8s.aws", "EC2NodeClass"),  # the kind's own group
+        ("{kind: KWOKNodeClass, name: default}", "karpenter.kwok.sh", "KWOKNodeClass"),
+    ],
+)
+def test_a_v1beta1_nodeclassref_without_kind_or_api_version(ref, group, kind):
+    manifest = nodepool_to_manifest(parse_nodepool(yaml.safe_load(v1beta1_with_ref(ref))))
+    assert manifest["spec"]["template"]["spec"]["nodeClassRef"] == {"group": group, "kind": kind, "name": "default"}
+
+
+def test_a_v1beta1_nodeclassref_of_the_default_kind_at_another_group_is_refused():
+    with pytest.raises(ManifestError) as error:
+        parse_nodepool(yaml.safe_load(v1beta1_with_ref("{apiVersion: karpenter.k8s.aws/v1beta1, name: default}")))
+    assert str(error.value) == (
+        'error: spec.template.spec.nodeClassRef.group: Unsupported value: "karpenter.k8s.aws": '
+        "KWOKNodeClass is served by karpenter.kwok.sh"
+    )
+
+
+def v1beta1_with_ref(ref: str) -> str:
+    given = "nodeClassRef:\n        apiVersion: karpenter.k8s.aws/v1beta1\n        kind: EC2NodeClass\n        name: default"
+    assert given in V1BETA1
+    return V1BETA1.replace(given, f"nodeClassRef: {ref}")
+
+
 def test_v1beta1_when_empty_keeps_its_consolidate_after():
     text = V1BETA1.replace(
         "consolidationPolicy: WhenUnderutilized", "consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s"
