@@ -7,6 +7,7 @@ validating the command against the cluster as it is then.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models.fields.json import KT
 
-from karpui import lab, models
+from karpui import lab, models, services, store
 from karpui.costs import CONSOLIDATION_REASONS
 from karpui.services import Actor, _audit
 from provisioner.cluster.objects import timestamp
@@ -30,6 +31,8 @@ from provisioner.disruption.logs import command_text
 from provisioner.disruption.types import Candidate, Command
 from provisioner.lab import Lab
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
+from provisioner.manifests import ManifestError
+from provisioner.manifests.nodepool import parse_nodepool
 
 APPROVAL_MODES = ("auto", "manual", "auto-below", "dry-run")
 
@@ -256,16 +259,25 @@ def nodepool_approval_mode_set(
         raise PermissionDenied(f"{actor.name} may not edit NodePools")
     if mode not in APPROVAL_MODES:
         raise ValidationError(f"approval mode must be one of {', '.join(APPROVAL_MODES)}")
-    if mode == "auto-below" and (threshold is None or threshold < 0):
+    if mode == "auto-below" and (threshold is None or not math.isfinite(threshold) or threshold < 0):
         raise ValidationError("auto-below needs a non-negative savings threshold in $/h")
     with transaction.atomic():
         row = models.NodePool.objects.select_for_update().get(cluster=cluster, name=nodepool)
         before = dict(row.annotations)
-        row.annotations = {**row.annotations, APPROVAL_MODE: mode}
+        annotations = {**row.annotations, APPROVAL_MODE: mode}
         if threshold is not None:
-            row.annotations[APPROVAL_THRESHOLD] = f"{threshold:.4f}"
+            annotations[APPROVAL_THRESHOLD] = f"{threshold:.4f}"
         else:
-            row.annotations.pop(APPROVAL_THRESHOLD, None)
+            annotations.pop(APPROVAL_THRESHOLD, None)
+        manifest = store.nodepool_manifest(row)
+        manifest["metadata"]["annotations"] = annotations
+        manifest.pop("status")
+        try:
+            parse_nodepool(manifest)  # the NodePool as it would be: never one the engine must leave out
+        except ManifestError as error:
+            raise ValidationError(str(error)) from None
+        services.in_cluster(cluster, manifest)  # a kwok cluster's NodePool is its API server's
+        row.annotations = annotations
         row.resource_version += 1
         row.save(update_fields=["annotations", "resource_version", "updated_at"])
         _audit(actor, "set-approval-mode", "NodePool", nodepool, before, dict(row.annotations))

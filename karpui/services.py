@@ -112,7 +112,7 @@ def _audit(actor: Actor, action: str, kind: str, name: str, before: Any, after: 
     )
 
 
-def _in_cluster(cluster: models.Cluster, manifest: dict[str, Any]) -> None:
+def in_cluster(cluster: models.Cluster, manifest: dict[str, Any]) -> None:
     """A kwok cluster's NodePools and node classes are its own objects: write there first (the row is the mirror
     the engine keeps). An observed cluster's are Karpenter's, which karpui never writes."""
     if cluster.mode == models.Cluster.Mode.OBSERVE:
@@ -136,7 +136,7 @@ def nodepool_apply(*, cluster: models.Cluster, nodepool: NodePool, actor: Actor)
     """Create or update a NodePool from its validated domain value (refused, writing nothing, if unsatisfiable)."""
     nodepool_check(cluster=cluster, nodepool=nodepool)
     manifest = nodepool_to_manifest(nodepool)
-    _in_cluster(cluster, manifest)
+    in_cluster(cluster, manifest)
     fields = {
         "labels": manifest["metadata"].get("labels", {}),
         "annotations": manifest["metadata"].get("annotations", {}),
@@ -171,7 +171,7 @@ def _update(
 @transaction.atomic
 def nodeclass_apply(*, cluster: models.Cluster, nodeclass: NodeClass, actor: Actor) -> ApplyResult:
     resource = f"{nodeclass.kind.lower()}.{nodeclass.group}"
-    _in_cluster(cluster, nodeclass_to_manifest(nodeclass))
+    in_cluster(cluster, nodeclass_to_manifest(nodeclass))
     row = (
         models.NodeClass.objects.select_for_update()
         .filter(cluster=cluster, kind=nodeclass.kind, name=nodeclass.name)

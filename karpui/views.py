@@ -180,7 +180,8 @@ def disruption_queue(request: HttpRequest) -> HttpResponse:
         "cluster": cluster,
         "can_decide": request.user.has_perm("karpui.approve_disruption"),
         "can_pause": request.user.has_perm("karpui.pause_disruption"),
-        "can_edit": request.user.has_perm("karpui.change_nodepool"),
+        # An observed cluster's NodePools are Karpenter's: their approval mode is annotated there, with kubectl.
+        "can_edit": request.user.has_perm("karpui.change_nodepool") and cluster.mode != Cluster.Mode.OBSERVE,
         "approval_modes": disruption.APPROVAL_MODES,
         **selectors.disruption_queue(cluster),
     }

@@ -347,6 +347,11 @@ def test_the_queue_sets_a_nodepools_approval_mode_for_editors_only(lab):
     assert "threshold: not a number of $/h: &#x27;x&#x27;" in page.content.decode()
     page = editor.post("/nodepools/default/approval-mode", {"mode": "auto-below"}, follow=True)
     assert "auto-below needs a non-negative savings threshold in $/h" in page.content.decode()
+    for endless in ("inf", "nan", "-1", "1e999"):  # float() takes the first two; the engine would leave it out
+        page = editor.post(
+            "/nodepools/default/approval-mode", {"mode": "auto-below", "threshold": endless}, follow=True
+        )
+        assert "auto-below needs a non-negative savings threshold in $/h" in page.content.decode()
     assert "karpui.dev/approval-mode" not in models.NodePool.objects.get(name="default").annotations
 
     page = editor.post("/nodepools/default/approval-mode", {"mode": "auto-below", "threshold": "$0.05"}, follow=True)
