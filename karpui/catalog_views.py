@@ -7,11 +7,11 @@ import json
 import yaml
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import services, store, views
+from karpui import permissions, services, store, views
 from karpui.links import cluster_redirect
 from provisioner.catalog.files import catalog_to_manifest, load_catalog
 from provisioner.manifests import ManifestError
@@ -20,8 +20,7 @@ from provisioner.manifests import ManifestError
 @require_POST
 def catalog_import(request: HttpRequest) -> HttpResponse:
     """Replace (or add) a catalog from an uploaded or pasted file: all of it in one transaction, or nothing."""
-    if not request.user.has_perm("karpui.change_catalog"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.change_catalog", "import instance catalogs")
     upload = request.FILES.get("file")
     if upload is not None and upload.size is not None and upload.size > settings.KARPUI_CATALOG_MAX_BYTES:
         return _refused(request, f"file: {upload.size} bytes is over the {settings.KARPUI_CATALOG_MAX_BYTES} limit")
@@ -50,8 +49,7 @@ def _refused(request: HttpRequest, message: str) -> HttpResponse:
 @require_POST
 def catalog_delete(request: HttpRequest, name: str) -> HttpResponse:
     """Delete a catalog once its name is typed back (audited); its instance types go with it."""
-    if not request.user.has_perm("karpui.delete_catalog"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.delete_catalog", "delete instance catalogs")
     if request.POST.get("confirm", "").strip() != name:
         return _refused(request, f"confirm: type the catalog's name, {name}, to delete it")
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]

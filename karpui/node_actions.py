@@ -5,18 +5,17 @@ approves on the Disruption page)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
-from karpui import disruption, node_services, services
+from karpui import disruption, node_services, permissions, services
 from karpui.links import cluster_redirect
 from karpui.views import _cluster
 
 
 def _cordon(request: HttpRequest, name: str, cordoned: bool) -> HttpResponse:
-    if not request.user.has_perm(node_services.PERMISSION):
-        raise PermissionDenied
+    permissions.require(request.user, node_services.PERMISSION, "cordon or uncordon nodes")
     cluster = _cluster(request)
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
     try:
@@ -41,8 +40,7 @@ def node_uncordon(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def node_disrupt(request: HttpRequest, name: str) -> HttpResponse:
     """`karp disrupt node NAME --reason`: a DisruptionCommand in manual mode that another person must approve."""
-    if not request.user.has_perm("karpui.request_disruption"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.request_disruption", "ask for a node's disruption")
     reason = request.POST.get("reason", "").strip()
     if not reason:
         messages.error(request, "reason: say why this node should go (it is kept in the audit trail)")

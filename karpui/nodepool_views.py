@@ -9,12 +9,11 @@ from typing import Any
 import yaml
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from karpui import models, services, store, whatif
+from karpui import models, permissions, services, store, whatif
 from karpui.links import cluster_redirect
 from karpui.views import _cluster
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
@@ -291,8 +290,10 @@ def _editor(
     if request.method == "GET":
         context["form"] = NodePoolForm.for_manifest(current)
         return render(request, "karpui/nodepools/edit.html", context)
-    if not request.user.has_perm("karpui.change_nodepool" if row else "karpui.add_nodepool"):
-        raise PermissionDenied
+    if row:
+        permissions.require(request.user, "karpui.change_nodepool", "edit NodePools")
+    else:
+        permissions.require(request.user, "karpui.add_nodepool", "create NodePools")
     form = NodePoolForm(request.POST, initial=NodePoolForm.initial_for(current))
     context["form"] = form
     form.is_valid()
@@ -315,8 +316,7 @@ def _editor(
 @require_POST
 def nodepool_delete(request: HttpRequest, name: str) -> HttpResponse:
     """Delete a NodePool once its name is typed back; its NodeClaims are then drained and removed."""
-    if not request.user.has_perm("karpui.delete_nodepool"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.delete_nodepool", "delete NodePools")
     cluster = _cluster(request)
     row = get_object_or_404(models.NodePool, cluster=cluster, name=name)
     if request.POST.get("confirm", "").strip() != name:

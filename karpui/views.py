@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from karpui import capacity, device_selectors, disruption, grouping, health, models, selectors, services
+from karpui import capacity, device_selectors, disruption, grouping, health, models, permissions, selectors, services
 from karpui.links import cluster_query, cluster_redirect
 from karpui.models import Cluster
 from karpui.pending import pending_pods
@@ -244,8 +244,7 @@ def _decided(request: HttpRequest, action: str, name: str) -> HttpResponse:
 
 @require_POST
 def command_approve(request: HttpRequest, name: str) -> HttpResponse:
-    if not request.user.has_perm("karpui.approve_disruption"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.approve_disruption", "approve or deny disruption")
     return _decided(request, "approve", name)
 
 
@@ -253,8 +252,7 @@ def command_approve(request: HttpRequest, name: str) -> HttpResponse:
 def commands_approve(request: HttpRequest) -> HttpResponse:
     """Bulk approval of the ticked commands; each is audited on its own, and those that cannot be approved are
     named with the reason."""
-    if not request.user.has_perm("karpui.approve_disruption"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.approve_disruption", "approve or deny disruption")
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
     try:
         approved, refused = disruption.commands_approve(
@@ -275,15 +273,13 @@ def commands_approve(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def command_deny(request: HttpRequest, name: str) -> HttpResponse:
-    if not request.user.has_perm("karpui.approve_disruption"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.approve_disruption", "approve or deny disruption")
     return _decided(request, "deny", name)
 
 
 @require_POST
 def pause(request: HttpRequest) -> HttpResponse:
-    if not request.user.has_perm("karpui.pause_disruption"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.pause_disruption", "pause or resume disruption")
     actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
     try:
         seconds = parse_duration(request.POST.get("duration", "")) or 0
@@ -297,16 +293,14 @@ def pause(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def resume(request: HttpRequest) -> HttpResponse:
-    if not request.user.has_perm("karpui.pause_disruption"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.pause_disruption", "pause or resume disruption")
     disruption.disruption_resume(cluster=_cluster(request), actor=services.Actor.for_user(request.user, "web"))  # type: ignore[arg-type]
     return cluster_redirect(request, "disruption")
 
 
 @require_POST
 def nodepool_approval_mode(request: HttpRequest, name: str) -> HttpResponse:
-    if not request.user.has_perm("karpui.change_nodepool"):
-        raise PermissionDenied
+    permissions.require(request.user, "karpui.change_nodepool", "edit NodePools")
     text = request.POST.get("threshold", "").strip().lstrip("$")
     try:
         threshold = float(text) if text else None

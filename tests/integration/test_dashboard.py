@@ -568,3 +568,35 @@ def test_times_do_not_wrap_on_the_node_page_and_the_audit_trail(node):
     client.post("/disruption/pause", {"duration": "1h", "reason": "quiet"})
     audit = client.get("/disruption/").content.decode().split('id="audit"')[1].split("</table>")[0]
     assert '<td class="time"><time datetime=' in audit
+
+
+def test_a_refusal_names_the_permission_and_the_group_that_gives_it(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    viewer = logged_in(user("vera"))
+    refused = viewer.post("/nodepools/default/approval-mode", {"mode": "manual"})
+    assert refused.status_code == 403
+    assert (
+        "vera may not edit NodePools: that needs the karpui.change_nodepool permission, which the editors group "
+        "give" in refused.content.decode()
+    )
+    refused = viewer.post("/disruption/nothing/approve")
+    assert refused.status_code == 403
+    assert (
+        "vera may not approve or deny disruption: that needs the karpui.approve_disruption permission, which the "
+        "approvers group gives" in refused.content.decode()
+    )
+    page = viewer.get("/nodepools/default/").content.decode()
+    assert (
+        '<p class="muted" id="read-only">Read only: editing NodePools needs the karpui.change_nodepool permission, '
+        "which the editors group gives.</p>" in page
+    )
+    assert 'value="save"' not in page
+
+
+def test_not_found_pages_say_what_is_missing(lab):
+    viewer = logged_in(user("vera"))
+    missing = viewer.get("/nodepools/nothing/")
+    assert missing.status_code == 404
+    assert '<p role="alert">No NodePool matches the given query.</p>' in missing.content.decode()
+    unknown = viewer.get("/no-such-page/")
+    assert unknown.status_code == 404 and "Nothing is at /no-such-page/." in unknown.content.decode()
