@@ -54,6 +54,8 @@ class NodePoolForm(forms.Form):
         required=False, min_value=0, help_text="$/h; auto-below approves savings up to this"
     )
     manifest = forms.CharField(widget=forms.Textarea(attrs={"rows": 28, "spellcheck": "false"}), label="YAML")
+    # The version the editor was opened at: a save over a NodePool changed since is refused, not a lost update.
+    resource_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     @staticmethod
     def initial_for(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -288,7 +290,8 @@ def _editor(
     Every error is shown at once, each at its field."""
     context: dict[str, Any] = {"cluster": cluster, "nodepool": row}
     if request.method == "GET":
-        context["form"] = NodePoolForm.for_manifest(current)
+        opened_at = {"resource_version": row.resource_version if row else None}
+        context["form"] = NodePoolForm(initial={**NodePoolForm.initial_for(current), **opened_at})
         return render(request, "karpui/nodepools/edit.html", context)
     if row:
         permissions.require(request.user, "karpui.change_nodepool", "edit NodePools")
@@ -301,13 +304,27 @@ def _editor(
     proposed, errors = check_all(cluster, row, doc, current) if doc is not None else (None, [])
     for error in errors:
         form.attach(error)
+    # A form without the version it was opened at (a script's POST) writes unconditionally, as a Kubernetes update
+    # without metadata.resourceVersion does.
+    opened_at = form.cleaned_data.get("resource_version") if row else None
+    if opened_at is not None and row is not None and opened_at != row.resource_version:
+        context["conflict"] = (
+            f"NodePool {row.name} was changed by someone else since you opened it (resourceVersion {opened_at}, now "
+            f"{row.resource_version}): saving would undo their change. Reload the page to edit the current version."
+        )
     if proposed is not None and not form.errors:
         canonical = nodepool_to_manifest(proposed)
         context["diff"] = whatif.nodepool_diff(row, canonical)
         context["whatif"] = whatif.preview(cluster, proposed)
         if request.POST.get("action") == "save":
             actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
-            result = services.nodepool_apply(cluster=cluster, nodepool=proposed, actor=actor)
+            try:
+                result = services.nodepool_apply(
+                    cluster=cluster, nodepool=proposed, actor=actor, resource_version=opened_at
+                )
+            except services.Conflict as conflict:
+                context["conflict"] = str(conflict)
+                return render(request, "karpui/nodepools/edit.html", context, status=409)
             messages.success(request, str(result))
             return cluster_redirect(request, "nodepool-edit", proposed.name)
     return render(request, "karpui/nodepools/edit.html", context, status=400 if form.errors else 200)

@@ -131,11 +131,32 @@ def nodepool_check(*, cluster: models.Cluster, nodepool: NodePool) -> None:
         raise ManifestError(problem.message, field=problem.field)
 
 
+class Conflict(Exception):
+    """The object changed since the version the writer read: nothing was written (Kubernetes' 409 Conflict)."""
+
+
 @transaction.atomic
-def nodepool_apply(*, cluster: models.Cluster, nodepool: NodePool, actor: Actor) -> ApplyResult:
-    """Create or update a NodePool from its validated domain value (refused, writing nothing, if unsatisfiable)."""
+def nodepool_apply(
+    *, cluster: models.Cluster, nodepool: NodePool, actor: Actor, resource_version: int | None = None
+) -> ApplyResult:
+    """Create or update a NodePool from its validated domain value (refused, writing nothing, if unsatisfiable).
+    With `resource_version` (the version an editor was opened at), a NodePool changed since is a Conflict, as an
+    update carrying metadata.resourceVersion is on a Kubernetes API server: nobody's change is lost unseen."""
     nodepool_check(cluster=cluster, nodepool=nodepool)
     manifest = nodepool_to_manifest(nodepool)
+    if resource_version is not None:
+        now = (
+            models.NodePool.objects.select_for_update()
+            .filter(cluster=cluster, name=nodepool.name)
+            .values_list("resource_version", flat=True)
+            .first()
+        )
+        if now != resource_version:
+            raise Conflict(
+                f'Operation cannot be fulfilled on nodepools.karpenter.sh "{nodepool.name}": the object has been '
+                f"modified (resourceVersion {resource_version} when opened, {now if now is not None else 'deleted'} "
+                "now); nothing was saved"
+            )
     in_cluster(cluster, manifest)
     fields = {
         "labels": manifest["metadata"].get("labels", {}),

@@ -300,3 +300,42 @@ def test_the_editor_hides_managed_fields_and_a_save_keeps_them(lab):
     client.post("/nodepools/capped/", {**data, "cpu_limit": "24", "action": "save"})
     row = models.NodePool.objects.get(name="capped")
     assert (row.spec["limits"]["cpu"], row.managed_fields) == ("24", owned)
+
+
+def test_a_save_over_a_nodepool_changed_since_the_editor_opened_is_refused_and_loses_nothing(lab):
+    capped_lab()
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    opened_at = models.NodePool.objects.get(name="capped").resource_version
+    assert data["resource_version"] == opened_at
+    ok("label", "nodepool", "capped", "team=a")
+    ok("annotate", "nodepool", "capped", "karpui.dev/approval-mode=dry-run", "--overwrite")
+
+    preview = client.post("/nodepools/capped/", {**data, "cpu_limit": "30", "action": "preview"})
+    message = (
+        f"NodePool capped was changed by someone else since you opened it (resourceVersion {opened_at}, now "
+        f"{opened_at + 2}): saving would undo their change. Reload the page to edit the current version."
+    )
+    assert preview.status_code == 200 and preview.context["conflict"] == message
+    saved = client.post("/nodepools/capped/", {**data, "cpu_limit": "30", "action": "save"})
+    assert saved.status_code == 409
+    assert saved.context["conflict"] == (
+        'Operation cannot be fulfilled on nodepools.karpenter.sh "capped": the object has been modified '
+        f"(resourceVersion {opened_at} when opened, {opened_at + 2} now); nothing was saved"
+    )
+    row = models.NodePool.objects.get(name="capped")
+    assert (row.labels, row.annotations["karpui.dev/approval-mode"], row.spec["limits"]["cpu"]) == (
+        {"team": "a"},
+        "dry-run",
+        "16",
+    )
+    assert not models.AuditEvent.objects.filter(action="update", target_name="capped", via="web").exists()
+
+    reopened = form_for(client, "capped")
+    assert client.post("/nodepools/capped/", {**reopened, "cpu_limit": "30", "action": "save"}).status_code == 302
+    row = models.NodePool.objects.get(name="capped")
+    assert (row.labels, row.annotations["karpui.dev/approval-mode"], row.spec["limits"]["cpu"]) == (
+        {"team": "a"},
+        "dry-run",
+        "30",
+    )
