@@ -16,7 +16,7 @@ from provisioner.disruption.drift import drift_reason
 from provisioner.objects import NodePool
 from provisioner.quantity import format_quantity, parse_resources
 from provisioner.scheduling.results import SchedulingResult
-from provisioner.scheduling.scheduler import solve
+from provisioner.scheduling.rounds import solve_rounds
 
 
 def nodepool_diff(row: models.NodePool | None, proposed: dict[str, Any]) -> str:
@@ -61,11 +61,15 @@ def preview(cluster: models.Cluster, nodepool: NodePool) -> dict[str, Any]:
     nodes first, then onto new NodeClaims. The cost after counts those NodeClaims' cheapest offerings instead of the
     drifted nodes' prices. Karpenter replaces drifted nodes one at a time, so on the way there may briefly be more
     nodes; consolidation then packs them as this simulation does.
+
+    Both sides run as many provisioning rounds as change anything (`solve_rounds`): a raised limit that one round
+    fills pessimistically (each NodeClaim counted as its largest option) is filled by what launched, as the
+    provisioner does over its next batches.
     """
     running = lab.load(cluster)
     ctx = running.ctx
     pending = [pod for obj in ctx.api.list("Pod") if (pod := ctx.views.pod(obj)).is_provisionable()]
-    before = solve(scheduling_input(ctx, pending))
+    before = solve_rounds(scheduling_input(ctx, pending))
     current = next((np for np in ctx.nodepools if np.name == nodepool.name), None)
     ctx.nodepools = [*(np for np in ctx.nodepools if np.name != nodepool.name), nodepool]
     claims = ctx.api.list("NodeClaim")
@@ -89,7 +93,7 @@ def preview(cluster: models.Cluster, nodepool: NodePool) -> dict[str, Any]:
         if (obj.get("spec") or {}).get("nodeName") in gone and (pod := ctx.views.pod(obj)).is_reschedulable()
     ]
     request = scheduling_input(ctx, [*pending, *moving])
-    after = solve(dataclasses.replace(request, nodes=[n for n in request.nodes if n.name not in gone]))
+    after = solve_rounds(dataclasses.replace(request, nodes=[n for n in request.nodes if n.name not in gone]))
     now_cost = sum(_price(c) for c in claims)
     scheduled_before, scheduled_after = _scheduled(before), _scheduled(after)
     names = {p.uid: p.key for p in [*pending, *moving]}

@@ -47,6 +47,24 @@ def test_raising_a_limit_previews_the_pods_it_would_schedule_and_saves_with_an_a
     assert event.before["spec"]["limits"] == {"cpu": "16"} and event.after["spec"]["limits"] == {"cpu": "32"}
 
 
+def test_a_limit_raised_by_exactly_two_nodes_previews_both_pods_as_the_next_rounds_schedule_them(lab):
+    """One provisioning round counts a NodeClaim as its largest option (8 CPU here), so it launches one node into
+    8 free CPU; the next round counts the c-4x that launched and takes the second pod. The preview said one pod."""
+    capped_lab()
+    client = editor("change_nodepool")
+    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "preview"})
+    preview = response.context["whatif"]
+    assert len(preview["newly_schedulable"]) == 2 and preview["newly_unschedulable"] == []
+    assert [(pool, name, pods) for pool, name, pods in preview["new_nodeclaims_after"]] == [
+        ("capped", "c-4x-amd64-linux", 1),
+        ("capped", "c-4x-amd64-linux", 1),
+    ]
+    assert round(preview["cost_after"] - preview["cost_before"], 6) == round(2 * 0.10859, 6)
+    client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "save"})
+    ok("advance", "30s")
+    assert sorted(p[2] for p in rows("get", "pods")) == ["Running"] * 6  # as previewed
+
+
 def test_lowering_a_limit_below_what_runs_warns_that_nodes_stay_and_nothing_more_launches(lab):
     capped_lab()  # four c-4x nodes: 16 CPU in use
     client = editor("change_nodepool")
