@@ -23,7 +23,7 @@ def solve_rounds(request: SchedulingInput, seed: int = 0) -> SchedulingResult:
     """The pods' fate after as many provisioning rounds as change anything: every round's NodeClaims and
     placements, and the last round's failures. Offerings are picked with a seeded RNG: the same cluster gives
     the same answer."""
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - a reproducible preview, not secrets
     result = solve(request)
     merged = SchedulingResult(
         new_nodeclaims=list(result.new_nodeclaims),
