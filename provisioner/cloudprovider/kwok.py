@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import random
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ from provisioner.cloudprovider.types import (
 )
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.conditions import is_true, transition_time
-from provisioner.cluster.objects import AlreadyExists, Obj, parse_timestamp
+from provisioner.cluster.objects import AlreadyExists, Obj, parse_timestamp, timestamp
 from provisioner.manifests.nodeclass import node_registration_delay_seconds
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import format_resources
@@ -106,7 +107,7 @@ class KwokCloudProvider:
                 continue
             if self.api.get("Node", _node_name(claim)) is None:
                 try:
-                    self.api.create(node_for(claim))
+                    self.api.create(node_for(claim, now))
                 except AlreadyExists:
                     # Named after its NodeClaim, so a taken name is this Node: created by a POST whose answer
                     # was lost, and not yet in a real cluster's informer cache.
@@ -200,8 +201,20 @@ def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.
     )
 
 
-def node_for(nodeclaim: Obj, now_ready: bool = True) -> Obj:
-    """The Node kwok creates for a launched NodeClaim (named like it; hostname label = NodeClaim name)."""
+# What kwok's node stages report for a fake kubelet (kwok's kustomize/stage/node/fast): every pressure condition
+# False and Ready True, a kubelet version and an address, as `kubectl describe node` expects to read them.
+KWOK_VERSION = "kwok-v0.6.1"
+_NODE_CONDITIONS = (
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
+
+
+def node_for(nodeclaim: Obj, now: float) -> Obj:
+    """The Node kwok creates for a launched NodeClaim (named like it; hostname label = NodeClaim name), its
+    conditions as of `now`."""
     status = nodeclaim["status"]
     name = nodeclaim["metadata"]["name"]
     labels = {
@@ -211,6 +224,7 @@ def node_for(nodeclaim: Obj, now_ready: bool = True) -> Obj:
         "kwok-partition": "a",
         KWOK_ANNOTATION: "fake",
     }
+    stamp = timestamp(now)
     node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
@@ -230,12 +244,34 @@ def node_for(nodeclaim: Obj, now_ready: bool = True) -> Obj:
             "phase": "Running",
             "conditions": [
                 {
-                    "type": "Ready",
-                    "status": "True" if now_ready else "False",
-                    "reason": "KubeletReady",
-                    "message": "kwok node is ready",
+                    "type": kind,
+                    "status": value,
+                    "reason": reason,
+                    "message": message,
+                    "lastHeartbeatTime": stamp,
+                    "lastTransitionTime": stamp,
                 }
+                for kind, value, reason, message in _NODE_CONDITIONS
             ],
+            "addresses": [{"type": "InternalIP", "address": _internal_ip(name)}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {
+                "architecture": labels.get(wk.ARCH, ""),
+                "operatingSystem": labels.get(wk.OS, ""),
+                "kubeletVersion": KWOK_VERSION,
+                "kubeProxyVersion": KWOK_VERSION,
+                "containerRuntimeVersion": KWOK_VERSION,
+                "kernelVersion": "",
+                "osImage": "",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+            },
         },
     }
     return node
+
+
+def _internal_ip(name: str) -> str:
+    """A stable address in 10.0.0.0/8 from the node's name (kwok hands them out from a pool; the lab has none)."""
+    digest = zlib.crc32(name.encode())
+    return f"10.{(digest >> 16) & 0xFF}.{(digest >> 8) & 0xFF}.{digest & 0xFF or 1}"

@@ -28,7 +28,10 @@ def test_a_node_page_shows_what_and_where_the_node_is_and_its_pods_requests(node
         {"resource": "ephemeral-storage", "allocatable": "20.0 GiB", "capacity": "20.0 GiB"},
     ]
     assert ("node.kubernetes.io/instance-type", "c-4x-amd64-linux") in facts["labels"]
-    assert [(c["of"], c["type"], c["status"]) for c in facts["conditions"]][:3] == [
+    assert [(c["of"], c["type"], c["status"]) for c in facts["conditions"]][:6] == [
+        ("Node", "MemoryPressure", "False"),  # in the kubelet's order, as kubectl describe node lists them
+        ("Node", "DiskPressure", "False"),
+        ("Node", "PIDPressure", "False"),
         ("Node", "Ready", "True"),
         ("NodeClaim", "Launched", "True"),
         ("NodeClaim", "Registered", "True"),
