@@ -5,7 +5,7 @@ the replacements, wait until they are initialized, delete the candidates (termin
 A command's `status.phase` records its life: Proposed → (validated) → AwaitingApproval → Approved | Denied | Expired,
 or DryRun, or Rejected (it no longer held at validation); Approved → Executing → Succeeded | Failed. People approve
 and deny through karpui's services, which write `spec.approval`; nothing executes without a validation newer than
-the decision.
+the decision. While a person has paused voluntary disruption, an approved command waits in Approved (`_hold`).
 """
 
 from __future__ import annotations
@@ -48,6 +48,11 @@ def next_due(ctx: ClusterContext) -> list[float]:
             times.append(parse_timestamp(status["validateAt"]))
         elif status.get("phase") == "AwaitingApproval":
             times.append(parse_timestamp(status["expiresAt"]))
+        elif status.get("phase") == "Approved" and paused(ctx):
+            # Waiting out a pause: nothing to do before it lapses, or before the command's own deadline passes.
+            times.append(ctx.paused_until)
+            if status.get("expiresAt"):
+                times.append(parse_timestamp(status["expiresAt"]))
         elif status.get("phase") in ("Approved", "Executing"):
             times.append(ctx.now + DRAIN_RETRY_SECONDS)
     return times
@@ -86,14 +91,40 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
             return _finish(ctx, command, "Expired", f"expired: {problem or 'nobody decided before the deadline'}")
         return False
     if phase == "Approved":
+        if paused(ctx):
+            return _hold(ctx, command)
         # The decision may be older than the cluster: check again before touching anything.
         problem = validate(ctx, command)
         if problem:
             return _finish(ctx, command, "Expired", f"expired after approval: {problem}")
         return _start(ctx, command)
     if phase == "Executing":
+        # A pause does not stop a command already executing: its candidates are tainted (and may be draining) and
+        # its replacements launching; stopping half-way would leave both, and evicted pods cannot be put back. The
+        # pause holds only what has not begun (`_hold`).
         return _execute(ctx, command)
     return False
+
+
+def paused(ctx: ClusterContext) -> bool:
+    """Whether a person has paused voluntary disruption (the proposer's own test, on the same `ctx.paused_until`)."""
+    return ctx.paused_until > ctx.now
+
+
+def _hold(ctx: ClusterContext, command: Obj) -> bool:
+    """Keep an approved command from starting while disruption is paused (README: no voluntary disruption until
+    the pause lapses), saying so in its message; once the pause lapses or is resumed it is validated and starts
+    as any approved command does. A deadline it was given (a manual command's approval TTL) still runs: a decision
+    that has waited past it expires, as an undecided one would."""
+    status = command["status"]
+    if status.get("expiresAt") and ctx.now >= parse_timestamp(status["expiresAt"]):
+        return _finish(ctx, command, "Expired", "expired after approval: disruption was paused past its deadline")
+    message = f"waiting: voluntary disruption is paused until {timestamp(ctx.paused_until)}"
+    if status.get("message") == message:
+        return False  # already said: waiting changes nothing
+    status["message"] = message
+    ctx.api.update(command)
+    return True
 
 
 def validate(ctx: ClusterContext, command: Obj) -> str | None:
@@ -154,6 +185,7 @@ def _start(ctx: ClusterContext, command: Obj) -> bool:
             logger="controller.disruption",
         )
     )
+    command["status"].pop("message", None)  # a pause it waited out is over
     if ctx.observe:
         for candidate in command["spec"]["candidates"]:
             claim = ctx.api.get("NodeClaim", candidate["nodeclaim"])

@@ -1,0 +1,111 @@
+"""A pause holds every command that has not started executing, whoever approved it, until the pause lapses or is
+resumed; a command already executing goes on."""
+
+import json
+from datetime import UTC, datetime
+
+from karpui import models
+from tests.integration.test_disruption_lab import approver, manual_pool, scale_down_and_wait
+from tests.integration.test_disruption_lifecycle import drift_pool, provisioned, slow_registration
+from tests.karp import EXAMPLES, ok, rows
+
+START = datetime(2030, 1, 1, tzinfo=UTC)  # a whole second, so every time below is exact
+
+
+def command(name=None):
+    """The DisruptionCommand called `name`, or the lab's only one, as stored."""
+    if name is None:
+        [[name, *_]] = rows("get", "disruptioncommands")
+    return json.loads(ok("get", "dc", name, "-o", "json"))
+
+
+def phase_and_message(name=None):
+    status = command(name)["status"]
+    return status["phase"], status.get("message")
+
+
+def proposed_empty_node():
+    """An auto-mode lab whose empty node has a command Proposed at 00:00:20, to be validated at 00:00:35."""
+    models.Cluster.objects.filter(name="lab").update(clock=START)
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "5s")
+    ok("scale", "deploy/inflate", "--replicas", "0")
+    ok("advance", "15s")
+    assert phase_and_message() == ("Proposed", None)
+    assert command()["status"]["validateAt"] == "2030-01-01T00:00:35Z"
+
+
+def test_a_pause_holds_an_auto_command_already_proposed_until_it_is_resumed(lab):
+    approver("alice")
+    proposed_empty_node()
+    ok("pause", "--as", "alice", "--for", "1h", "--reason", "x")
+    ok("advance", "25s")  # validated and auto-approved at 00:00:35, but not started
+    assert len(rows("get", "nodes")) == 1
+    assert phase_and_message() == ("Approved", "waiting: voluntary disruption is paused until 2030-01-01T01:00:20Z")
+    assert command()["spec"]["approval"]["by"] == "karpui (auto)"
+    ok("advance", "30m")
+    assert len(rows("get", "nodes")) == 1
+    assert phase_and_message() == ("Approved", "waiting: voluntary disruption is paused until 2030-01-01T01:00:20Z")
+
+    ok("resume", "--as", "alice")
+    ok("advance", "10s")
+    assert rows("get", "nodes") == []
+    assert phase_and_message() == ("Succeeded", "command succeeded")
+    assert command()["status"]["startedAt"] == "2030-01-01T00:30:45Z"  # at the first run after the resume
+
+
+def test_a_held_command_starts_by_itself_when_the_pause_lapses(lab):
+    approver("alice")
+    proposed_empty_node()
+    ok("pause", "--as", "alice", "--for", "2m", "--reason", "x")
+    ok("advance", "1m")
+    assert phase_and_message() == ("Approved", "waiting: voluntary disruption is paused until 2030-01-01T00:02:20Z")
+    ok("advance", "2m")
+    assert rows("get", "nodes") == []
+    assert phase_and_message() == ("Succeeded", "command succeeded")
+    assert command()["status"]["startedAt"] == "2030-01-01T00:02:20Z"  # the moment the pause lapsed
+
+
+def test_a_command_a_person_approves_during_a_pause_waits_for_it(lab):
+    models.Cluster.objects.filter(name="lab").update(clock=START)
+    manual_pool()
+    scale_down_and_wait()
+    assert phase_and_message() == ("AwaitingApproval", None)
+    name = command()["metadata"]["name"]
+    ok("pause", "--as", "alice", "--for", "10m", "--reason", "x")
+    ok("approve", name, "--as", "alice")
+    ok("advance", "5m")
+    assert len(rows("get", "nodes")) == 1
+    assert phase_and_message() == ("Approved", "waiting: voluntary disruption is paused until 2030-01-01T00:10:45Z")
+    ok("advance", "6m")
+    assert rows("get", "nodes") == []
+    assert phase_and_message() == ("Succeeded", "command succeeded")
+
+
+def test_an_approved_command_whose_deadline_passes_during_the_pause_expires(lab):
+    models.Cluster.objects.filter(name="lab").update(clock=START)
+    manual_pool()
+    scale_down_and_wait()
+    name = command()["metadata"]["name"]
+    assert command(name)["status"]["expiresAt"] == "2030-01-01T01:00:35Z"  # validated at 00:00:35: an hour to decide
+    ok("pause", "--as", "alice", "--for", "2h", "--reason", "x")
+    ok("approve", name, "--as", "alice")
+    ok("advance", "3h")  # past the deadline, then past the pause
+    assert len(rows("get", "nodes")) == 1
+    assert phase_and_message(name) == ("Expired", "expired after approval: disruption was paused past its deadline")
+    assert command(name)["status"]["finishedAt"] == "2030-01-01T01:00:35Z"
+
+
+def test_a_command_already_executing_when_the_pause_begins_goes_on(lab):
+    approver("alice")
+    provisioned()
+    slow_registration("30s")
+    [[old, *_]] = rows("get", "nodes")
+    ok("apply", "-f", "-", stdin=drift_pool())
+    ok("advance", "30s")  # proposed, validated, candidate tainted, replacement launched (its node needs 30 s)
+    assert command()["status"]["phase"] == "Executing"
+    ok("pause", "--as", "alice", "--for", "1h", "--reason", "x")
+    ok("advance", "1m")
+    assert phase_and_message() == ("Succeeded", "command succeeded")
+    assert old not in [n[0] for n in rows("get", "nodes")]
