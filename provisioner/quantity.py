@@ -1,10 +1,13 @@
-"""Kubernetes resource quantities ("500m", "1Gi", "1e3") parsed strictly into exact integer milli-units."""
+"""Kubernetes resource quantities ("500m", "1Gi", "1e3") parsed strictly into exact integer milli-units, and written
+in kube-apiserver's canonical form ("0.5" is served as "500m", "1.5Gi" as "1536Mi")."""
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from fractions import Fraction
 
 # The pattern of Kubernetes' resource.Quantity (and of Karpenter's CRDs); anything else is refused.
@@ -40,15 +43,38 @@ class QuantityError(ValueError):
     """A string that is not a valid Kubernetes quantity."""
 
 
-def parse_quantity(text: str | int) -> int:
-    """Parse a quantity into milli-units, rounding sub-milli fractions up as Kubernetes does."""
+def parse_quantity(text: str | int | float, *, numbers: bool = True) -> int:
+    """Parse a quantity into milli-units, rounding sub-milli fractions up as Kubernetes does.
+
+    A JSON or YAML number is a quantity too, as kube-apiserver reads it (`cpu: 0.5` is 500m); `numbers=False`
+    refuses one with a fraction, as a custom resource's int-or-string field does (a NodePool's limits)."""
     if isinstance(text, bool):
-        raise QuantityError(f"quantities must be strings or integers, not {text!r}")
+        raise QuantityError(f"quantities must be strings or numbers, not {text!r}")
     if isinstance(text, int):
         return _bounded(text * MILLI, str(text))
+    if isinstance(text, float) and numbers:
+        return _parse_text(number_text(text))
     if not isinstance(text, str):
         raise QuantityError(f"quantities must be strings or integers, not {type(text).__name__}")
     return _parse_text(text)
+
+
+def number_text(value: float) -> str:
+    """The text a JSON number with a fraction stood for, which kube-apiserver parses as a quantity.
+
+    The decoder has made it a binary float, so its text is gone; what comes back is the shortest decimal that
+    reads as the same float (Python's repr), written as Go's encoder writes it (plain from 1e-6 up to 1e21,
+    else with an exponent), which is the text kubectl sends. That decimal is the written one whenever the writer
+    gave at most 15 significant digits (two such decimals never share a float), so 0.1 is exactly 100m, where
+    the float's own binary value (0.1000000000000000055...) would round up to 101m."""
+    if not math.isfinite(value):
+        raise QuantityError(f"must be a finite number, got {value}")
+    if value == 0:
+        return "0"
+    if 1e-6 <= abs(value) < 1e21:
+        return format(Decimal(repr(value)).normalize(), "f")
+    mantissa, _, exponent = repr(value).partition("e")
+    return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
 
 
 def _bounded(milli: int, text: str) -> int:
@@ -65,6 +91,13 @@ def _echo(text: str) -> str:
 # is the slow part, so each distinct string is parsed once. Errors are raised, never cached.
 @functools.lru_cache(maxsize=8192)
 def _parse_text(text: str) -> int:
+    milli = _exact(text)[1] * MILLI
+    # Kubernetes rounds precision below a milli-unit up (away from zero for positive values).
+    return _bounded(-((-milli.numerator) // milli.denominator), text)
+
+
+def _exact(text: str) -> tuple[re.Match[str], Fraction]:
+    """The quantity's parts and its exact value."""
     match = _QUANTITY.match(text)
     if match is None:
         raise QuantityError(f"quantities must match the regular expression of Kubernetes quantities: {_echo(text)}")
@@ -80,11 +113,7 @@ def _parse_text(text: str) -> int:
         if abs(exponent) > 30:
             raise QuantityError(f"quantity exponent out of range: {text!r}")
         value *= Fraction(10) ** exponent
-    if match["sign"] == "-":
-        value = -value
-    milli = value * MILLI
-    # Kubernetes rounds precision below a milli-unit up (away from zero for positive values).
-    return _bounded(-((-milli.numerator) // milli.denominator), text)
+    return match, -value if match["sign"] == "-" else value
 
 
 def is_byte_resource(resource: str) -> bool:
@@ -103,14 +132,58 @@ def format_quantity(milli: int, resource: str = "") -> str:
     return str(value)
 
 
-def parse_resources(mapping: Mapping[str, str | int], *, field: str = "resources") -> Resources:
+_SI_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+NANO = 10**9
+
+
+def canonical_quantity(value: str | int | float) -> str:
+    """A quantity as kube-apiserver serves it: "0.5" -> "500m", "1.5Gi" -> "1536Mi", "2048Mi" -> "2Gi", "1000m"
+    -> "1", 1000 -> "1k", "1e3" -> "1e3". A QuantityError for anything parse_quantity refuses.
+
+    The rules of apimachinery's Quantity.CanonicalizeBytes: the value, exact to a nano-unit (finer precision
+    rounded up, away from zero), keeps its suffix's family (binary Ki..Ei, decimal SI n..E, or a decimal exponent)
+    with the largest suffix or exponent (a multiple of 3 for the decimal two) that leaves an integer mantissa. A
+    binary amount under 1024 in magnitude or with a fraction is written in decimal SI instead ("0.5Ki" -> "512",
+    "1.5Ki" is 1536 bytes -> "1536"). Zero is "0"."""
+    parse_quantity(value)  # the same refusals and bounds as every other reader
+    text = value if isinstance(value, str) else str(value) if isinstance(value, int) else number_text(value)
+    return _canonical_text(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _canonical_text(text: str) -> str:
+    match, exact = _exact(text)
+    scaled = abs(exact) * NANO
+    nanos = -(-scaled.numerator // scaled.denominator)  # rounded up to a whole nano-unit (the sign comes after)
+    if nanos == 0:
+        return "0"
+    sign = "-" if match["sign"] == "-" else ""
+    if match["binary"] and nanos % NANO == 0 and nanos // NANO >= 1024:
+        mantissa, power = nanos // NANO, 0
+        while mantissa % 1024 == 0 and power < len(_BINARY_SUFFIXES) - 1:
+            mantissa, power = mantissa // 1024, power + 1
+        return f"{sign}{mantissa}{_BINARY_SUFFIXES[power]}"
+    mantissa, exponent = nanos, -9
+    while mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
+    while exponent % 3:
+        mantissa, exponent = mantissa * 10, exponent - 1
+    if match["exponent"]:
+        return f"{sign}{mantissa}" + (f"e{exponent}" if exponent else "")
+    return f"{sign}{mantissa}{_SI_SUFFIXES[exponent]}"
+
+
+def parse_resources(
+    mapping: Mapping[str, str | int | float], *, field: str = "resources", numbers: bool = True
+) -> Resources:
     """Parse a ResourceList; errors name the offending key as `field.key`."""
     if not isinstance(mapping, Mapping):
         raise QuantityError(f"{field}: expected a mapping of resource names to quantities")
     resources: Resources = {}
     for name, text in mapping.items():
         try:
-            resources[str(name)] = parse_quantity(text)
+            resources[str(name)] = parse_quantity(text, numbers=numbers)
         except QuantityError as error:
             raise QuantityError(f"{field}.{name}: {error}") from None
     return resources

@@ -89,10 +89,12 @@ def integer(value: Any, path: str, *, minimum: int | None = None, maximum: int |
     return value
 
 
-def resources(value: Any, path: str) -> Resources:
-    """A ResourceList (requests, limits, capacity): quantities, none negative, as the API server requires."""
+def resources(value: Any, path: str, *, numbers: bool = True) -> Resources:
+    """A ResourceList (requests, limits, capacity): quantities, none negative, as the API server requires. A JSON
+    number is a quantity, as in the API's own types; `numbers=False` refuses one with a fraction, as a custom
+    resource's int-or-string field does."""
     try:
-        result = parse_resources(mapping(value, path), field=path)
+        result = parse_resources(mapping(value, path), field=path, numbers=numbers)
     except QuantityError as error:
         field, _, message = str(error).partition(": ")
         raise ManifestError(message, field=field) from None

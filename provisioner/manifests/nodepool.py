@@ -119,7 +119,7 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
                 template_spec["terminationGracePeriod"], "spec.template.spec.terminationGracePeriod", never=False
             )
     budgets = _budgets(disruption.get("budgets"), allow_reasons=not v1beta1)
-    limits = f.resources(spec.get("limits"), "spec.limits")
+    limits = f.resources(spec.get("limits"), "spec.limits", numbers=False)  # the CRD's int-or-string
     weight = f.integer(spec.get("weight"), "spec.weight", minimum=1, maximum=100)
     return NodePool(
         name=meta["name"],

@@ -51,11 +51,17 @@ def test_malformed_quantities_are_refused(text):
         parse_quantity(text)
 
 
-def test_non_string_quantities_are_refused():
-    with pytest.raises(QuantityError):
-        parse_quantity(1.5)  # type: ignore[arg-type]
+def test_booleans_and_other_types_are_not_quantities():
     with pytest.raises(QuantityError):
         parse_quantity(True)
+    with pytest.raises(QuantityError, match="not list"):
+        parse_quantity([1])  # type: ignore[arg-type]
+
+
+def test_a_number_with_a_fraction_is_refused_where_only_strings_and_integers_are_allowed():
+    with pytest.raises(QuantityError, match="^quantities must be strings or integers, not float$"):
+        parse_quantity(1.5, numbers=False)
+    assert parse_quantity(2, numbers=False) == 2000
 
 
 @pytest.mark.parametrize(
