@@ -114,6 +114,12 @@ class Watch:
         return _line("BOOKMARK", {"kind": resource.kind, "apiVersion": api_version, "metadata": metadata})
 
     def __iter__(self) -> Iterator[bytes]:
+        # The status line and headers go out now, as kube-apiserver flushes them when a watch starts, not with the
+        # first event (which may be the bookmark 10 s away, or the timeout): a WSGI server sends them when the
+        # response yields its first chunk, and gunicorn and wsgiref do for an empty one (writing no body, and no
+        # end of the chunked stream). client-go waits for them before it counts a watch as started; `kubectl wait`
+        # waited 10 s for each object.
+        yield b""
         request = self.request
         deadline = time.monotonic() + request.timeout
         if request.since is None:
