@@ -159,10 +159,14 @@ def disruption_pause(*, cluster: models.Cluster, actor: Actor, reason: str, seco
     return row
 
 
-def disruption_resume(*, cluster: models.Cluster, actor: Actor) -> models.Cluster:
+def disruption_resume(*, cluster: models.Cluster, actor: Actor) -> bool:
+    """Lift the cluster's pause: True, or False when nothing was paused (none, or it had lapsed on the cluster's
+    clock), in which case nothing is written: an audit row saying null became null records no decision."""
     _require(actor, "pause_disruption")
     with transaction.atomic():
         row = models.Cluster.objects.select_for_update().get(pk=cluster.pk)
+        if not row.is_paused(row.clock):
+            return False
         before = {
             "paused_until": row.paused_until.isoformat() if row.paused_until else None,
             "reason": row.pause_reason,
@@ -170,7 +174,7 @@ def disruption_resume(*, cluster: models.Cluster, actor: Actor) -> models.Cluste
         row.paused_until, row.pause_reason, row.paused_by = None, "", ""
         row.save(update_fields=["paused_until", "pause_reason", "paused_by"])
         _audit(actor, "resume", "Cluster", row.name, before, {"paused_until": None})
-    return row
+    return True
 
 
 MANUAL = "Manual"

@@ -1,10 +1,11 @@
 """A pause holds every command that has not started executing, whoever approved it, until the pause lapses or is
-resumed; a command already executing goes on."""
+resumed; a command already executing goes on; resuming when nothing is paused changes nothing."""
 
 import json
 from datetime import UTC, datetime
 
-from karpui import models
+from karpui import disruption, models, services
+from tests.integration.test_dashboard import logged_in
 from tests.integration.test_disruption_lab import approver, manual_pool, scale_down_and_wait
 from tests.integration.test_disruption_lifecycle import drift_pool, provisioned, slow_registration
 from tests.karp import EXAMPLES, ok, rows
@@ -109,3 +110,39 @@ def test_a_command_already_executing_when_the_pause_begins_goes_on(lab):
     ok("advance", "1m")
     assert phase_and_message() == ("Succeeded", "command succeeded")
     assert old not in [n[0] for n in rows("get", "nodes")]
+
+
+def test_resuming_when_nothing_is_paused_writes_nothing_and_answers_false(lab):
+    actor = services.Actor.for_user(approver("alice"), "web")
+    assert disruption.disruption_resume(cluster=lab, actor=actor) is False
+    assert list(models.AuditEvent.objects.filter(target_kind="Cluster").values_list("action", flat=True)) == []
+    assert models.Cluster.objects.get(pk=lab.pk).paused_until is None
+
+
+def test_resuming_on_the_page_when_nothing_is_paused_writes_no_audit_row(lab):
+    response = logged_in(approver("alice")).post("/disruption/resume")
+    assert (response.status_code, response["Location"]) == (302, "/disruption/")
+    assert models.AuditEvent.objects.filter(target_kind="Cluster").count() == 0
+
+
+def test_resuming_a_lapsed_pause_changes_nothing_either(lab):
+    actor = services.Actor.for_user(approver("alice"), "web")
+    disruption.disruption_pause(cluster=lab, actor=actor, reason="incident 4711", seconds=60)
+    ok("advance", "2m")
+    assert disruption.disruption_resume(cluster=lab, actor=actor) is False
+    assert list(models.AuditEvent.objects.filter(target_kind="Cluster").values_list("action", flat=True)) == ["pause"]
+
+
+def test_resuming_a_pause_lifts_it_and_audits_what_it_was(lab):
+    models.Cluster.objects.filter(name="lab").update(clock=START)
+    actor = services.Actor.for_user(approver("alice"), "web")
+    disruption.disruption_pause(cluster=lab, actor=actor, reason="incident 4711", seconds=3600)
+    assert disruption.disruption_resume(cluster=lab, actor=actor) is True
+    row = models.Cluster.objects.get(pk=lab.pk)
+    assert (row.paused_until, row.pause_reason, row.paused_by) == (None, "", "")
+    event = models.AuditEvent.objects.get(action="resume")
+    assert (event.target_name, event.before, event.after) == (
+        "lab",
+        {"paused_until": "2030-01-01T01:00:00+00:00", "reason": "incident 4711"},
+        {"paused_until": None},
+    )
