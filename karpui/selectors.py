@@ -37,9 +37,16 @@ def cluster_get(*, name: str) -> models.Cluster:
 
 
 def _age(clock: datetime, stamp: str | None) -> float:
+    """Seconds from `stamp` to `clock`: 0 without a stamp, or for one still ahead."""
     if not stamp:
         return 0.0
     return max((clock - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds(), 0.0)
+
+
+def _left(clock: datetime, stamp: str) -> float:
+    """Seconds from `clock` to `stamp`: 0 once it has passed (negating `_age`, which is never negative, gave -0
+    for every deadline still ahead)."""
+    return max((datetime.fromisoformat(stamp.replace("Z", "+00:00")) - clock).total_seconds(), 0.0)
 
 
 def overview(cluster: models.Cluster) -> dict[str, Any]:
@@ -79,7 +86,7 @@ def disruption_queue(cluster: models.Cluster) -> dict[str, Any]:
         status = command.get("status") or {}
         command["age"] = _age(cluster.clock, status.get("proposedAt"))
         # Durations, not times: a time here would be on the lab's clock, beside an audit trail on wall time.
-        command["expires_in"] = -_age(cluster.clock, status["expiresAt"]) if status.get("expiresAt") else None
+        command["expires_in"] = _left(cluster.clock, status["expiresAt"]) if status.get("expiresAt") else None
         command["monthly"] = command["spec"]["savings"] * 730
     order = {"AwaitingApproval": 0, "Proposed": 1, "Approved": 2, "Executing": 3}
     return {
