@@ -69,3 +69,10 @@ def test_an_approval_during_a_pause_says_it_waits_and_how_long_the_command_has(l
         in mine
     )
     assert '<div class="muted">expires in 49m</div>' in mine
+
+
+def test_the_audit_trail_is_shown_once_with_its_rows_filled_in(lab):
+    approver, _ = awaiting_at_a_known_time()  # setting the approval mode wrote an audit row
+    page = logged_in(approver).get("/disruption/").content.decode()
+    assert page.count("<h2>Audit trail") == 1
+    assert "<td> ()</td>" not in page  # the leftover table read a row's fields from the wrong object: empty cells
