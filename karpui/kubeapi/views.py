@@ -346,6 +346,7 @@ def _watch(request: HttpRequest, ctx: Context, at: Target, name: str | None = No
         ),
         watch.client_gone_check(request),
     )
-    response = StreamingHttpResponse(iter(stream), content_type="application/json")
+    give_back = watch.SLOTS.take()  # a 429 when this process serves as many watches as it may
+    response = StreamingHttpResponse(watch.Stream(iter(stream), give_back), content_type="application/json")
     response["Cache-Control"] = "no-cache, private"
     return response

@@ -11,14 +11,23 @@ definitions with the first.
 The stream reads the database every POLL_SECONDS (nothing pushes to it); whoever writes takes its version under the
 cluster row's lock, so versions follow commit order and "every change up to the version read before a query" is
 exactly what that query returns.
+
+Each open watch holds one of the web server's threads for as long as it lasts (up to half an hour), so a process
+serves at most max_watches() at once, fewer than its threads: the rest stay free for every other request (sixteen
+`kubectl get pods -w` took all of gunicorn's sixteen threads, and the next request, the dashboard's too, waited
+with no end). A watch past the limit is answered 429 TooManyRequests with Retry-After, which client-go and kubectl
+retry, as kube-apiserver's max-in-flight limit answers.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,6 +51,74 @@ DEFAULT_TIMEOUT_SECONDS = 1800.0  # kube-apiserver's --min-request-timeout
 BATCH = 500
 MAX_POLL_FAILURES = 25  # in a row: five seconds of polls
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# The web server's threads per process when it does not say (gunicorn_conf.py's default), and the share of them
+# kept for requests that are not watches: a quarter, at least two.
+DEFAULT_WEB_THREADS = 32
+RETRY_AFTER_SECONDS = 1
+
+
+def max_watches() -> int:
+    """How many watches this process serves at once: KARPUI_MAX_WATCHES, else the web server's threads
+    (KARPUI_WEB_THREADS, which gunicorn_conf.py sets to the worker's real count) less a quarter of them."""
+    given = os.environ.get("KARPUI_MAX_WATCHES", "").strip()
+    if given:
+        return max(int(given), 0)
+    threads = int(os.environ.get("KARPUI_WEB_THREADS", "").strip() or DEFAULT_WEB_THREADS)
+    return max(threads - max(threads // 4, 2), 1)
+
+
+class WatchSlots:
+    """The watches open in this process, counted against max_watches()."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.open = 0
+
+    def take(self) -> Callable[[], None]:
+        """A slot for one more watch, or a 429 Status; call what is returned (any number of times) to give the
+        slot back."""
+        with self._lock:
+            if self.open >= max_watches():
+                raise Status(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                    retry_after=RETRY_AFTER_SECONDS,
+                )
+            self.open += 1
+        given_back = threading.Event()
+
+        def give_back() -> None:
+            with self._lock:
+                if not given_back.is_set():
+                    given_back.set()
+                    self.open -= 1
+
+        return give_back
+
+
+SLOTS = WatchSlots()
+
+
+class Stream:
+    """What a watch's response iterates: its lines, holding its slot until the stream ends, the server closes it
+    (the client went away) or, never iterated, it is collected."""
+
+    def __init__(self, lines: Iterator[bytes], give_back: Callable[[], None]) -> None:
+        self._lines = lines
+        self._give_back = weakref.finalize(self, give_back)
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._lines
+        finally:
+            self._give_back()
+
+    def close(self) -> None:
+        close = getattr(self._lines, "close", None)
+        if close is not None:
+            close()
+        self._give_back()
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """`manage.py serve`: migrate, make sure an admin exists, then run web + Celery worker + beat together.
 
 The web server is Django's runserver on plain HTTP; with a certificate (`--certfile` and `--keyfile`, or
-KARPUI_TLS_CERTFILE and KARPUI_TLS_KEYFILE) it is gunicorn serving HTTPS with threads (a watch holds one), which
-kubectl needs: it sends a token only over TLS.
+KARPUI_TLS_CERTFILE and KARPUI_TLS_KEYFILE) it is gunicorn serving HTTPS with threads (a watch holds one; see
+karpui/gunicorn_conf.py), which kubectl needs: it sends a token only over TLS.
 
 One Ctrl-C (or SIGTERM) stops them all, in order: the web server first, so nobody acts on a half-stopped karpui,
 then the worker with its embedded beat. Each child runs in its own process group, so the terminal's Ctrl-C reaches
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +31,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 POLL_SECONDS = 0.1
 DEFAULT_ADDRPORT = "127.0.0.1:8000"
+GUNICORN_CONF = Path(__file__).resolve().parents[2] / "gunicorn_conf.py"
 
 
 def _host_port(addrport: str) -> tuple[str, str]:
@@ -49,7 +51,8 @@ def site_url(addrport: str, *, tls: bool = False) -> str:
 
 
 def web_command(python: str, addrport: str, certfile: str, keyfile: str) -> list[str]:
-    """runserver for plain HTTP; gunicorn with TLS when given a certificate and its key."""
+    """runserver for plain HTTP; gunicorn with TLS when given a certificate and its key, configured by
+    karpui/gunicorn_conf.py (gthread, KARPUI_WEB_THREADS threads)."""
     if not certfile:
         return [python, "manage.py", "runserver", "--noreload", addrport]
     host, port = _host_port(addrport)
@@ -59,12 +62,10 @@ def web_command(python: str, addrport: str, certfile: str, keyfile: str) -> list
         "-m",
         "gunicorn",
         "karpui.wsgi:application",
+        "--config",
+        str(GUNICORN_CONF),
         "--bind",
         bind,
-        "--worker-class",
-        "gthread",
-        "--threads",
-        "16",
         "--certfile",
         certfile,
         "--keyfile",
