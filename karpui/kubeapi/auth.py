@@ -1,4 +1,5 @@
-"""Bearer tokens for the Kubernetes API: each acts as a Django user, and only its SHA-256 digest is stored.
+"""Bearer tokens for the Kubernetes API: each acts as a Django user, and only its SHA-256 digest is stored; and
+impersonation (`kubectl --as=USER`), as kube-apiserver's impersonation filter does it.
 
 Tokens are 256 random bits, so a fast hash is enough: nothing can be guessed from the digest, and a lookup is one
 indexed query.
@@ -7,14 +8,22 @@ indexed query.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 
 from karpui import models
+from karpui.kubeapi.errors import Status, forbidden
+
+logger = logging.getLogger(__name__)
 
 PREFIX = "karp_"
+ANONYMOUS = "system:anonymous"
+# Where the view keeps who impersonated, for whatever records the request (the audit of a write).
+IMPERSONATOR = "karpui.impersonator"
 
 
 def _digest(token: str) -> str:
@@ -37,3 +46,62 @@ def authenticate(request: HttpRequest) -> AbstractBaseUser | None:
     if row is None or not row.user.is_active:
         return None
     return row.user
+
+
+def impersonated(request: HttpRequest, user: AbstractBaseUser | None) -> AbstractBaseUser | None:
+    """The user the request acts as: `user` itself, or the user its Impersonate-User header names.
+
+    Only a superuser may impersonate, and only an active user (whose permissions the request then has); anyone
+    else is refused 403 as RBAC words it, `users "admin" is forbidden: User "vera" cannot impersonate resource
+    "users" in API group "" at the cluster scope`, without saying whether the user exists. Groups, a UID and
+    extras (Impersonate-Group, -Uid, -Extra-*) are refused alike, in the order kube-apiserver checks them: a
+    karpui user's permissions are not those of a group, so karpui cannot act as one without acting as more (or
+    less) than someone is."""
+    headers = request.headers
+    wanted = headers.get("Impersonate-User")
+    # What else is asked, as (resource, API group, name, subresource) of the `impersonate` verb.
+    others = [("groups", "", group.strip(), "") for group in headers.get("Impersonate-Group", "").split(",") if group]
+    others += [
+        ("userextras", "authentication.k8s.io", headers[h].split(",")[0].strip(), h[len(_EXTRA) :].lower())
+        for h in sorted(h for h in headers if h.lower().startswith(_EXTRA))
+    ]
+    if "Impersonate-Uid" in headers:
+        others.append(("uids", "authentication.k8s.io", headers["Impersonate-Uid"], ""))
+    if wanted is None and not others:
+        return user
+    caller = user.get_username() if user is not None else ANONYMOUS
+    superuser = user is not None and bool(getattr(user, "is_superuser", False))
+    target = None
+    if wanted is not None:
+        if not superuser:
+            raise _forbidden(caller, "users", "", wanted)
+        users = get_user_model()
+        target = users.objects.filter(**{users.USERNAME_FIELD: wanted}).first()
+        if target is None or not target.is_active:
+            raise _forbidden(caller, "users", "", wanted, reason=f'no active user "{wanted}"')
+    if others:
+        resource, group, name, subresource = others[0]
+        reason = "karpui impersonates users only" if superuser else ""
+        raise _forbidden(caller, resource, group, name, subresource, reason=reason)
+    request.META[IMPERSONATOR] = caller
+    logger.info("%s impersonates %s: %s %s", caller, wanted, request.method, request.path)
+    return target
+
+
+_EXTRA = "impersonate-extra-"
+
+
+def _forbidden(caller: str, resource: str, group: str, name: str, subresource: str = "", *, reason: str = "") -> Status:
+    """kube-apiserver's 403 for an impersonation it does not allow, with its reason after the message if any."""
+    status = forbidden(caller, "impersonate", resource, group, name, "", subresource)
+    if not reason:
+        return status
+    details = status.details
+    return Status(
+        403,
+        "Forbidden",
+        f"{status.message}: {reason}",
+        name=details.get("name", ""),
+        group=details.get("group"),
+        kind=details.get("kind", ""),
+    )

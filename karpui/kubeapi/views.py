@@ -46,6 +46,7 @@ def endpoint(*, public: bool = False) -> Callable[[View], View]:
                 user = auth.authenticate(request)
                 if user is None and not public:
                     raise unauthorized()
+                user = auth.impersonated(request, user)  # `kubectl --as`: a superuser may act as another user
                 # Lab clusters only: a kwok or observed cluster has an API server of its own.
                 row = models.Cluster.objects.filter(name=cluster, mode=models.Cluster.Mode.LAB).first()
                 if row is None:
