@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 MAX_POINTS = 120
+MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+# Bucket widths that divide an hour or a day, so aligned buckets start at round times (a 6-hour window's 3-minute
+# buckets at :00, :03, ...; a month's 6-hour ones at 00, 06, 12 and 18 UTC). Wider ones are whole days.
+ROUND_WIDTHS = (
+    *(timedelta(minutes=m) for m in (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)),
+    *(timedelta(hours=h) for h in (1, 2, 3, 4, 6, 8, 12, 24)),
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,19 @@ class Buckets:
             edge += width
         return cls(start, end, width, (start, *inner, end))
 
+    @classmethod
+    def aligned(cls, start: datetime, end: datetime, points: int = MAX_POINTS, least: timedelta = MINUTE) -> Buckets:
+        """Buckets of the narrowest round width (ROUND_WIDTHS, at least `least`) that cuts [start, end] into about
+        `points`, on whole multiples of it since the epoch: the first starts at or before `start`, the last holds
+        `end` and is cut short there. So a sample dated to its minute lies in the bucket its label names, and a
+        minute-wide bucket is a whole minute. At most `points` + 2 buckets."""
+        wanted = max((end - start) / max(points, 1), least)
+        width = next((w for w in ROUND_WIDTHS if w >= wanted), DAY * math.ceil(wanted / DAY))
+        epoch = datetime(1970, 1, 1, tzinfo=start.tzinfo)
+        first = epoch + width * ((start - epoch) // width)
+        count = max(math.ceil((end - first) / width), 1)
+        return cls(first, end, width, tuple([first + width * i for i in range(count)] + [end]))
+
     @property
     def count(self) -> int:
         return len(self.edges) - 1
@@ -55,6 +76,10 @@ class Buckets:
     def seconds(self) -> list[float]:
         """Each bucket's length (the last may be shorter), never zero."""
         return [max((self.edges[i + 1] - self.edges[i]).total_seconds(), 1e-9) for i in range(self.count)]
+
+    def seconds_since(self, moment: datetime) -> list[float]:
+        """Each bucket's seconds from `moment` on: all of a bucket that starts by then, 0 for one that ends by then."""
+        return [max((self.edges[i + 1] - max(self.edges[i], moment)).total_seconds(), 0.0) for i in range(self.count)]
 
     def index(self, moment: datetime) -> int | None:
         """The bucket a moment falls in, or None outside [start, end]."""

@@ -380,11 +380,11 @@ class Trends:
     """The four charts' series over one window's buckets."""
 
     labels: list[str]
-    pending: list[float]
-    nodes: dict[str, list[float]]
+    pending: list[float | None]  # None (here and below) for a bucket from before the cluster's first sample
+    nodes: dict[str, list[float | None]]
     latency: dict[str, list[int | None]]  # p50, p95 per bucket; None where no pod started
     started: list[int]
-    disruptions: dict[str, list[float]]  # nodes per hour, by reason
+    disruptions: dict[str, list[float | None]]  # nodes per hour, by reason
     totals: dict[str, Any]
 
     def as_chart(self) -> dict[str, Any]:
@@ -461,20 +461,30 @@ def _gauge_stream(
     return [*before, *rolled, *_gauges(cluster, last, end)]
 
 
+def _per_second(total: float, seconds: float) -> float | None:
+    """A bucket's average over its known seconds, or None (no data: the chart leaves a gap) when it has none."""
+    return round(total / seconds, 3) if seconds else None
+
+
 def history(cluster: models.Cluster, start: datetime, end: datetime, points: int = timeseries.MAX_POINTS) -> Trends:
     """The chart series for [start, end]: gauges as time-weighted averages per bucket, latency percentiles over the
-    pods started in each bucket, disruptions as nodes per hour. A window longer than a day has buckets of whole
-    hours and reads the hourly rollup for the hours it holds whole, the minutes only for the rest: the same figures
-    (a rolled-up hour's latencies are its pods' counts per second, so percentiles stay exact), from at most eight
-    queries whatever the window."""
+    pods started in each bucket, disruptions as nodes per hour. Buckets are aligned (timeseries.Buckets.aligned), so
+    the first may start before `start`; before the cluster's first sample nothing was seen, so a bucket wholly
+    before it is None and one it falls in is averaged over the time since. A window longer than a day has buckets of
+    whole hours and reads the hourly rollup for the hours it holds whole, the minutes only for the rest: the same
+    figures (a rolled-up hour's latencies are its pods' counts per second, so percentiles stay exact), from at most
+    nine queries whatever the window."""
     rolled_up = end - start > ROLLED_UP_AFTER
-    buckets = (timeseries.Buckets.on_hours if rolled_up else timeseries.Buckets.over)(start, end, points)
+    buckets = timeseries.Buckets.aligned(start, end, points, least=HOUR if rolled_up else timeseries.MINUTE)
+    start = buckets.start
     hours = _rolled_hours(cluster, start, end) if rolled_up else []
-    seconds = buckets.seconds()
+    # Gauges come first: a pod starts on a node, and a node is a gauge sample, so activity never precedes them.
+    first = models.TrendSample.objects.filter(cluster=cluster).aggregate(first=Min("time"))["first"]
+    seconds = buckets.seconds_since(first or end)
     stream = _gauge_stream(cluster, start, end, hours)
     sums = timeseries.integrate(((t, key, (v,)) for t, key, v in stream), buckets, 1)
-    averages = {key: [round(row[0] / seconds[i], 3) for i, row in enumerate(rows)] for key, rows in sums.items()}
-    pending = averages.pop(f"{PENDING}/", [0.0] * buckets.count)
+    averages = {key: [_per_second(row[0], seconds[i]) for i, row in enumerate(rows)] for key, rows in sums.items()}
+    pending = averages.pop(f"{PENDING}/", [_per_second(0.0, s) for s in seconds])
     nodes = {key.partition("/")[2]: values for key, values in sorted(averages.items()) if key.startswith(NODES)}
     merged: list[dict[str, int]] = [{} for _ in range(buckets.count)]  # seconds (as stored) -> pods, per bucket
     disrupted: dict[str, list[int]] = {}
@@ -506,7 +516,7 @@ def history(cluster: models.Cluster, start: datetime, end: datetime, points: int
         latency={f"p{share}": [percentile(c, share) for c in latencies] for share in PERCENTILES},
         started=[sum(c.values()) for c in latencies],
         disruptions={
-            reason: [round(n / (seconds[i] / 3600), 3) for i, n in enumerate(counts)]
+            reason: [_per_second(n * 3600, seconds[i]) for i, n in enumerate(counts)]
             for reason, counts in sorted(disrupted.items())
         },
         totals={

@@ -91,7 +91,7 @@ def test_the_history_averages_gauges_over_each_bucket_and_takes_percentiles_and_
     lab, busy_two_minutes, django_assert_num_queries
 ):
     m = busy_two_minutes
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         history = trends.history(lab, m, m + timedelta(minutes=3), points=3)
 
     assert history.labels == [f"{m + timedelta(minutes=i):%H:%M}" for i in range(3)]
@@ -110,7 +110,8 @@ def test_disruptions_are_nodes_per_hour_of_each_bucket(lab):
     lab.refresh_from_db()
     minute = lab.clock.replace(second=0, microsecond=0)
     history = trends.history(lab, minute - timedelta(minutes=3), minute + timedelta(minutes=1), points=4)
-    assert sum(history.disruptions["Empty"]) == 60.0  # one node in a one-minute bucket: 60 an hour
+    # One node in a one-minute bucket: 60 an hour. The cluster's first sample is 2 minutes back: none before.
+    assert history.disruptions == {"Empty": [None, None, 0.0, 60.0]}
 
 
 def test_pods_that_start_inside_a_write_are_counted_once_and_a_rollouts_new_pods_again(lab):
@@ -204,7 +205,7 @@ def _three_days_of_history(lab):
 
 
 def test_a_long_window_read_from_the_hourly_rollup_equals_the_same_window_read_by_the_minute(
-    lab, django_assert_num_queries
+    lab, django_assert_max_num_queries
 ):
     """Issue 15: /trends/ over 30 days read every minute's samples (250-300 ms at 21,600 rows). Windows longer than
     a day now read whole hours from TrendHour: the series, p50/p95 latencies included (a rolled-up hour keeps its
@@ -215,7 +216,9 @@ def test_a_long_window_read_from_the_hourly_rollup_equals_the_same_window_read_b
         first_whole_hour = start.replace(minute=0, second=0, microsecond=0) + HOUR  # start is never on the hour
         whole_hours = (end.replace(minute=0, second=0, microsecond=0) - first_whole_hour) / HOUR
         assert len(trends._rolled_hours(lab, start, end)) == whole_hours  # every whole hour from the rollup
-        with django_assert_num_queries(8):
+        # Nine, or eight when the buckets start (on the hour before `start`) before the first sample: with no value
+        # to carry in, Django skips that read. Which it is depends on the minute the test runs at.
+        with django_assert_max_num_queries(9):
             rolled = trends.history(lab, start, end)
         hours = list(models.TrendHour.objects.all())
         models.TrendHour.objects.all().delete()
