@@ -6,6 +6,7 @@ from karpui.kubeapi import views
 
 urlpatterns = [
     re_path(r"^version/?$", views.version, name="kubeapi-version"),
+    re_path(r"^(?P<endpoint>livez|readyz|healthz)(?:/(?P<check>.+))?$", views.health_check, name="kubeapi-health"),
     re_path(r"^api/?$", views.core_root, name="kubeapi-core"),
     re_path(r"^apis/?$", views.groups_root, name="kubeapi-groups"),
     re_path(r"^api/(?P<version>v1)/?$", views.group_version, name="kubeapi-core-v1"),

@@ -19,7 +19,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from karpui import models
+from karpui import health, models
 from karpui.kubeapi import auth, discovery, openapi, storage, tables, watch
 from karpui.kubeapi.errors import Status, bad_request, gone, method_not_allowed, no_route, not_found, unauthorized
 from karpui.kubeapi.requests import Context, Target, target
@@ -67,6 +67,47 @@ def _json(body: Any, status: int = 200, content_type: str = "application/json") 
 @endpoint(public=True)
 def version(request: HttpRequest, ctx: Context) -> HttpResponse:
     return _json(discovery.VERSION)
+
+
+# The checks of /livez, /readyz and /healthz, in the order they are listed: the API server answers, and so does
+# the database it keeps the objects in (kube-apiserver's etcd check).
+HEALTH_CHECKS: dict[str, Callable[[], bool]] = {"ping": lambda: True, "database": lambda: health.database()["ok"]}
+
+
+@endpoint(public=True)
+def health_check(request: HttpRequest, ctx: Context, endpoint: str, check: str | None = None) -> HttpResponse:
+    """/livez, /readyz and /healthz, open to anyone, as kube-apiserver serves them: "ok", or with `?verbose` each
+    check as `[+]ping ok` and "readyz check passed"; a failed check is a 500 that lists them all ("[-]database
+    failed: reason withheld") and says "readyz check failed". `exclude=NAME` skips a check; /readyz/NAME runs one."""
+    if check is not None:
+        if check not in HEALTH_CHECKS:
+            return HttpResponse("404 page not found\n", status=404, content_type="text/plain; charset=utf-8")
+        if HEALTH_CHECKS[check]():
+            return _text("ok")
+        return _text(f"internal server error: {check} check failed\n", 500)
+    excluded = set(request.GET.getlist("exclude"))
+    lines, failed = [], False
+    for name, passes in HEALTH_CHECKS.items():
+        if name in excluded:
+            excluded.discard(name)
+            lines.append(f"[+]{name} excluded: ok")
+        elif passes():
+            lines.append(f"[+]{name} ok")
+        else:
+            failed = True
+            lines.append(f"[-]{name} failed: reason withheld")  # the endpoint is public: no detail
+    if excluded:
+        names = ", ".join(json.dumps(name) for name in sorted(excluded))
+        lines.append(f"warn: some health checks cannot be excluded: no matches for {names}")
+    if failed:
+        return _text("\n".join([*lines, f"{endpoint} check failed"]) + "\n", 500)
+    if "verbose" not in request.GET:
+        return _text("ok")
+    return _text("\n".join([*lines, f"{endpoint} check passed"]) + "\n")
+
+
+def _text(body: str, status: int = 200) -> HttpResponse:
+    return HttpResponse(body, status=status, content_type="text/plain; charset=utf-8")
 
 
 @endpoint()
