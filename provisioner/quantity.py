@@ -3,12 +3,15 @@ in kube-apiserver's canonical form ("0.5" is served as "500m", "1.5Gi" as "1536M
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 # The pattern of Kubernetes' resource.Quantity (and of Karpenter's CRDs); anything else is refused.
 _QUANTITY = re.compile(
@@ -191,6 +194,100 @@ def parse_resources(
 
 def format_resources(resources: Mapping[str, int]) -> dict[str, str]:
     return {name: format_quantity(amount, name) for name, amount in sorted(resources.items())}
+
+
+def _each(lists: Iterable[str], fields: Iterable[str]) -> tuple[str, ...]:
+    """The paths to each field of each item of each list."""
+    return tuple(f"{name}[].{field}" for name in lists for field in fields)
+
+
+# Where the built-in kinds karpui stores hold a resource.Quantity, which kube-apiserver keeps and serves in canonical
+# form (custom resources, NodePools and NodeClaims among them, keep what was written). A path's steps are field
+# names; "[]" after one means each item of that list, "{}" each value of that map. tests/unit/test_quantity_paths.py
+# keeps this in step with the OpenAPI document the API serves.
+_RESOURCES = ("resources.limits{}", "resources.requests{}")
+_CONTAINERS = _each(
+    ("containers", "initContainers", "ephemeralContainers"), (*_RESOURCES, "env[].valueFrom.resourceFieldRef.divisor")
+)
+_POD_SPEC = (
+    *_CONTAINERS,
+    "overhead{}",
+    *_RESOURCES,
+    "volumes[].emptyDir.sizeLimit",
+    "volumes[].downwardAPI.items[].resourceFieldRef.divisor",
+    "volumes[].projected.sources[].downwardAPI.items[].resourceFieldRef.divisor",
+    "volumes[].ephemeral.volumeClaimTemplate.spec.resources.limits{}",
+    "volumes[].ephemeral.volumeClaimTemplate.spec.resources.requests{}",
+)
+_CONTAINER_STATUSES = _each(
+    ("status.containerStatuses", "status.initContainerStatuses", "status.ephemeralContainerStatuses"),
+    ("allocatedResources{}", *_RESOURCES),
+)
+_DEVICE_REQUESTS = (
+    "devices.requests[].exactly.capacity.requests{}",
+    "devices.requests[].firstAvailable[].capacity.requests{}",
+)
+_DEVICE_CAPACITY = tuple(
+    f"spec.devices[].capacity{{}}.{field}"
+    for field in (
+        "value",
+        "requestPolicy.default",
+        "requestPolicy.validRange.min",
+        "requestPolicy.validRange.max",
+        "requestPolicy.validRange.step",
+        "requestPolicy.validValues[]",
+    )
+)
+QUANTITY_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": (*(f"spec.{path}" for path in _POD_SPEC), *_CONTAINER_STATUSES),
+    "Node": ("status.capacity{}", "status.allocatable{}"),
+    **{
+        kind: tuple(f"spec.template.spec.{path}" for path in _POD_SPEC)
+        for kind in ("Deployment", "ReplicaSet", "DaemonSet")
+    },
+    "ResourceClaim": (
+        *(f"spec.{path}" for path in _DEVICE_REQUESTS),
+        "status.allocation.devices.results[].consumedCapacity{}",
+    ),
+    "ResourceClaimTemplate": tuple(f"spec.spec.{path}" for path in _DEVICE_REQUESTS),
+    "ResourceSlice": (
+        *_DEVICE_CAPACITY,
+        "spec.devices[].consumesCounters[].counters{}.value",
+        "spec.sharedCounters[].counters{}.value",
+    ),
+}
+
+
+def canonical_quantities(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `obj` with every quantity its kind holds (QUANTITY_PATHS) in canonical form, as kube-apiserver
+    stores and serves it: a Pod's `cpu: 0.5` is "500m", a Node's `memory: 2048Mi` "2Gi". What is not a quantity
+    is left as it is, for validation to name."""
+    result = copy.deepcopy(dict(obj))
+    for path in QUANTITY_PATHS.get(str(obj.get("kind", "")), ()):
+        _canonicalize(result, path.split("."))
+    return result
+
+
+def _canonicalize(node: Any, steps: list[str]) -> None:
+    step, rest = steps[0], steps[1:]
+    name, each = (step[:-2], step[-2:]) if step.endswith(("[]", "{}")) else (step, "")
+    if not isinstance(node, dict) or node.get(name) is None:
+        return
+    value = node[name]
+    if each == "[]" and isinstance(value, list):
+        slots: list[tuple[Any, Any]] = [(value, index) for index in range(len(value))]
+    elif each == "{}" and isinstance(value, dict):
+        slots = [(value, key) for key in value]
+    elif not each:
+        slots = [(node, name)]
+    else:
+        return
+    for holder, key in slots:
+        if rest:
+            _canonicalize(holder[key], rest)
+        elif isinstance(holder[key], str | int | float) and not isinstance(holder[key], bool):
+            with contextlib.suppress(QuantityError):  # not a quantity: validation says so, naming the field
+                holder[key] = canonical_quantity(holder[key])
 
 
 def add(*lists: Mapping[str, int]) -> Resources:
