@@ -51,20 +51,21 @@ DEFAULT_TIMEOUT_SECONDS = 1800.0  # kube-apiserver's --min-request-timeout
 BATCH = 500
 MAX_POLL_FAILURES = 25  # in a row: five seconds of polls
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-# The web server's threads per process when it does not say (gunicorn_conf.py's default), and the share of them
-# kept for requests that are not watches: a quarter, at least two.
-DEFAULT_WEB_THREADS = 32
 RETRY_AFTER_SECONDS = 1
 
 
-def max_watches() -> int:
+def max_watches() -> int | None:
     """How many watches this process serves at once: KARPUI_MAX_WATCHES, else the web server's threads
-    (KARPUI_WEB_THREADS, which gunicorn_conf.py sets to the worker's real count) less a quarter of them."""
+    (KARPUI_WEB_THREADS, which gunicorn_conf.py sets to the worker's real count) less a quarter of them, at least
+    two kept for other requests. None, no limit, under a server that gives each connection a thread of its own
+    (runserver, the tests' live server), which says neither."""
     given = os.environ.get("KARPUI_MAX_WATCHES", "").strip()
     if given:
         return max(int(given), 0)
-    threads = int(os.environ.get("KARPUI_WEB_THREADS", "").strip() or DEFAULT_WEB_THREADS)
-    return max(threads - max(threads // 4, 2), 1)
+    threads = os.environ.get("KARPUI_WEB_THREADS", "").strip()
+    if not threads:
+        return None
+    return max(int(threads) - max(int(threads) // 4, 2), 1)
 
 
 class WatchSlots:
@@ -77,8 +78,9 @@ class WatchSlots:
     def take(self) -> Callable[[], None]:
         """A slot for one more watch, or a 429 Status; call what is returned (any number of times) to give the
         slot back."""
+        limit = max_watches()
         with self._lock:
-            if self.open >= max_watches():
+            if limit is not None and self.open >= limit:
                 raise Status(
                     429,
                     "TooManyRequests",
