@@ -190,7 +190,8 @@ def savings_overview(cluster: models.Cluster, window: str = "auto", page: int = 
 
 def trends_overview(cluster: models.Cluster, window: str = "auto") -> dict[str, Any]:
     """Pending pods, nodes per NodePool, pod start latency and disruptions over a window (the savings chart's),
-    and each gauge now. At most five queries, whatever the window."""
+    and each gauge now, in buckets on whole multiples of their width (trends.history). At most ten queries,
+    whatever the window."""
     end = cluster.clock
     window, start = _window(window, end, models.TrendSample.objects.filter(cluster=cluster))
     history = trends.history(cluster, start, end)
@@ -207,7 +208,7 @@ def trends_overview(cluster: models.Cluster, window: str = "auto") -> dict[str, 
     }
 
 
-EVENTS_SHOWN = 200
+EVENTS_PAGE_SIZE = 200  # event rows, and log records, a page
 
 
 def _link(cluster: models.Cluster, kind: str, name: str) -> str:
@@ -239,10 +240,12 @@ def events_list(
     event_type: str = "",
     logger: str = "",
     group: str = "object",
+    page: int = 1,
 ) -> dict[str, Any]:
-    """The latest Kubernetes events, grouped (karpui.grouping), and controller log records, filtered, each linked
-    to the objects it names. Events expire after an hour (the API server's TTL), so they are few enough to filter
-    in Python."""
+    """Kubernetes events, grouped (karpui.grouping), and controller log records, filtered, newest first, each linked
+    to the objects it names. Both tables page together: page N holds the Nth EVENTS_PAGE_SIZE event rows and log
+    records, and a page past the end is the last. Events expire after an hour (the API server's TTL), so they are
+    few enough to filter in Python."""
     needle = search.lower()
     events = []
     for event in sorted(lab.objects(cluster, "Event"), key=lambda e: e.get("lastTimestamp", ""), reverse=True):
@@ -258,15 +261,25 @@ def events_list(
         logs = logs.filter(message__icontains=search)
     if logger:
         logs = logs.filter(logger=logger)
-    loggers = models.LogEntry.objects.filter(cluster=cluster).values_list("logger", flat=True).distinct()
+    rows = grouping.event_rows(cluster, events, group)
+    log_count = logs.count()
+    pages = max(-(-len(rows) // EVENTS_PAGE_SIZE), -(-log_count // EVENTS_PAGE_SIZE), 1)
+    page = min(max(page, 1), pages)
+    start, stop = (page - 1) * EVENTS_PAGE_SIZE, page * EVENTS_PAGE_SIZE
+    # order_by("logger") replaces Meta.ordering (time, id): DISTINCT takes in the ordering's columns, which made it
+    # one logger a record rather than a logger once.
+    loggers = models.LogEntry.objects.filter(cluster=cluster).order_by("logger").values_list("logger", flat=True)
     return {
-        "events": grouping.event_rows(cluster, events, group)[:EVENTS_SHOWN],
+        "events": rows[start:stop],
         "event_count": len(events),
         "group": group,
         "groupings": grouping.EVENT_GROUPINGS,
-        "logs": [{**entry.as_dict(), "objects": _log_objects(cluster, entry.fields)} for entry in logs[:EVENTS_SHOWN]],
+        "logs": [{**entry.as_dict(), "objects": _log_objects(cluster, entry.fields)} for entry in logs[start:stop]],
+        "log_count": log_count,
         "kinds": ("DisruptionCommand", "Node", "NodeClaim", "NodePool", "Pod"),
-        "loggers": sorted(loggers),
+        "loggers": list(loggers.distinct()),
+        "page": page,
+        "pages": pages,
     }
 
 
