@@ -8,6 +8,22 @@ from contextlib import suppress
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.objects import AlreadyExists, Obj, parse_timestamp, timestamp
 
+# The API versions of the kinds Events are recorded about, for an object that does not say its own.
+API_VERSIONS = {
+    "Pod": "v1",
+    "Node": "v1",
+    "Namespace": "v1",
+    "NodeClaim": "karpenter.sh/v1",
+    "NodePool": "karpenter.sh/v1",
+    "KWOKNodeClass": "karpenter.kwok.sh/v1alpha1",
+    "EC2NodeClass": "karpenter.k8s.aws/v1",
+    "Deployment": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "PodDisruptionBudget": "policy/v1",
+    "DisruptionCommand": "karpui.dev/v1alpha1",
+}
+
 
 def record(
     api: ClusterAPI,
@@ -37,6 +53,8 @@ def record(
     if existing is not None and existing.get("message") == message:
         existing["count"] = int(existing.get("count", 1)) + 1
         existing["lastTimestamp"] = timestamp(now)
+        said = existing.setdefault("involvedObject", {})
+        said.setdefault("apiVersion", reference(involved)["apiVersion"])  # an Event recorded before it was said
         api.update(existing)
         return
     # Taken: recorded by a write whose answer was lost, or one the informer cache has not seen yet; one Event either way.
@@ -46,12 +64,7 @@ def record(
                 "apiVersion": "v1",
                 "kind": "Event",
                 "metadata": {"name": name, "namespace": namespace},
-                "involvedObject": {
-                    "kind": involved["kind"],
-                    "name": meta["name"],
-                    "namespace": meta.get("namespace", ""),
-                    "uid": meta.get("uid", ""),
-                },
+                "involvedObject": reference(involved),
                 "type": event_type,
                 "reason": reason,
                 "message": message,
@@ -61,3 +74,20 @@ def record(
                 "source": {"component": component},
             }
         )
+
+
+def reference(involved: Obj) -> Obj:
+    """The object reference an Event names its object by, as client-go's recorder makes it (ref.GetReference):
+    kind, namespace, name, uid, apiVersion and the resourceVersion it was seen at. `kubectl events --for KIND/NAME`
+    selects on the kind, name and apiVersion, so without the apiVersion it finds nothing."""
+    meta = involved["metadata"]
+    reference = {
+        "kind": involved["kind"],
+        "namespace": meta.get("namespace", ""),
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "apiVersion": involved.get("apiVersion") or API_VERSIONS.get(involved["kind"], "v1"),
+    }
+    if meta.get("resourceVersion"):
+        reference["resourceVersion"] = meta["resourceVersion"]
+    return reference
