@@ -13,8 +13,26 @@ from provisioner.cluster.memory import ObjectStore
 from provisioner.sim import dra, kubelet, kubescheduler, workloads
 
 # Components whose every decision follows from the stored objects alone (no clock, no schedule): one that wrote
-# nothing and reported no change at some resourceVersion has nothing to do until something is written again.
-STORE_DRIVEN = frozenset({"deployments", "replicasets", "daemonsets", "garbage-collector", "resourceclaims", "kubelet"})
+# nothing and reported no change at some resourceVersion has nothing to do until something is written again, or
+# until a moment it asked to be woken at (WOKEN).
+STORE_DRIVEN = frozenset(
+    {
+        "deployments",
+        "replicasets",
+        "deployment-status",
+        "daemonsets",
+        "garbage-collector",
+        "resourceclaims",
+        "kubelet",
+    }
+)
+# The controllers that ask to be woken at a later moment (a pod's minReadySeconds passing, a rollout's progress
+# deadline), and the components that then run though nothing was written: the deployment controller's two passes.
+WOKEN = {
+    "deployments": ("deployments", "deployment-status"),
+    "replicasets": ("replicasets",),
+    "daemonsets": ("daemonsets",),
+}
 # The pods the ReplicaSet controller creates, the kube-scheduler binds (or marks unschedulable) and the kubelets
 # start in one step, each: a scale-up larger than this goes on at the next step of the same moment (`backlog`), so
 # no step, and no run that stops between steps, does unbounded work. Far above any test's scale-up, so it changes
@@ -38,6 +56,7 @@ class SimulatedCluster:
         self._pdb_versions: tuple[int, int] | None = None
         self._deployments: workloads.Memo = {}
         self._replicasets: workloads.Memo = {}
+        self._wakes: dict[str, workloads.Wakes] = {name: {} for name in WOKEN}
         self._claims_versions: tuple[int, int] | None = None
         self._quiet: dict[str, tuple[int, frozenset[str]]] = {}  # component -> writes when it last found nothing
         # Components the last step cut short at their burst: more work is due at this very moment.
@@ -47,13 +66,26 @@ class SimulatedCluster:
         """Run each component once at `now`; the names of those that changed something."""
         store, rng = self.store, self.rng
         bursts = {name: workloads.Burst(POD_WRITES_PER_STEP) for name in ("replicasets", "kube-scheduler", "kubelet")}
+        self._wake(now)
+        wakes = self._wakes
         components: tuple[tuple[str, Callable[[], bool]], ...] = (
-            ("deployments", lambda: workloads.reconcile_deployments(store, self._deployments)),
+            (
+                "deployments",
+                lambda: workloads.reconcile_deployments(store, now, self._deployments, wakes["deployments"]),
+            ),
             (
                 "replicasets",
-                lambda: workloads.reconcile_replicasets(store, rng, self._replicasets, bursts["replicasets"]),
+                lambda: workloads.reconcile_replicasets(
+                    store, rng, now, self._replicasets, bursts["replicasets"], wakes["replicasets"]
+                ),
             ),
-            ("daemonsets", lambda: workloads.reconcile_daemonsets(store, rng)),
+            # The deployment controller again, for the ReplicaSet statuses just written: a Deployment's status
+            # follows them within the step, as its informer would have it notice them, not one settle later.
+            (
+                "deployment-status",
+                lambda: workloads.reconcile_deployments(store, now, self._deployments, wakes["deployments"]),
+            ),
+            ("daemonsets", lambda: workloads.reconcile_daemonsets(store, rng, now, wakes["daemonsets"])),
             ("garbage-collector", lambda: workloads.collect_garbage(store, self.nodepool_uids)),
             ("resourceclaims", self._make_claims),
             ("dra-driver", lambda: self._publish(now)),
@@ -77,6 +109,19 @@ class SimulatedCluster:
         self._update_pdb_status()
         self.backlog = [name for name, burst in bursts.items() if burst.cut]
         return changed
+
+    def _wake(self, now: float) -> None:
+        """The controllers' delayed requeues that are due: each object is reconciled again, whether or not anything
+        it reads was written since."""
+        memos = {"deployments": self._deployments, "replicasets": self._replicasets}
+        for name, wakes in self._wakes.items():
+            due = [uid for uid, at in wakes.items() if at <= now]
+            for uid in due:
+                del wakes[uid]
+                memos.get(name, {}).pop(uid, None)
+            if due:
+                for component in WOKEN[name]:
+                    self._quiet.pop(component, None)
 
     def _make_claims(self) -> bool:
         """kube-controller-manager's resource claim controller, run when pods or claim templates were written."""
@@ -103,10 +148,13 @@ class SimulatedCluster:
         self.store.expire_events()  # nothing reacts to an expired Event, so it is not a change to settle
 
     def next_due(self, now: float) -> float | None:
-        if self.last_publish is None or not self.store.list("DRAConfig"):
-            return None
-        due = self.last_publish + dra.PUBLISH_SECONDS
-        return due if due > now else None
+        """The next moment a component has work though nothing is written: the DRA driver's next publication, a
+        pod turning available, a rollout's progress deadline."""
+        dues = [at for wakes in self._wakes.values() for at in wakes.values()]
+        if self.last_publish is not None and self.store.list("DRAConfig"):
+            dues.append(self.last_publish + dra.PUBLISH_SECONDS)
+        future = [due for due in dues if due > now]
+        return min(future) if future else None
 
     def to_state(self) -> dict[str, Any]:
         return {"last_publish": self.last_publish, "scheduler": self.scheduler.to_state()}
