@@ -41,7 +41,7 @@ def launched_nodeclaim(store: ObjectStore) -> dict[str, Any]:
 def test_a_node_whose_create_answer_was_lost_is_taken_as_created() -> None:
     store = ObjectStore(clock=lambda: 0.0)
     claim = launched_nodeclaim(store)
-    store.create(node_for(claim))  # the POST that was done, answered 500
+    store.create(node_for(claim, 1.0))  # the POST that was done, answered 500
     cloud = KwokCloudProvider(NotYetSeen(store, "Node"), {}, {}, random.Random(0))  # type: ignore[arg-type]
     assert cloud.reconcile(1.0) is False  # nothing new made, and no AlreadyExists raised
     assert [n["metadata"]["name"] for n in store.list("Node")] == ["default-abcde"]
