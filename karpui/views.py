@@ -144,9 +144,11 @@ def pending(request: HttpRequest) -> HttpResponse:
 
 
 def _percent(request: HttpRequest, key: str) -> int | None:
-    """A whole-number filter where 0 means something (0 %): None when absent or not a whole number."""
-    text = _query_text(request, key)
-    return int(text) if _WHOLE_NUMBER.fullmatch(text) else None
+    """A whole-number filter where 0 means something (0 %): None when absent or empty (the form sends its empty
+    fields); anything but a whole number is a 400 naming it, as _whole_number's filters are."""
+    if not _query_text(request, key):
+        return None
+    return _whole_number(request, key)
 
 
 NODE_FILTERS = ("nodepool", "instance_type", "zone", "capacity_type", "q", "min_util", "max_util")
@@ -169,7 +171,16 @@ def nodes(request: HttpRequest) -> HttpResponse:
     )
     # Links keep the filters and the cluster: sorting keeps them and starts at page 1; paging keeps them and the sort.
     narrowed = cluster_query(cluster, {key: _query_text(request, key) for key in NODE_FILTERS})
-    context = {"cluster": cluster, "filters": filters, "narrowed": narrowed, **listing}
+    # Which of the nodes kept this page lists, counted from 1, for the count above the table.
+    shown_from = (listing["page"] - 1) * capacity.NODES_PAGE_SIZE + 1
+    context = {
+        "cluster": cluster,
+        "filters": filters,
+        "narrowed": narrowed,
+        "shown_from": shown_from,
+        "shown_to": shown_from + len(listing["nodes"]) - 1,
+        **listing,
+    }
     return _page(request, "karpui/nodes/list.html", "nodes-table", context)
 
 
@@ -217,9 +228,18 @@ def events(request: HttpRequest) -> HttpResponse:
         event_type=filters["type"],
         logger=filters["logger"],
         group=_query_text(request, "group", "object"),
+        page=_page_number(request),
     )
-    query = request.GET.copy()
-    context = {"cluster": cluster, **filters, "query": query.urlencode(), **listing}
+    # The poll keeps the request's own query (its page too); the pager keeps everything but the page.
+    narrowed = request.GET.copy()
+    narrowed.pop("page", None)
+    context = {
+        "cluster": cluster,
+        **filters,
+        "query": request.GET.urlencode(),
+        "narrowed": narrowed.urlencode(),
+        **listing,
+    }
     return _page(request, "karpui/events/list.html", "events-table", context)
 
 
@@ -294,7 +314,11 @@ def pause(request: HttpRequest) -> HttpResponse:
 @require_POST
 def resume(request: HttpRequest) -> HttpResponse:
     permissions.require(request.user, "karpui.pause_disruption", "pause or resume disruption")
-    disruption.disruption_resume(cluster=_cluster(request), actor=services.Actor.for_user(request.user, "web"))  # type: ignore[arg-type]
+    actor = services.Actor.for_user(request.user, "web")  # type: ignore[arg-type]
+    if disruption.disruption_resume(cluster=_cluster(request), actor=actor):
+        messages.success(request, "voluntary disruption resumed")
+    else:
+        messages.info(request, "nothing was paused")
     return cluster_redirect(request, "disruption")
 
 

@@ -120,9 +120,26 @@ def test_resuming_when_nothing_is_paused_writes_nothing_and_answers_false(lab):
 
 
 def test_resuming_on_the_page_when_nothing_is_paused_writes_no_audit_row(lab):
-    response = logged_in(approver("alice")).post("/disruption/resume")
+    client = logged_in(approver("alice"))
+    response = client.post("/disruption/resume")
     assert (response.status_code, response["Location"]) == (302, "/disruption/")
     assert models.AuditEvent.objects.filter(target_kind="Cluster").count() == 0
+    assert '<div class="message info">nothing was paused</div>' in client.get("/disruption/").content.decode()
+    ok("pause", "--as", "alice", "--for", "1h", "--reason", "incident 4711")
+    page = client.post("/disruption/resume", follow=True).content.decode()
+    assert '<div class="message success">voluntary disruption resumed</div>' in page
+
+
+def test_karp_resume_says_whether_anything_was_paused(lab):
+    approver("alice")
+    assert ok("resume", "--as", "alice") == "nothing was paused\n"
+    ok("pause", "--as", "alice", "--for", "1h", "--reason", "incident 4711")
+    assert ok("resume", "--as", "alice") == "voluntary disruption resumed\n"
+    events = models.AuditEvent.objects.filter(target_kind="Cluster").order_by("id")
+    assert list(events.values_list("action", flat=True)) == [
+        "pause",
+        "resume",
+    ]
 
 
 def test_resuming_a_lapsed_pause_changes_nothing_either(lab):

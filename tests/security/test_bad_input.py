@@ -855,10 +855,19 @@ PAGE_NUMBERS = ("page=²", "page=٣", "page=-1", "page=0", "page=999999999999999
 QUERIES = {
     "/": ("x=%00",),
     "/pods/pending/": (*PAGE_NUMBERS, "namespace=%00", "nodepool=%00", "namespace=" + "n" * 5000),
-    "/nodes/": PAGE_NUMBERS,
+    "/nodes/": (*PAGE_NUMBERS, "min_util=²", "min_util=abc", "max_util=1e309", "max_util=%00", "min_util=37.5"),
     "/disruption/": ("x=%00",),
     "/savings/": (*PAGE_NUMBERS, "window=%00", "window=²"),
-    "/events/": ("q=%00", "q=a%00b", "kind=%00", "type=%00", "logger=%00", "q=" + "x" * 5000, "logger=²"),
+    "/events/": (
+        *PAGE_NUMBERS,
+        "q=%00",
+        "q=a%00b",
+        "kind=%00",
+        "type=%00",
+        "logger=%00",
+        "q=" + "x" * 5000,
+        "logger=²",
+    ),
     "/catalog/": (
         *PAGE_NUMBERS,
         "min_cpu=²",
@@ -904,13 +913,13 @@ def test_bad_query_strings_never_fail_a_page(refused, page, query):
 # What each page reads and checks.
 READ = {
     "/pods/pending/": ("page", "namespace", "nodepool"),
-    "/nodes/": ("page",),
+    "/nodes/": ("page", "min_util", "max_util"),
     "/savings/": ("page", "window"),
-    "/events/": ("q", "kind", "type", "logger"),
+    "/events/": ("page", "q", "kind", "type", "logger"),
     "/catalog/": ("page", "min_cpu", "min_memory", "family", "arch", "os", "zone", "capacity_type"),
     "/catalog/kwok/export": ("format",),
 }
-NUMBERS = ("page", "min_cpu", "min_memory")
+NUMBERS = ("page", "min_cpu", "min_memory", "min_util", "max_util")
 
 
 def _fine(key: str, value: str) -> bool:

@@ -596,8 +596,8 @@ class Command(BaseCommand):
         )
 
     def _resume(self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor) -> None:
-        disruption.disruption_resume(cluster=cluster, actor=_person(options))
-        self.stdout.write("voluntary disruption resumed")
+        resumed = disruption.disruption_resume(cluster=cluster, actor=_person(options))
+        self.stdout.write("voluntary disruption resumed" if resumed else "nothing was paused")
 
     def _disrupt(
         self, cluster: models.Cluster, rest: list[str], options: dict[str, Any], actor: services.Actor
