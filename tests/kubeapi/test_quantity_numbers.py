@@ -46,15 +46,20 @@ def _verb(command: tuple[str, ...]) -> str:
     return {"apply": "created", "create": "created"}.get(command[0], "") if len(command) == 1 else "serverside-applied"
 
 
-def test_a_number_with_an_exponent_is_a_quantity(lab: Any) -> None:
-    api = AdminApi()
+def post_pod(api: AdminApi, name: str, requests: str) -> Any:
+    """POST a pod whose requests are written as given, JSON numbers as their text."""
     data = (
-        '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"exp"},"spec":{"containers":[{"name":"app",'
-        '"image":"pause","resources":{"requests":{"cpu":1.5e0,"memory":1e6}}}]}}'
+        f'{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"containers":[{{"name":"app",'
+        f'"image":"pause","resources":{{"requests":{requests}}}}}]}}}}'
     )
-    response = api.client.generic(
+    return api.client.generic(
         "POST", "/k8s/clusters/lab/api/v1/namespaces/default/pods", data, "application/json", headers=api.headers
     )
+
+
+def test_a_number_with_an_exponent_is_a_quantity(lab: Any) -> None:
+    api = AdminApi()
+    response = post_pod(api, "exp", '{"cpu":1.5e0,"memory":1e6}')
     assert response.status_code == 201, response.content
     status, pod = api.get("/api/v1/namespaces/default/pods/exp")
     assert status == 200
@@ -70,14 +75,7 @@ def test_a_number_with_an_exponent_is_a_quantity(lab: Any) -> None:
     "ValueError: a 500",
 )
 def test_an_endless_json_number_is_refused_naming_its_field(lab: Any) -> None:
-    api = AdminApi()
-    data = (
-        '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"endless"},"spec":{"containers":[{"name":"app",'
-        '"image":"pause","resources":{"requests":{"cpu":1e999}}}]}}'
-    )
-    response = api.client.generic(
-        "POST", "/k8s/clusters/lab/api/v1/namespaces/default/pods", data, "application/json", headers=api.headers
-    )
+    response = post_pod(AdminApi(), "endless", '{"cpu":1e999}')
     assert response.status_code == 400
     assert (
         "spec.containers[0].resources.requests.cpu: must be a finite number, got inf"
