@@ -212,6 +212,8 @@ def _check_tree(root: Any, twice: dict[int, list[str]], repeated: list[RepeatedF
                 stack.append((child, field, depth + 1))
             elif isinstance(child, str):
                 _check_text(child, field)
+            elif isinstance(child, float) and not math.isfinite(child):  # 1e999 decodes past a float's range
+                raise ManifestError(f"must be a finite number, got {child}", field=field)
 
 
 def _check_text(text: str, field: str) -> None:
