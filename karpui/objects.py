@@ -47,8 +47,11 @@ from provisioner.manifests.cluster import MAX_REPLICAS, VALIDATORS, check_pods_p
 from provisioner.manifests.fields import metadata as check_metadata
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
 
-# kube-apiserver makes these at start and keeps them: writes into them never need a Namespace object first.
+# kube-apiserver makes these at start (system_namespaces_ensure, here).
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+# Those of them its NamespaceLifecycle admission never lets be deleted (kube-node-lease may be). As they always
+# exist, a write into them needs no look-up, even in a cluster whose Namespace rows were never made.
+IMMORTAL_NAMESPACES = ("default", "kube-public", "kube-system")
 # Kinds whose status a write to the main resource keeps as stored (they have a status subresource).
 _STATUS_KEPT = {r.kind for r in BY_KIND.values() if "status" in r.subresources}
 # What a create keeps of a given status: a Node's is how it registers (kubelet posts it); others start empty.
@@ -56,6 +59,11 @@ _STATUS_ON_CREATE = frozenset({"Node", "Namespace", "DRAConfig", "ResourceSlice"
 _CONFIG = (NODEPOOLS, NODECLASSES, DECLARATIONS)
 _MODEL = {LAB: "kubeobject", NODEPOOLS: "nodepool", NODECLASSES: "nodeclass", DECLARATIONS: "devicedeclaration"}
 _ACTION = {"create": "add", "update": "change", "patch": "change", "delete": "delete"}
+
+
+class Forbidden(PermissionDenied):
+    """A write the API server refuses whoever asks (its admission, not RBAC); the message is kube-apiserver's
+    own: `namespaces "default" is forbidden: this namespace may not be deleted`."""
 
 
 def resource_of(kind: str) -> Resource:
@@ -107,7 +115,7 @@ def _namespace_exists(api: ClusterAPI, resource: Resource, obj: Obj) -> None:
         return
     namespace = _namespace_of(obj, resource)
     obj["metadata"]["namespace"] = namespace
-    if namespace in SYSTEM_NAMESPACES:
+    if namespace in IMMORTAL_NAMESPACES:
         return
     found = api.get("Namespace", namespace)
     if found is None or found["metadata"].get("deletionTimestamp"):
@@ -563,6 +571,9 @@ def object_delete(
     references (Orphan). Pods in the lab stop at once, so the grace period changes nothing."""
     resource = resource_of(kind)
     authorize(actor, "delete", resource)
+    if resource.kind == "Namespace" and name in IMMORTAL_NAMESPACES:
+        # Deleting one would delete everything in it, and kube-apiserver refuses it before looking the namespace up.
+        raise Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
     conditions = preconditions or {}
     if resource.store in _CONFIG:
         with transaction.atomic():

@@ -97,6 +97,10 @@ def handle(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
     warnings: list[str] = []
     try:
         status, body = _dispatch(request, _read_body(request), ctx, at, actor, verb, warnings)
+    except objects.Forbidden as error:  # before PermissionDenied, which it is: its own words, not RBAC's
+        raise Status(
+            403, "Forbidden", str(error), name=at.name or "", group=at.group, kind=at.resource.plural
+        ) from None
     except PermissionDenied:
         raise forbidden(
             ctx.user.get_username(),
