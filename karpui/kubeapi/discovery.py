@@ -33,6 +33,18 @@ _SUBRESOURCES = {
 }
 
 
+# Kinds kube-apiserver serves no deletecollection for, and so advertises none: Namespaces (a namespace goes one at a
+# time, emptied by the namespace controller first).
+_NO_DELETECOLLECTION = frozenset({("", "Namespace")})
+
+
+def served_verbs(resource: Resource) -> tuple[str, ...]:
+    """The verbs the API serves for a resource, as discovery advertises them."""
+    if (resource.group, resource.kind) in _NO_DELETECOLLECTION:
+        return tuple(verb for verb in resource.verbs if verb != "deletecollection")
+    return resource.verbs
+
+
 def wants_aggregated(accept: str) -> bool:
     return any(
         "g=apidiscovery.k8s.io" in part and "v=v2" in part and "as=APIGroupDiscoveryList" in part.replace(" ", "")
@@ -81,7 +93,7 @@ def resource_list(group: str, version: str) -> dict[str, Any]:
             "singularName": resource.singular,
             "namespaced": resource.namespaced,
             "kind": resource.kind,
-            "verbs": list(resource.verbs),
+            "verbs": list(served_verbs(resource)),
         }
         entry.update(_names(resource))
         entry["storageVersionHash"] = _storage_hash(resource)
@@ -148,7 +160,7 @@ def _aggregated_resource(resource: Resource, version: str) -> dict[str, Any]:
         "responseKind": kind,
         "scope": "Namespaced" if resource.namespaced else "Cluster",
         "singularResource": resource.singular,
-        "verbs": list(resource.verbs),
+        "verbs": list(served_verbs(resource)),
     }
     entry.update(_names(resource))
     if resource.subresources:

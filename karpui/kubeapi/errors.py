@@ -10,6 +10,7 @@ from django.http import HttpResponse
 
 # The causes' reasons of metav1.CauseType that a field error maps to.
 FIELD_VALUE_INVALID = "FieldValueInvalid"
+FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
 
 
 class Status(Exception):
@@ -111,7 +112,7 @@ def forbidden(
     )
 
 
-def invalid(kind: str, group: str, name: str, field: str, message: str) -> Status:
+def invalid(kind: str, group: str, name: str, field: str, message: str, cause: str = FIELD_VALUE_INVALID) -> Status:
     """422 Invalid with one field cause: `NodePool.karpenter.sh "x" is invalid: spec.weight: ...`."""
     qualified = f"{kind}.{group}" if group else kind
     text = f"{field}: {message}" if field else message
@@ -122,5 +123,5 @@ def invalid(kind: str, group: str, name: str, field: str, message: str) -> Statu
         name=name,
         group=group,
         kind=kind,
-        causes=[{"reason": FIELD_VALUE_INVALID, "message": message, "field": field}],
+        causes=[{"reason": cause, "message": message, "field": field}],
     )

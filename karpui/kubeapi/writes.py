@@ -6,9 +6,12 @@ against the URL, the namespace and name, unknown fields per `fieldValidation`, t
 write service as the token's user (the request's fieldManager, or its User-Agent's first word, taking over the
 fields it changes of an object with managedFields), and turns what the service raises into the Status kube-apiserver would answer:
 NotFound 404, AlreadyExists and Conflict 409, ManifestError 422 Invalid naming the field, PermissionDenied 403 in
-RBAC's words, TooManyRequests 429 (an eviction a PodDisruptionBudget forbids). `dryRun=All` runs the write and
-rolls it back. Server-side apply (`application/apply-patch+yaml`) merges or creates through
-karpui.objects.object_apply; a field another manager owns is a 409 naming it (karpui.apimachinery.fieldmanager).
+RBAC's words, TooManyRequests 429 (an eviction a PodDisruptionBudget forbids). A dry run (`dryRun=All` in the query,
+or in a DeleteOptions or an Eviction's deleteOptions, where kubectl and client-go put it) runs the write and rolls
+it back, answering what it would have written under the live resourceVersion. DELETE of a collection deletes what
+its selectors list, one object at a time, as kube-apiserver does. Server-side apply (`application/apply-patch+yaml`)
+merges or creates through karpui.objects.object_apply; a field another manager owns is a 409 naming it
+(karpui.apimachinery.fieldmanager).
 
 A body is read once, refused past kube-apiserver's 3 MiB (413), and decoded, JSON or YAML, under the bounds `karp
 apply` has (provisioner.manifests.documents: aliases, depth, object size), so no body can cost more than a manifest.
@@ -27,10 +30,19 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
 from karpui import objects, services
-from karpui.kubeapi import openapi
-from karpui.kubeapi.errors import Status, bad_request, forbidden, invalid, method_not_allowed, not_found
+from karpui.kubeapi import discovery, openapi, storage
+from karpui.kubeapi.errors import (
+    FIELD_VALUE_NOT_SUPPORTED,
+    Status,
+    bad_request,
+    forbidden,
+    invalid,
+    method_not_allowed,
+    not_found,
+)
 from karpui.kubeapi.requests import Context, Target
 from karpui.kubeapi.versions import at_version
+from karpui.kubectl.resources import Resource
 from provisioner.apimachinery.fieldmanager import ApplyConflict, ApplyInvalid, dotted, printed
 from provisioner.apimachinery.patch import apply_patch
 from provisioner.apimachinery.strategic import PatchError, UnsupportedPatch
@@ -45,6 +57,11 @@ PATCH_TYPES = {
     "application/strategic-merge-patch+json": "strategic",
 }
 APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (kubectl apply --server-side)
+# Which options a verb's query (and a DeleteOptions body) stands for, as their validation errors name them.
+_OPTIONS = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
+# kube-apiserver's answer to a JSON patch that cannot be applied (a path not there, a failed test): its generic 422,
+# which leaves out the library's error and so the object that error quotes.
+JSON_PATCH_FAILED = "the server rejected our request due to an error in our request"
 # A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends force=True).
 _BOOLEANS = {
     **dict.fromkeys(("1", "t", "T", "true", "TRUE", "True"), True),
@@ -88,10 +105,13 @@ def _verb(request: HttpRequest, at: Target) -> str:
 
 def handle(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
     verb = _verb(request, at)
-    if verb not in at.resource.verbs and not (at.subresource == "eviction" and verb == "create"):
+    if verb not in discovery.served_verbs(at.resource) and not (at.subresource == "eviction" and verb == "create"):
         raise method_not_allowed()
-    if (verb == "create") != (at.name is None) and at.subresource != "eviction":
+    needs_name = at.subresource == "eviction" or verb in ("update", "patch", "delete")
+    if needs_name != (at.name is not None):
         raise method_not_allowed()
+    if at.resource.namespaced and at.namespace is None:
+        raise method_not_allowed()  # every namespace at once (/api/v1/pods) is only listed and watched
     assert ctx.user is not None
     actor = services.Actor.for_user(ctx.user, "api")
     warnings: list[str] = []
@@ -128,9 +148,15 @@ def _dispatch(
 ) -> tuple[int, Any]:
     resource, name = at.resource, at.name or ""
     namespace = at.namespace or ""
-    dry_run = request.GET.get("dryRun") == "All"
+    dry_run = _dry_run(request.GET.getlist("dryRun"), _OPTIONS.get(verb, "DeleteOptions"))
+    options: dict[str, Any] = {}
+    if at.subresource == "eviction":
+        dry_run = _eviction_body(data, name, namespace) or dry_run
+    elif verb in ("delete", "deletecollection"):
+        options = _delete_options(request, data)
+        dry_run = options.pop("dry_run") or dry_run
 
-    def write(call: Callable[[Any], Any]) -> Any:
+    def write(call: Callable[[Any], Any], patch_type: str = "") -> Any:
         try:
             with transaction.atomic():
                 result = call(objects)
@@ -138,7 +164,7 @@ def _dispatch(
                     raise _DryRun(result)
                 return result
         except _DryRun as done:
-            return done.result
+            return _as_dry_run(ctx, resource, done.result)
         except NotFound as error:
             if namespace and str(error) == f'namespaces "{namespace}" not found':  # written into no namespace
                 raise not_found("namespaces", namespace, "", "namespaces") from error
@@ -153,14 +179,10 @@ def _dispatch(
                 kind=resource.plural,
             ) from None
         except Conflict:
-            raise Status(
-                409,
-                "Conflict",
-                f'Operation cannot be fulfilled on {resource.qualified} "{name}": the object has been modified; '
-                "please apply your changes to the latest version and try again",
-                name=name,
-                group=resource.group,
-                kind=resource.plural,
+            raise _conflict(
+                resource,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
             ) from None
         except TooManyRequests as error:
             raise Status(
@@ -187,7 +209,7 @@ def _dispatch(
                 ],
             ) from None
         except ValueError as error:  # the patch machinery's PatchError and UnsupportedPatch are ValueErrors
-            raise _patch_status(error, resource.kind, resource.group, name) from None
+            raise _patch_status(error, resource.kind, resource.group, name, patch_type) from None
 
     def served(obj: Obj) -> Obj:
         return at_version(obj, resource.group, at.version, namespaced=resource.namespaced)
@@ -195,7 +217,6 @@ def _dispatch(
     manager = field_manager(request)
 
     if at.subresource == "eviction":
-        _eviction_body(data, name, namespace)
         write(lambda objects: objects.pod_evict(cluster=ctx.cluster, name=name, namespace=namespace, actor=actor))
         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
     if at.subresource == "scale":
@@ -221,6 +242,7 @@ def _dispatch(
         return 201, served(write(lambda objects: objects.object_create(cluster=ctx.cluster, obj=body, actor=actor)))
     if verb == "update":
         body = _object_body(request, data, at, warnings)
+        _same_uid(ctx, at, body)
         return 200, served(
             write(
                 lambda objects: objects.object_replace(
@@ -238,20 +260,21 @@ def _dispatch(
         )
         return (201 if created else 200), served(obj)
     if verb == "patch":
-        patch, patch_type = _patch_body(request, data, at, warnings)
-        if at.version != resource.version:
-            # Patched as served at that version (a v1beta1 NodePool), then stored through the same replace.
-            from karpui.kubeapi.views import must_get
+        from karpui.kubeapi.views import must_get
 
-            current = served(must_get(ctx, at))
+        patch, patch_type = _patch_body(request, data, at, warnings)
+        # Patched here first, as served, for what a patch may not change; a v1beta1 NodePool is then stored from it.
+        current = served(must_get(ctx, at))
+        try:
+            patched = _patched(current, patch, patch_type)
+        except ValueError as error:
+            raise _patch_status(error, resource.kind, resource.group, name, patch_type) from None
+        _patched_identity(at, current, patched)
+        if at.version != resource.version:
             return 200, served(
                 write(
                     lambda objects: objects.object_replace(
-                        cluster=ctx.cluster,
-                        obj=_patched(current, patch, patch_type),
-                        subresource=at.subresource,
-                        actor=actor,
-                        manager=manager,
+                        cluster=ctx.cluster, obj=patched, subresource=at.subresource, actor=actor, manager=manager
                     )
                 )
             )
@@ -267,34 +290,12 @@ def _dispatch(
                     subresource=at.subresource,
                     actor=actor,
                     manager=manager,
-                )
+                ),
+                patch_type,
             )
         )
-    options = _delete_options(request, data)
     if verb == "deletecollection":
-        from karpui.kubeapi import storage
-        from karpui.kubeapi.views import selectors
-
-        labels, fields = selectors(request, resource)
-        items, _ = storage.list_objects(ctx.cluster, resource, at.namespace, fields)
-        doomed = [i for i in items if labels.matches(i["metadata"].get("labels") or {}) and fields.matches(i)]
-        deleted = [
-            served(
-                write(
-                    lambda objects, obj=obj: objects.object_delete(
-                        cluster=ctx.cluster,
-                        kind=resource.kind,
-                        name=obj["metadata"]["name"],
-                        namespace=obj["metadata"].get("namespace", ""),
-                        actor=actor,
-                        **options,
-                    )
-                )
-            )
-            for obj in doomed
-        ]
-        api_version = f"{resource.group}/{at.version}" if resource.group else at.version
-        return 200, {"kind": f"{resource.kind}List", "apiVersion": api_version, "metadata": {}, "items": deleted}
+        return 200, _delete_collection(request, ctx, at, actor, options, write, served)
     return 200, served(
         write(
             lambda objects: objects.object_delete(
@@ -302,6 +303,108 @@ def _dispatch(
             )
         )
     )
+
+
+def _delete_collection(
+    request: HttpRequest,
+    ctx: Context,
+    at: Target,
+    actor: services.Actor,
+    options: dict[str, Any],
+    write: Callable[[Callable[[Any], Any]], Any],
+    served: Callable[[Obj], Obj],
+) -> Obj:
+    """DELETE of a collection, as kube-apiserver's DeleteCollection: each object its selectors list is deleted as a
+    single DELETE with the same options would delete it (one already gone meanwhile is skipped; any other error
+    stops there, what went before staying deleted), and the answer is the list as it was listed."""
+    from karpui.kubeapi.views import selectors
+
+    resource = at.resource
+    objects.authorize(actor, "delete", resource)  # an empty collection is refused to whoever may not delete either
+    labels, fields = selectors(request, resource)
+    items, version = storage.list_objects(ctx.cluster, resource, at.namespace, fields)
+    listed = [i for i in items if labels.matches(i["metadata"].get("labels") or {}) and fields.matches(i)]
+    for item in listed:
+        meta = item["metadata"]
+        try:
+            write(
+                lambda objects, meta=meta: objects.object_delete(
+                    cluster=ctx.cluster,
+                    kind=resource.kind,
+                    name=meta["name"],
+                    namespace=meta.get("namespace", ""),
+                    actor=actor,
+                    **options,
+                )
+            )
+        except Status as status:
+            if status.code != 404:
+                raise
+    api_version = f"{resource.group}/{at.version}" if resource.group else at.version
+    return {
+        "kind": f"{resource.kind}List",
+        "apiVersion": api_version,
+        "metadata": {"resourceVersion": str(version)},
+        "items": [served(item) for item in listed],
+    }
+
+
+def _as_dry_run(ctx: Context, resource: Resource, result: Any) -> Any:
+    """What a dry run answers: the object as the write would have left it, but under the live object's
+    resourceVersion (none for an object only a dry-run create made), since nothing was stored; kube-apiserver
+    answers so, and `kubectl diff` shows no change of version."""
+    if isinstance(result, tuple):  # an apply's (object, created)
+        return _as_dry_run(ctx, resource, result[0]), result[1]
+    if not isinstance(result, dict) or not isinstance(result.get("metadata"), dict):
+        return result
+    meta = result["metadata"]
+    live = storage.get_object(ctx.cluster, resource, str(meta.get("name", "")), str(meta.get("namespace") or ""))
+    version = (live or {}).get("metadata", {}).get("resourceVersion")
+    if version:
+        meta["resourceVersion"] = version
+    else:
+        meta.pop("resourceVersion", None)
+    return result
+
+
+def _conflict(resource: Resource, name: str, problem: str) -> Status:
+    return Status(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {resource.qualified} "{name}": {problem}',
+        name=name,
+        group=resource.group,
+        kind=resource.plural,
+    )
+
+
+def _same_uid(ctx: Context, at: Target, body: Obj) -> None:
+    """A PUT whose body names a uid writes only the object of that uid (kube-apiserver's UID precondition, 409)."""
+    given = body["metadata"].get("uid")
+    if not given:
+        return
+    live = storage.get_object(ctx.cluster, at.resource, at.name or "", at.namespace or "")
+    uid = (live or {}).get("metadata", {}).get("uid")
+    if live is not None and given != uid:
+        raise _conflict(
+            at.resource, at.name or "", f"Precondition failed: UID in precondition: {given}, UID in object meta: {uid}"
+        )
+
+
+def _patched_identity(at: Target, current: Obj, patched: Obj) -> None:
+    """What a patch may not change, checked on the patched object as kube-apiserver checks it: its namespace and
+    name against the URL (400), its uid (422: immutable). Unchecked, a new name was written as another object."""
+    meta = patched.get("metadata") or {}
+    if at.resource.namespaced and meta.get("namespace") and meta["namespace"] != at.namespace:
+        raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+    if meta.get("name") != at.name:
+        raise bad_request(
+            f"the name of the object ({meta.get('name') or ''}) does not match the name on the URL ({at.name})"
+        )
+    if meta.get("uid") and meta["uid"] != current["metadata"].get("uid"):
+        resource = at.resource
+        problem = f"Invalid value: {json.dumps(meta['uid'])}: field is immutable"
+        raise invalid(resource.kind, resource.group, at.name or "", "metadata.uid", problem)
 
 
 def _patched(current: Obj, patch: Any, patch_type: str) -> Obj:
@@ -312,10 +415,12 @@ def _patched(current: Obj, patch: Any, patch_type: str) -> Obj:
     return patched
 
 
-def _patch_status(error: ValueError, kind: str, group: str, name: str) -> Status:
+def _patch_status(error: ValueError, kind: str, group: str, name: str, patch_type: str = "") -> Status:
     """A patch the kind does not take (415), or one that cannot be applied (422, as kube-apiserver answers)."""
     if isinstance(error, UnsupportedPatch):
         return Status(415, "UnsupportedMediaType", str(error))
+    if isinstance(error, PatchError) and patch_type == "json":
+        return Status(422, "Invalid", JSON_PATCH_FAILED)
     if isinstance(error, PatchError):  # an ApplyInvalid too
         qualified = f"{kind}.{group}" if group else kind
         return Status(422, "Invalid", f'{qualified} "{name}" is invalid: {error}', name=name, group=group, kind=kind)
@@ -340,23 +445,49 @@ def _read_body(request: HttpRequest) -> Body:
     return Body(data, request.content_type or "application/json")
 
 
-def _decode(body: Body, kind: str, repeated: list[RepeatedField] | None = None) -> Any:
-    """The body's JSON (or YAML) document under the loader's bounds; a malformed or unbounded one is a 400 as the
-    API server words a body it cannot decode. Keys given twice go to `repeated` (fieldValidation decides)."""
+class _Undecodable(Exception):
+    """A body that is not a document the loader takes: `problem` says why, for the caller to word as its 400."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def _load(body: Body, repeated: list[RepeatedField] | None = None) -> Any:
+    """The body's JSON (or YAML) document under the loader's bounds (_Undecodable if it is none). Keys given twice
+    go to `repeated` (fieldValidation decides)."""
     try:
         text = body.data.decode()
     except UnicodeDecodeError as error:
-        problem = f"not UTF-8 text (byte 0x{body.data[error.start]:02x} at offset {error.start})"
-    else:
-        try:
-            return load_document(text, repeated) if body.is_yaml else load_json(text, repeated)
-        except ManifestError as error:
-            problem = f"{error.field}: {error.message}" if error.field else error.message
-    # YAML is converted to JSON first (sigs.k8s.io/yaml), JSON read for its kind: each fails in its own words.
-    step = "error converting YAML to JSON" if body.is_yaml else "couldn't get version/kind; json parse error"
-    raise bad_request(
-        f"the object provided is unrecognized (must be of type {kind}): {step}: {problem} ({_summary(body.data)})"
-    )
+        raise _Undecodable(f"not UTF-8 text (byte 0x{body.data[error.start]:02x} at offset {error.start})") from None
+    try:
+        return load_document(text, repeated) if body.is_yaml else load_json(text, repeated)
+    except ManifestError as error:
+        raise _Undecodable(f"{error.field}: {error.message}" if error.field else error.message) from None
+
+
+def _decode(body: Body, kind: str, repeated: list[RepeatedField] | None = None) -> Any:
+    """The body's document; a malformed or unbounded one is a 400 as the API server words an object it cannot
+    decode."""
+    try:
+        return _load(body, repeated)
+    except _Undecodable as error:
+        # YAML is converted to JSON first (sigs.k8s.io/yaml), JSON read for its kind: each fails in its own words.
+        step = "error converting YAML to JSON" if body.is_yaml else "couldn't get version/kind; json parse error"
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {kind}): {step}: {error.problem} "
+            f"({_summary(body.data)})"
+        ) from None
+
+
+def _dry_run(values: list[str], options: str) -> bool:
+    """Whether a write's dryRun asks for a dry run. "All" is its only value: any other is refused as kube-apiserver
+    refuses it (422 naming the options), never taken for a real write."""
+    if any(value != "All" for value in values):
+        given = ", ".join(json.dumps(value) for value in values)
+        problem = f'Unsupported value: []string{{{given}}}: supported values: "All"'
+        raise invalid(options, "meta.k8s.io", "", "dryRun", problem, FIELD_VALUE_NOT_SUPPORTED)
+    return bool(values)
 
 
 def _summary(data: bytes, limit: int = 30) -> str:
@@ -422,16 +553,31 @@ def _without_directives(value: Any) -> Any:
     return value
 
 
-def _object_body(request: HttpRequest, data: Body, at: Target, warnings: list[str]) -> Obj:
+def _object_body(request: HttpRequest, data: Body, at: Target, warnings: list[str], *, apply: bool = False) -> Obj:
+    """A create's or update's object (or an apply's configuration), checked against the URL."""
     resource = at.resource
     expected_version = f"{resource.group}/{at.version}" if resource.group else at.version
     repeated: list[RepeatedField] = []
     body = _decode(data, resource.kind, repeated)
-    if not isinstance(body, dict) or not body.get("kind"):
+    if not isinstance(body, dict):
         raise bad_request(
             f"the object provided is unrecognized (must be of type {resource.kind}): couldn't get version/kind; "
             "json parse error: Object 'Kind' is missing"
         )
+    if apply:
+        # Server-side apply takes nothing from the URL: its field manager checks the applied type first.
+        if (body.get("apiVersion"), body.get("kind")) != (expected_version, resource.kind):
+            group, _, version = str(body.get("apiVersion") or "").rpartition("/")
+            raise bad_request(f"invalid object type: {group}/{version}, Kind={body.get('kind') or ''}")
+    else:
+        # The Python client's models leave them out unless set (V1Namespace(metadata=...)): kube-apiserver's decoder
+        # takes what the body does not say from the URL, and checks what it does say below.
+        rest = {key: value for key, value in body.items() if key not in ("apiVersion", "kind")}
+        body = {
+            "apiVersion": body.get("apiVersion") or expected_version,
+            "kind": body.get("kind") or resource.kind,
+            **rest,
+        }
     if body.get("apiVersion") != expected_version:
         raise bad_request(
             f"the API version in the data ({body.get('apiVersion')}) does not match the expected API version "
@@ -479,7 +625,15 @@ def _patch_body(request: HttpRequest, data: Body, at: Target, warnings: list[str
         )
     patch_type = PATCH_TYPES[content_type]
     repeated: list[RepeatedField] = []
-    patch = _decode(data, resource.kind, repeated)
+    if patch_type == "strategic":
+        patch = _decode(data, resource.kind, repeated)
+    else:
+        try:
+            patch = _load(data, repeated)
+        except _Undecodable as error:
+            raise bad_request(
+                _undecodable_patch(patch_type, request.GET.get("fieldValidation"), error.problem)
+            ) from None
     if patch_type == "json" and not isinstance(patch, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     if patch_type != "json":
@@ -487,6 +641,14 @@ def _patch_body(request: HttpRequest, data: Body, at: Target, warnings: list[str
             raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
         _strict(request, at, patch, warnings, kind=resource.kind, version=at.version, repeated=repeated, is_yaml=False)
     return patch, patch_type
+
+
+def _undecodable_patch(patch_type: str, validation: str | None, problem: str) -> str:
+    """How kube-apiserver words a merge or JSON patch that is not JSON: read strictly first (`error decoding patch:
+    ...`) unless fieldValidation=Ignore, when the patch library's error is all it says."""
+    if validation != "Ignore":
+        return f"error decoding patch: {problem}"
+    return "Invalid JSON Patch" if patch_type == "merge" else problem
 
 
 def field_manager(request: HttpRequest) -> str:
@@ -511,7 +673,7 @@ def _apply_body(request: HttpRequest, data: Body, at: Target, warnings: list[str
             "UnsupportedMediaType",
             f"server-side apply of {where} is not served: apply {resource.plural} at {resource.api_version}",
         )
-    config = _object_body(request, data, at, warnings)
+    config = _object_body(request, data, at, warnings, apply=True)
     if config["metadata"].get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     return config
@@ -522,12 +684,10 @@ def _scale_replicas(request: HttpRequest, data: Body, current: Obj) -> int:
     if request.method == "PUT":
         body = _decode(data, "Scale")
     elif request.content_type == "application/json-patch+json":
-        import jsonpatch  # type: ignore[import-untyped]
-
         try:
-            body = jsonpatch.apply_patch(current, _decode(data, "Scale"))
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-            raise Status(422, "Invalid", str(error)) from None
+            body = apply_patch(current, _decode(data, "Scale"), "json")
+        except PatchError:
+            raise Status(422, "Invalid", JSON_PATCH_FAILED) from None
     else:
         from provisioner.apimachinery.mergepatch import merge_patch
 
@@ -550,17 +710,31 @@ def _scale_replicas(request: HttpRequest, data: Body, current: Obj) -> int:
     return replicas
 
 
-def _eviction_body(data: Body, name: str, namespace: str) -> None:
-    body = _decode(data, "Eviction")
-    meta = (body or {}).get("metadata") or {}
+def _eviction_body(data: Body, name: str, namespace: str) -> bool:
+    """Check an Eviction against the URL; whether its deleteOptions ask for a dry run (`kubectl drain
+    --dry-run=server` asks there, not in the query)."""
+    decoded = _decode(data, "Eviction")
+    body = decoded if isinstance(decoded, dict) else {}
+    meta = body.get("metadata") or {}
     if meta.get("name") and meta["name"] != name:
         raise bad_request(f"name in URL does not match name in Eviction object ({meta['name']} != {name})")
     if meta.get("namespace") and meta["namespace"] != namespace:
         raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+    options = body.get("deleteOptions")
+    return _dry_run(_dry_run_values(options if isinstance(options, dict) else {}), "DeleteOptions")
+
+
+def _dry_run_values(options: dict[str, Any]) -> list[str]:
+    """A DeleteOptions body's dryRun: a list of strings, or the body is refused as Go's decoder refuses it."""
+    values = options.get("dryRun") or []
+    if isinstance(values, list) and all(isinstance(value, str) for value in values):
+        return values
+    raise bad_request(f"DeleteOptions.dryRun: must be a list of strings, got {json.dumps(values)}")
 
 
 def _delete_options(request: HttpRequest, data: Body) -> dict[str, Any]:
-    """propagationPolicy, gracePeriodSeconds and preconditions, from the query or a DeleteOptions body."""
+    """propagationPolicy, gracePeriodSeconds, preconditions and whether it is a dry run, from the query or a
+    DeleteOptions body (where kubectl and client-go put them)."""
     body: dict[str, Any] = {}
     if data.data:
         decoded = _decode(data, "DeleteOptions")
@@ -580,6 +754,7 @@ def _delete_options(request: HttpRequest, data: Body) -> dict[str, Any]:
         "propagation": propagation,
         "grace_seconds": grace_seconds,
         "preconditions": body.get("preconditions") or {},
+        "dry_run": _dry_run(_dry_run_values(body), "DeleteOptions"),
     }
 
 
