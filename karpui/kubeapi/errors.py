@@ -4,6 +4,7 @@ the client libraries read (`details.causes[].field` for invalid fields)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.http import HttpResponse
@@ -84,6 +85,16 @@ def bad_request(message: str) -> Status:
 
 def method_not_allowed() -> Status:
     return Status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+
+def unsupported_media_type(accepted: Sequence[str]) -> Status:
+    """415 for a body in a media type the server does not decode, naming those it does (apimachinery's
+    errUnsupportedMediaType)."""
+    return Status(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}",
+    )
 
 
 def gone(message: str) -> Status:

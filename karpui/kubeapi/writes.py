@@ -15,6 +15,7 @@ merges or creates through karpui.objects.object_apply; a field another manager o
 
 A body is read once, refused past kube-apiserver's 3 MiB (413), and decoded, JSON or YAML, under the bounds `karp
 apply` has (provisioner.manifests.documents: aliases, depth, object size), so no body can cost more than a manifest.
+Protobuf, which kubectl's typed clients send (`kubectl create namespace`), is not decoded: 415, naming what is.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from karpui.kubeapi.errors import (
     invalid,
     method_not_allowed,
     not_found,
+    unsupported_media_type,
 )
 from karpui.kubeapi.requests import Context, Target
 from karpui.kubeapi.versions import at_version
@@ -57,6 +59,8 @@ PATCH_TYPES = {
     "application/strategic-merge-patch+json": "strategic",
 }
 APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (kubectl apply --server-side)
+# What a create's, update's, delete's or eviction's body may be in; kube-apiserver takes protobuf too.
+OBJECT_TYPES = ("application/json", "application/yaml")
 # Which options a verb's query (and a DeleteOptions body) stands for, as their validation errors name them.
 _OPTIONS = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 # kube-apiserver's answer to a JSON patch that cannot be applied (a path not there, a failed test): its generic 422,
@@ -148,6 +152,8 @@ def _dispatch(
 ) -> tuple[int, Any]:
     resource, name = at.resource, at.name or ""
     namespace = at.namespace or ""
+    if request.method in ("POST", "PUT") or (request.method == "DELETE" and data.data):
+        _check_media_type(data)  # a patch's media type says its patch type: checked with it
     dry_run = _dry_run(request.GET.getlist("dryRun"), _OPTIONS.get(verb, "DeleteOptions"))
     options: dict[str, Any] = {}
     if at.subresource == "eviction":
@@ -478,6 +484,13 @@ def _decode(body: Body, kind: str, repeated: list[RepeatedField] | None = None) 
             f"the object provided is unrecognized (must be of type {kind}): {step}: {error.problem} "
             f"({_summary(body.data)})"
         ) from None
+
+
+def _check_media_type(body: Body) -> None:
+    """An object's body must be JSON or YAML: protobuf (kubectl's typed clients send it, unasked: `kubectl create
+    namespace`) or anything else is a 415 naming what is decoded, as kube-apiserver answers a type it lacks."""
+    if body.content_type.lower() not in OBJECT_TYPES:
+        raise unsupported_media_type(OBJECT_TYPES)
 
 
 def _dry_run(values: list[str], options: str) -> bool:

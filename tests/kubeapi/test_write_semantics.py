@@ -2,7 +2,7 @@
 (kubectl and client-go put dryRun in DeleteOptions and an Eviction's deleteOptions) write nothing and answer with the
 live resourceVersion; the namespaces kube-apiserver never deletes; bodies without apiVersion and kind (the Python
 client's models); DELETE of a collection; patches that would rename an object, change its uid, miss a JSON patch
-path or are no JSON."""
+path or are no JSON; and protobuf bodies, refused with 415."""
 
 from __future__ import annotations
 
@@ -390,6 +390,25 @@ def test_a_merge_patch_that_is_no_json_is_a_patch_decoding_error(api: AdminApi) 
     assert written() == before
 
 
+# Protobuf ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_protobuf_body_is_415_naming_the_media_types_decoded(api: AdminApi) -> None:
+    # The start of what `kubectl create namespace team-b` sends: kubectl's typed clients choose protobuf themselves.
+    body = bytes.fromhex("6b3873000a0f0a02763112094e616d657370616365121e0a160a067465616d2d62")
+    before = written()
+    assert raw(api, "POST", NAMESPACES, body, "application/vnd.kubernetes.protobuf") == (
+        415,
+        status(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json, "
+            "application/yaml",
+        ),
+    )
+    assert written() == before
+
+
 # kubectl 1.32 and the Python client, as the tester ran them -------------------------------------------------------
 
 
@@ -459,6 +478,19 @@ def test_kubectl_patches_that_rename_change_the_uid_or_miss_a_path_are_refused(k
         refused = kubectl.run("patch", "deploy", "inflate", *args)
         assert (refused.returncode, refused.stderr) == (1, error), args
     assert written() == before
+
+
+def test_kubectl_create_namespace_sends_protobuf_and_is_told_what_is_taken(kubectl: Any) -> None:
+    # kubectl's typed clients choose protobuf before asking the server anything (no discovery, no OpenAPI), so no
+    # answer of ours makes it send JSON; `kubectl create -f` and `apply` send JSON and work.
+    refused = kubectl.run("create", "namespace", "team-b")
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        "Error from server (UnsupportedMediaType): the body of the request was in an unknown format - accepted "
+        "media types include: application/json, application/yaml\n",
+    )
+    namespace = '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}'
+    assert kubectl.ok("create", "-f", "-", stdin=namespace) == "namespace/team-b created\n"
 
 
 def test_the_python_clients_models_dry_run_deletes_creates_and_collection_deletes(kube_client: Any) -> None:
