@@ -446,7 +446,7 @@ LAB_RESOURCES: Sequence[Resource] = (
             _NAME,
             Column("Ready", _ready_of("readyReplicas", "replicas")),
             Column("Up-to-date", _field("status", "updatedReplicas", default="0"), type="integer"),
-            Column("Available", _field("status", "readyReplicas", default="0"), type="integer"),
+            Column("Available", _field("status", "availableReplicas", default="0"), type="integer"),
             _AGE,
             *_WIDE_WORKLOAD,
         ),
