@@ -31,6 +31,7 @@ from karpui.kubectl.resources import BY_KIND, DECLARATIONS, LAB, NODECLASSES, NO
 from karpui.services import Actor, ApplyResult
 from provisioner.apimachinery import fieldmanager
 from provisioner.apimachinery.apply import applied, last_applied, with_last_applied
+from provisioner.apimachinery.defaults import set_defaults
 from provisioner.apimachinery.patch import apply_patch
 from provisioner.apimachinery.strategic import UnsupportedPatch, root_type
 from provisioner.cluster.api import ClusterAPI
@@ -46,6 +47,7 @@ from provisioner.manifests import Document, ManifestError, load_documents
 from provisioner.manifests.cluster import MAX_REPLICAS, VALIDATORS, check_pods_per_apply, validate_cluster_object
 from provisioner.manifests.fields import metadata as check_metadata
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
+from provisioner.quantity import canonical_quantities
 
 # kube-apiserver makes these at start (system_namespaces_ensure, here).
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
@@ -186,7 +188,7 @@ def _copy(obj: Obj) -> Obj:
 
 
 def _prepared_for_create(obj: Obj) -> Obj:
-    obj = copy.deepcopy(obj)
+    obj = canonical_quantities(obj)  # a copy, its quantities as kube-apiserver stores them ("0.5" is "500m")
     meta = obj.setdefault("metadata", {})
     for server_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"):
         meta.pop(server_field, None)
@@ -198,7 +200,7 @@ def _prepared_for_create(obj: Obj) -> Obj:
         obj["status"] = {"phase": "Pending"}  # as kube-apiserver starts every pod; the kubelet reports the rest
     elif obj["kind"] not in _STATUS_ON_CREATE:
         obj.pop("status", None)
-    return obj
+    return set_defaults(obj)  # what kube-apiserver defaults (a Deployment's strategy, a DaemonSet's updateStrategy)
 
 
 def _create_in(api: ClusterAPI, obj: Obj, resource: Resource) -> Obj:
@@ -223,7 +225,9 @@ def _replace_in(api: ClusterAPI, obj: Obj, resource: Resource, subresource: str,
         if resource.kind in _STATUS_ON_CREATE:
             validate(new, resource, status=True)  # a Node's allocatable is what the scheduler packs against
     else:
-        new = copy.deepcopy(obj)
+        # Defaulted and canonical as on create, before the comparison with the stored object: "0.5" over "500m"
+        # changes nothing, as on kube-apiserver.
+        new = set_defaults(canonical_quantities(obj))
         new["metadata"] = {
             **new.get("metadata", {}),
             **{
@@ -438,7 +442,7 @@ def object_apply(
             force=force,
             root_type=root_type(resource.api_version, resource.kind),
             time=_Owner(cluster, manager).time,
-            normalized=_as_stored if resource.store == NODEPOOLS else None,
+            normalized=_as_stored if resource.store == NODEPOOLS else canonical_quantities,
             last_applied=_last_applied_or_none(current),
         )
         return _with_managed(result.obj, result.managed)

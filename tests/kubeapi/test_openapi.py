@@ -121,3 +121,9 @@ def test_the_engines_patch_strategies_are_those_of_the_vendored_openapi() -> Non
 
     definitions = json.loads((vendor.HERE / "kubernetes.json").read_text())["definitions"]
     assert json.loads(vendor.STRATEGIES.read_text()) == vendor.patch_strategies(definitions)
+
+
+def test_collections_can_be_deleted_where_discovery_says_so_and_namespaces_cannot(get: Any) -> None:
+    core = get(get("/openapi/v3")["paths"]["api/v1"]["serverRelativeURL"])
+    assert sorted(core["paths"]["/api/v1/namespaces"]) == ["get", "parameters", "post"]
+    assert "delete" in core["paths"]["/api/v1/namespaces/{namespace}/pods"]

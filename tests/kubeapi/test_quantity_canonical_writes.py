@@ -10,13 +10,7 @@ import dataclasses
 import json
 from typing import Any
 
-import pytest
-
 from tests.kubeapi.admin_api import AdminApi
-
-pytestmark = pytest.mark.xfail(
-    strict=True, reason="karpui/objects.py does not store quantities through canonical_quantities yet"
-)
 
 POD = """apiVersion: v1
 kind: Pod

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from karpui import lab
 
 WAITING = 'Waiting for deployment "inflate" rollout to finish: 0 of 5 updated replicas are available...\n'
@@ -238,11 +236,6 @@ def test_daemonset_rollout_status_counts_updated_and_available_pods(kubectl: Any
     assert status(kubectl, "ds", "agent")["observedGeneration"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kube-apiserver defaults a DaemonSet's updateStrategy to RollingUpdate; karpui's write path does not apply "
-    "provisioner.apimachinery.defaults yet (karpui/objects.py)",
-)
 def test_a_daemonset_written_without_an_update_strategy_rolls_out_as_rolling_update(kubectl: Any) -> None:
     kubectl.ok("apply", "-f", "examples/static-nodes/nodes.yaml")
     kubectl.ok("apply", "-f", "-", stdin=AGENT.replace("  updateStrategy: {type: RollingUpdate}\n", ""))

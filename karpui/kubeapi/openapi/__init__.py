@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from karpui.kubeapi.discovery import served_verbs
 from karpui.kubectl.resources import ALL, Resource
 
 HERE = Path(__file__).resolve().parent
@@ -264,7 +265,7 @@ def _paths(resources: list[tuple[Resource, str]], v3: bool) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for resource, version in resources:
         for path, op in _operations(resource, version):
-            if op.verb not in resource.verbs:
+            if op.verb not in served_verbs(resource):
                 continue
             entry = paths.setdefault(path, {"parameters": _path_parameters(path, resource, v3)})
             entry[op.method] = _render(op, path, v3)
