@@ -48,7 +48,7 @@ def next_due(ctx: ClusterContext) -> list[float]:
             times.append(parse_timestamp(status["validateAt"]))
         elif status.get("phase") == "AwaitingApproval":
             times.append(parse_timestamp(status["expiresAt"]))
-        elif status.get("phase") == "Approved" and paused(ctx):
+        elif status.get("phase") == "Approved" and ctx.paused:
             # Waiting out a pause: nothing to do before it lapses, or before the command's own deadline passes.
             times.append(ctx.paused_until)
             if status.get("expiresAt"):
@@ -91,7 +91,7 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
             return _finish(ctx, command, "Expired", f"expired: {problem or 'nobody decided before the deadline'}")
         return False
     if phase == "Approved":
-        if paused(ctx):
+        if ctx.paused:
             return _hold(ctx, command)
         # The decision may be older than the cluster: check again before touching anything.
         problem = validate(ctx, command)
@@ -104,11 +104,6 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
         # pause holds only what has not begun (`_hold`).
         return _execute(ctx, command)
     return False
-
-
-def paused(ctx: ClusterContext) -> bool:
-    """Whether a person has paused voluntary disruption (the proposer's own test, on the same `ctx.paused_until`)."""
-    return ctx.paused_until > ctx.now
 
 
 def _hold(ctx: ClusterContext, command: Obj) -> bool:

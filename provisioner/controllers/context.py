@@ -101,6 +101,11 @@ class ClusterContext:
     # engine asked again with unchanged inputs answers from here instead of rescanning the cluster.
     memos: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
+    @property
+    def paused(self) -> bool:
+        """Whether a person has paused voluntary disruption: nothing is proposed and nothing approved starts."""
+        return self.paused_until > self.now
+
     def memo(self, name: str, inputs: object, compute: Callable[[], T]) -> T:
         """`compute()`, or what it returned when last asked under `name` with equal `inputs`. It must read nothing
         that `inputs` leaves out, and write nothing."""

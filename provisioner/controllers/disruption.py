@@ -63,7 +63,7 @@ class DisruptionController:
         return False
 
     def _propose(self, ctx: ClusterContext) -> bool:
-        if ctx.paused_until > ctx.now:
+        if ctx.paused:
             return False
         inputs = _inputs(ctx)
         if (
