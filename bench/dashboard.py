@@ -49,14 +49,23 @@ PAGES = [
     "/trends/?window=24h",
     "/events/",
     "/events/?group=reason",
+    "/events/?group=object",
+    "/events/?q=default-0001",
     "/nodepools/",
     "/catalog/",
     "/catalog/?sort=-cpu",
     "/devices/",
+    "/clusters/",
+    "/workloads/",
+    "/pods/",
+    "/pods/?phase=Running&page=3",
+    "/events/?group=none&events_page=3&logs_page=5",
+    "/search/?q=default-0001",
 ]
 # The node page's simulation is kept per cluster revision, so its row in PAGES measures it kept; this row simulated.
 UNCACHED = "/nodes/default-00007/?why=1"
 COMMANDS = 1000  # finished disruption commands in the history
+LOG_RECORDS = 1  # controller log records per pod: 20,000 at 20,000 pods (a few hours of a busy lab)
 RUNS = 5  # timed requests per page and partial; the median is printed (a stray GC pause is not the page)
 HISTORY_DAYS = 30  # of cost and trend samples, one per NodePool (and pending pods) every 10 minutes
 
@@ -64,11 +73,12 @@ HISTORY_DAYS = 30  # of cost and trend samples, one per NodePool (and pending po
 def build(nodes: int, pods: int) -> None:
     from django.core.management import call_command
 
-    from karpui import models, services
+    from karpui import models
+    from karpui.clusters import registry
 
     Path(os.environ["DATABASE_URL"].removeprefix("sqlite:///")).unlink(missing_ok=True)
     call_command("migrate", verbosity=0)
-    cluster = services.cluster_get_or_create()
+    cluster = registry.cluster_get_or_create()
     rows = []
     for i in range(nodes):
         name = f"default-{i:05d}"
@@ -173,12 +183,139 @@ def build(nodes: int, pods: int) -> None:
         )
     for i in range(COMMANDS):
         rows.append(_command(cluster, i))
+    rows += _events(cluster, nodes, pods)
     for row in rows:
         for field, value in models.KubeObject.summary(row.body).items():
             setattr(row, field, value)
     models.KubeObject.objects.bulk_create(rows, batch_size=2000)
     _cost_history(cluster, [row.body for row in rows if row.kind == "NodeClaim"])
     _trend_history(cluster, nodes, pods)
+    _log_records(cluster, pods)
+
+
+def _event(i: int, kind: str, namespace: str, name: str, reason: str, message: str, event_type: str = "Normal") -> Any:
+    """One Event body, seen `i` seconds before 20:59:59 (the hour the API server keeps)."""
+    seen = f"2026-11-29T20:{59 - (i // 60) % 60:02d}:{59 - i % 60:02d}Z"
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{name}.{kind.lower()}.{i:08x}",
+            "namespace": namespace or "default",
+            "uid": f"e{kind}{i}",
+        },
+        "involvedObject": {"kind": kind, "namespace": namespace, "name": name, "apiVersion": "v1"},
+        "type": event_type,
+        "reason": reason,
+        "message": message,
+        "count": 1 + i % 7,
+        "firstTimestamp": seen,
+        "lastTimestamp": seen,
+        "source": {"component": "karpenter"},
+    }
+
+
+def _events(cluster: Any, nodes: int, pods: int) -> list[Any]:
+    """What an hour of a busy cluster leaves: a FailedScheduling per pending pod, Unconsolidatable on each node and
+    its NodeClaim, and a Nominated for one pod in ten."""
+    from karpui import models
+
+    bodies = []
+    for i in range(0, pods, 50):
+        bodies.append(
+            _event(
+                i,
+                "Pod",
+                "default",
+                f"pod-{i:06d}",
+                "FailedScheduling",
+                'Failed to schedule pod, incompatible with nodepool "default", all available instance types exceed '
+                "limits for nodepool (remaining cpu=0)",
+                "Warning",
+            )
+        )
+    for i in range(nodes):
+        for kind in ("Node", "NodeClaim"):
+            bodies.append(
+                _event(
+                    i,
+                    kind,
+                    "",
+                    f"default-{i:05d}",
+                    "Unconsolidatable",
+                    "Can't replace with a cheaper node (current $0.1520/h)",
+                )
+            )
+    for i in range(1, pods, 10):
+        node = f"default-{i % nodes:05d}"
+        bodies.append(
+            _event(i, "Pod", "default", f"pod-{i:06d}", "Nominated", f"Pod should schedule on: nodeclaim/{node}")
+        )
+    return [
+        models.KubeObject(
+            cluster=cluster,
+            kind="Event",
+            namespace=b["metadata"]["namespace"],
+            name=b["metadata"]["name"],
+            uid=b["metadata"]["uid"],
+            body=b,
+        )
+        for b in bodies
+    ]
+
+
+def _log_records(cluster: Any, pods: int) -> None:
+    """Controller log records, as the lab writes them: provisioning, NodeClaim lifecycle and disruption."""
+    from datetime import timedelta
+
+    from karpui import models
+
+    now = cluster.clock
+    records = []
+    for i in range(LOG_RECORDS * pods):
+        node = f"default-{i % 2000:05d}"
+        kind = i % 4
+        if kind == 0:
+            message, logger = "found provisionable pod(s)", "controller.provisioner"
+            fields = {"Pods": f"default/pod-{i:06d}, default/pod-{i + 1:06d}", "duration": "12.3ms"}
+        elif kind == 1:
+            message, logger = "created nodeclaim", "controller.provisioner"
+            fields = {
+                "NodePool": {"name": "default"},
+                "NodeClaim": {"name": node},
+                "requests": {"cpu": "7550m", "memory": "14Gi", "pods": "16"},
+                "instance-types": "c-8x-amd64-linux, c-8x-arm64-linux, m-8x-amd64-linux and 55 other(s)",
+            }
+        elif kind == 2:
+            message, logger = "launched nodeclaim", "controller.nodeclaim.lifecycle"
+            fields = {
+                "NodeClaim": {"name": node},
+                "instance-type": "c-8x-amd64-linux",
+                "zone": "test-zone-a",
+                "capacity-type": "spot",
+                "allocatable": {"cpu": "7900m", "memory": "16374Mi", "pods": "128"},
+            }
+        else:
+            message, logger = "disrupting node(s)", "controller.disruption"
+            fields = {
+                "command": f"Underutilized/delete [{node}]",
+                "decision": "delete",
+                "disrupted-node-count": 1,
+                "replacement-node-count": 0,
+                "pod-count": 8,
+                "disrupted-nodes": [{"Node": {"name": node}, "NodeClaim": {"name": node}}],
+            }
+        records.append(
+            models.LogEntry(
+                cluster=cluster,
+                time=now - timedelta(seconds=i),
+                level="INFO",
+                logger=logger,
+                message=message,
+                fields=fields,
+            )
+        )
+    models.LogEntry.objects.bulk_create(records, batch_size=5000)
 
 
 def _command(cluster: Any, i: int) -> Any:
@@ -230,7 +367,8 @@ def _cost_history(cluster: Any, claims: list[dict[str, Any]]) -> None:
     """What the lab runs would have written: a sample per NodePool every 10 minutes, and the cost state now."""
     from datetime import timedelta
 
-    from karpui import costs, models
+    from karpui import models
+    from karpui.history import costs
 
     now = cluster.clock.replace(second=0, microsecond=0)
     steps = HISTORY_DAYS * 24 * 6
@@ -258,7 +396,8 @@ def _trend_history(cluster: Any, nodes: int, pods: int) -> None:
     minutes, and a minute of pod starts (latencies from 1 s to 60 s) and disruptions every 10 minutes."""
     from datetime import timedelta
 
-    from karpui import models, trends
+    from karpui import models
+    from karpui.history import trends
 
     now = cluster.clock.replace(second=0, microsecond=0)
     steps = HISTORY_DAYS * 24 * 6
@@ -293,6 +432,20 @@ def _trend_history(cluster: Any, nodes: int, pods: int) -> None:
     trends.roll_up(cluster, now.replace(minute=0))  # the hours the recorder would have rolled up as they ended
 
 
+def _dated_pages() -> list[str]:
+    """Pages whose query names the lab's own times or rows: a chart zoomed to the last six hours of its 30 days, and
+    the Events page's logs poll with one record newer than the page (its partial is that row alone)."""
+    from datetime import timedelta
+
+    from karpui import models
+
+    cluster = models.Cluster.objects.get()
+    end = cluster.clock.replace(second=0, microsecond=0)
+    span = f"from={end - timedelta(hours=6):%Y-%m-%dT%H:%M:%SZ}&to={end:%Y-%m-%dT%H:%M:%SZ}"
+    newest = models.LogEntry.objects.order_by("-id").values_list("id", flat=True).first() or 1
+    return [f"/trends/?window=30d&{span}", f"/savings/?window=30d&{span}", f"/events/?part=logs&after={newest - 1}"]
+
+
 def measure() -> None:
     from django.contrib.auth.models import User
     from django.core.cache import cache
@@ -301,7 +454,7 @@ def measure() -> None:
     client = Client()
     client.force_login(User.objects.create_superuser("bench", "", "bench-password-not-used"))
     print(f"{'page':<38}{'full ms':>9}{'full KB':>9}{'partial ms':>12}{'partial KB':>12}")
-    for page, simulated in [*((page, False) for page in PAGES), (UNCACHED, True)]:
+    for page, simulated in [*((page, False) for page in [*PAGES, *_dated_pages()]), (UNCACHED, True)]:
         client.get(page)  # warm-up: the first request of a process pays for lazy imports (the CEL library, ...)
         full_ms, partial_ms = [], []
         for _ in range(RUNS):
@@ -315,8 +468,13 @@ def measure() -> None:
             start = time.perf_counter()
             partial = client.get(page, HTTP_HX_REQUEST="true")
             partial_ms.append((time.perf_counter() - start) * 1000)
+            if full.status_code == 404:
+                break  # a page this tree does not have (a before-and-after run on an older one)
             assert full.status_code == partial.status_code == 200, page
         label = f"{page} simulated" if simulated else page
+        if full.status_code == 404:
+            print(f"{label:<38}{'—':>9}")
+            continue
         print(
             f"{label:<38}{statistics.median(full_ms):>9.0f}{len(full.content) / 1024:>9.1f}"
             f"{statistics.median(partial_ms):>12.0f}{len(partial.content) / 1024:>12.1f}"

@@ -40,8 +40,8 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from karpui import lab, models
-    from karpui.kubeapi import changelog
+    from karpui import models
+    from karpui.clusters import changelog, lab
     from karpui.kubeapi.auth import token_create
 
     settings.ALLOWED_HOSTS = ["testserver"]

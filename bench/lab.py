@@ -26,7 +26,8 @@ import django  # noqa: E402
 def run(pods: int) -> tuple[float, float, int, int]:
     from django.core.management import call_command
 
-    from karpui import lab, models
+    from karpui import models
+    from karpui.clusters import lab
 
     Path(os.environ["DATABASE_URL"].removeprefix("sqlite:///")).unlink(missing_ok=True)
     call_command("migrate", verbosity=0)

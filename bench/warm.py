@@ -108,13 +108,13 @@ class Phases:
 
     PARTS = (
         ("engine steps (Lab.advance)", "provisioner.lab", "Lab.advance"),
-        ("catch-up / load", "karpui.lab", "engine"),
-        ("summaries", "karpui.lab", "summaries"),
-        ("rebase", "karpui.lab", "rebase"),
-        ("save, under the lock", "karpui.lab", "save"),
-        ("  change log", "karpui.kubeapi.changelog", "record_lab_run"),
-        ("  object rows", "karpui.lab", "_upsert"),
-        ("  costs", "karpui.costs", "record"),
+        ("catch-up / load", "karpui.clusters.lab", "engine"),
+        ("summaries", "karpui.clusters.lab", "summaries"),
+        ("rebase", "karpui.clusters.lab", "rebase"),
+        ("save, under the lock", "karpui.clusters.lab", "save"),
+        ("  change log", "karpui.clusters.changelog", "record_lab_run"),
+        ("  object rows", "karpui.clusters.lab", "_upsert"),
+        ("  costs", "karpui.history.costs", "record"),
     )
 
     def __init__(self) -> None:
@@ -186,18 +186,21 @@ def main() -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from karpui import lab, models, objects, services
+    from karpui import models
+    from karpui.clusters import lab, warm
+    from karpui.people.audit import Actor
+    from karpui.writes import manifests, objects
 
     call_command("migrate", verbosity=0)
     if args.no_freeze:
-        lab.FREEZE_AT_OBJECTS = sys.maxsize
+        warm.FREEZE_AT_OBJECTS = sys.maxsize
     cluster = models.Cluster.objects.get(name="lab")
-    operator = services.Actor("bench", "cli")
+    operator = Actor("bench", "cli")
     now = timezone.now()
     models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)  # a worker is running
     start = time.perf_counter()
-    objects.manifests_apply(cluster=cluster, text=NODEPOOL, actor=operator)
-    objects.manifests_apply(
+    manifests.manifests_apply(cluster=cluster, text=NODEPOOL, actor=operator)
+    manifests.manifests_apply(
         cluster=cluster, text=deployments(args.deployments, args.pods // args.deployments), actor=operator
     )
     applied = time.perf_counter() - start
@@ -307,7 +310,9 @@ def main() -> None:
 
 def realtime(args: argparse.Namespace, cluster: Any, operator: Any) -> None:
     """Tick against the real clock, as the worker does, while some Deployments scale up and back."""
-    from karpui import lab, models, objects
+    from karpui import models
+    from karpui.clusters import lab
+    from karpui.writes import objects
 
     replicas = args.pods // args.deployments
     clock = models.Cluster.objects.get(pk=cluster.pk).clock

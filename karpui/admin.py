@@ -10,7 +10,10 @@ from django.contrib import admin
 from django.db.models import Min, QuerySet
 from django.http import HttpRequest
 
-from karpui import models, services, store
+from karpui import models
+from karpui.clusters import registry, store
+from karpui.people.audit import Actor
+from karpui.writes import configs, setup
 from provisioner.manifests import ManifestError, load_documents
 
 
@@ -31,7 +34,7 @@ class ManifestForm(forms.ModelForm):
         if self.instance.pk:
             self.fields["manifest"].initial = yaml.safe_dump(self.manifest_of(self.instance), sort_keys=False)
         elif "cluster" in self.fields:
-            self.fields["cluster"].initial = models.Cluster.objects.filter(name=services.DEFAULT_CLUSTER).first()
+            self.fields["cluster"].initial = models.Cluster.objects.filter(name=registry.DEFAULT_CLUSTER).first()
 
     def manifest_of(self, instance: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -45,15 +48,24 @@ class ManifestForm(forms.ModelForm):
             documents = load_documents(text)
             if len(documents) != 1 or documents[0].kind not in self.kinds:
                 raise ManifestError(f"expected exactly one object of kind {' or '.join(self.kinds)}", field="kind")
-            value = services.parse_document(documents[0])
+            value = configs.parse_document(documents[0])
             if documents[0].kind == "NodePool" and cleaned.get("cluster") is not None:
-                services.nodepool_check(cluster=cleaned["cluster"], nodepool=value)
+                configs.nodepool_check(cluster=cleaned["cluster"], nodepool=value)
         except ManifestError as error:
             raise forms.ValidationError({"manifest": str(error)}) from None
         if self.instance.pk and value.name != self.instance.name:
             raise forms.ValidationError(
                 {"manifest": f"metadata.name: cannot rename {self.instance.name!r}; create a new object"}
             )
+        if isinstance(self.instance, models.NodePool) and self.instance.pk:
+            refusal = configs.approval_mode_refusal(
+                name=value.name,
+                before=dict(self.instance.annotations or {}),
+                after=dict(value.annotations),
+                actor=getattr(self, "actor", Actor(name="admin", via="admin")),
+            )
+            if refusal is not None:
+                raise forms.ValidationError({"manifest": refusal})
         cleaned["value"] = value
         return cleaned
 
@@ -103,27 +115,32 @@ class DeviceDeclarationForm(ManifestForm):
 class ManifestAdmin(admin.ModelAdmin):
     """Saves go through services (validation, audit row); the row the service wrote becomes the admin's object."""
 
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        form.actor = Actor.for_user(request.user, "admin")  # type: ignore[arg-type]  # who the form checks for
+        return form
+
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        actor = Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
         value = form.cleaned_data["value"]
         if isinstance(obj, models.DeviceDeclaration):
-            services.device_declaration_apply(declaration=value, actor=actor)
+            configs.device_declaration_apply(declaration=value, actor=actor)
             obj.pk = models.DeviceDeclaration.objects.get(name=value.name).pk
             obj.name = value.name
             return
         cluster = form.cleaned_data["cluster"]
         if isinstance(obj, models.NodePool):
-            services.nodepool_apply(cluster=cluster, nodepool=value, actor=actor)
+            configs.nodepool_apply(cluster=cluster, nodepool=value, actor=actor)
             saved: Any = models.NodePool.objects.get(cluster=cluster, name=value.name)
         else:
-            services.nodeclass_apply(cluster=cluster, nodeclass=value, actor=actor)
+            configs.nodeclass_apply(cluster=cluster, nodeclass=value, actor=actor)
             saved = models.NodeClass.objects.get(cluster=cluster, kind=value.kind, name=value.name)
         obj.pk, obj.name = saved.pk, saved.name
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        actor = Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
         kind = "NodePool" if isinstance(obj, models.NodePool) else obj.kind
-        services.object_delete(cluster=obj.cluster, kind=kind, name=obj.name, actor=actor)
+        configs.config_delete(cluster=obj.cluster, kind=kind, name=obj.name, actor=actor)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for obj in queryset:
@@ -158,9 +175,9 @@ class DeviceDeclarationAdmin(ManifestAdmin):
         return str(obj.spec.get("driver", ""))
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
-        services.object_delete(
-            cluster=services.cluster_get_or_create(), kind="DeviceDeclaration", name=obj.name, actor=actor
+        actor = Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        configs.config_delete(
+            cluster=registry.cluster_get_or_create(), kind="DeviceDeclaration", name=obj.name, actor=actor
         )
 
 
@@ -226,8 +243,8 @@ class CatalogAdmin(ReadOnlyAdmin):
 
 @admin.register(models.AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "actor_name", "via", "action", "target_kind", "target_name")
-    list_filter = ("action", "target_kind", "via")
+    list_display = ("created_at", "cluster_name", "actor_name", "via", "action", "target_kind", "target_name")
+    list_filter = ("cluster_name", "action", "target_kind", "via")
     search_fields = ("target_name", "actor_name")
 
 
@@ -278,7 +295,7 @@ class ClusterAdmin(admin.ModelAdmin):
         return False  # a cluster's lab, NodePools and history would go with it
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        actor = services.Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
-        obj.pk = services.cluster_create(
+        actor = Actor.for_user(request.user, "admin")  # type: ignore[arg-type]
+        obj.pk = setup.cluster_create(
             name=obj.name, mode=obj.mode, kubeconfig=obj.kubeconfig, context=obj.kube_context, actor=actor
         ).pk

@@ -8,9 +8,9 @@ from django.db.models.signals import post_migrate
 
 
 def _ensure_defaults(sender: AppConfig, **kwargs: Any) -> None:
-    from karpui import services
+    from karpui.writes import setup
 
-    services.defaults_ensure()
+    setup.defaults_ensure()
 
 
 class KarpuiConfig(AppConfig):
@@ -20,13 +20,18 @@ class KarpuiConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_ensure_defaults, sender=self)
-        from karpui.kubeapi import changelog
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import pre_save
+
+        from karpui.clusters import changelog
+        from karpui.kubeapi import auth
 
         changelog.connect()
+        pre_save.connect(auth.tokens_revoke_on_credential_change, sender=get_user_model())
 
 
 class AdminConfig(admin_apps.AdminConfig):
     """Django's admin with karpui's site, whose login form is throttled like karpui's own."""
 
     default = False  # "karpui" in INSTALLED_APPS still means KarpuiConfig
-    default_site = "karpui.login.AdminSite"
+    default_site = "karpui.web.login.AdminSite"

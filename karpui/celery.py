@@ -5,8 +5,11 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import before_task_publish
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "karpui.settings")
+# `filesystem://` is karpui's filesystem transport: kombu's, with messages written whole (karpui.broker).
+TRANSPORT_ALIASES["filesystem"] = "karpui.broker:Transport"
 
 app = Celery("karpui")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -9,7 +9,11 @@ max_connections counts them across every worker and replica); its memory is smal
 import os
 from typing import Any
 
-worker_class = "gthread"
+# gthread, with every request read whole (TLS handshake, headers, body) by the worker's event loop under time limits
+# before a thread serves it: slow clients cannot take the threads (karpui/webworker.py).
+worker_class = "karpui.webworker.SlowClientSafeWorker"
+# Connections a worker holds at once, open ones included; past it, the slowest-arriving make way (webworker).
+worker_connections = 2000
 # gunicorn 25's control socket is one path per user ($HOME/.gunicorn/gunicorn.ctl), so two karpui servers on a
 # machine (a developer's and the tests') took it from each other; karpui does not use gunicornc.
 control_socket_disable = True

@@ -73,10 +73,14 @@ def broker() -> Check:
 def ticks(now: datetime) -> dict[str, Check]:
     """Each cluster's last successful tick (a lab's periodic tick; a kwok or observe cluster's last step by the
     engine leading it), stale after KARPUI_TICK_STALE_SECONDS. A cluster not ticked yet passes only while it is
-    younger than that (a fresh install waits for its first tick, an engine for its informers and its Lease)."""
+    younger than that (a fresh install waits for its first tick, an engine for its informers and its Lease). A kwok
+    or observe cluster whose engine's list or watch of some kind has failed for longer than that (refused with 429,
+    say) fails too: its engine steps on a mirror that has gone stale."""
     stale = settings.KARPUI_TICK_STALE_SECONDS
+    engines = models.Cluster.objects.filter(mode__in=(models.Cluster.Mode.KWOK, models.Cluster.Mode.OBSERVE))
+    failing = dict(engines.values_list("name", "lab_state__informers"))
     checks = {}
-    for cluster in models.Cluster.objects.order_by("name"):
+    for cluster in models.Cluster.objects.defer("lab_state").order_by("name"):
         since = cluster.ticked_at or cluster.created_at
         age = max((now - since).total_seconds(), 0.0)
         check: Check = {"ok": age <= stale, "stale_after_seconds": stale}
@@ -84,6 +88,15 @@ def ticks(now: datetime) -> dict[str, Check]:
             check["error" if age > stale else "note"] = "never ticked"
         else:
             check["age_seconds"] = round(age, 1)
+        watches = {
+            kind: facts for kind, facts in (failing.get(cluster.name) or {}).items() if facts["failing_seconds"] > stale
+        }
+        if watches and check["ok"]:
+            check["ok"] = False
+            check["error"] = "; ".join(
+                f"{kind} list/watch failing for {facts['failing_seconds']:.0f} s ({facts['error']})"
+                for kind, facts in watches.items()
+            )
         checks[cluster.name] = check
     return checks
 

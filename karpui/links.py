@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 
-from karpui.services import DEFAULT_CLUSTER
+from karpui.clusters.registry import DEFAULT_CLUSTER
 
 
 def cluster_name(cluster: Any) -> str:

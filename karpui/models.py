@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 if TYPE_CHECKING:
@@ -40,7 +42,7 @@ class Cluster(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     lab_state = models.JSONField(default=dict, blank=True, help_text="The lab's controller state (batcher, RNG).")
     # Changed by every full run of the lab's engine: a process that kept the lab in memory after its own run may
-    # go on from memory only while this is still the token it wrote (karpui.lab's warm engine).
+    # go on from memory only while this is still the token it wrote (karpui.clusters.lab's warm engine).
     engine_token = models.CharField(max_length=32, blank=True)
     # A lab run as a stand-in for a real cluster (served over the Kubernetes API to a kwok- or observe-mode engine)
     # runs only its cluster side: kube-scheduler, kubelets, workload controllers, kwok nodes, DRA driver.
@@ -143,7 +145,9 @@ class NodePool(KubeObjectMixin):
     class Meta:
         verbose_name = "NodePool"
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="nodepool_unique_name")]
-        ordering = ["-weight", "-name"]
+        # Karpenter's OrderByWeight: the heaviest first, no weight counting as 0 (PostgreSQL puts NULLs first in
+        # a descending order, SQLite last), then by name, later in the alphabet first.
+        ordering = [Coalesce("weight", 0).desc(), "-name"]
 
     def __str__(self) -> str:
         return self.name
@@ -210,6 +214,29 @@ class KubeObject(models.Model):
         }
 
 
+class OrderedJSONField(models.JSONField):  # type: ignore[type-arg]
+    """A JSON object whose keys keep the order they were written in: PostgreSQL's json, not jsonb, which sorts keys
+    (a log record's fields read as the controller logged them, on every database)."""
+
+    def db_type(self, connection: Any) -> str | None:
+        return "json" if connection.vendor == "postgresql" else super().db_type(connection)
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if connection.vendor != "postgresql":
+            return super().get_db_prep_value(value, connection, prepared)
+        from psycopg.types.json import Json  # psycopg only where PostgreSQL is: Django sends Jsonb, sorted on the way
+
+        return Json(value if prepared else self.get_prep_value(value), dumps=lambda v: json.dumps(v, cls=self.encoder))
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        # psycopg decodes json itself (Django has it hand jsonb over as text only).
+        return (
+            value
+            if value is None or not isinstance(value, str)
+            else super().from_db_value(value, expression, connection)
+        )
+
+
 class LogEntry(models.Model):
     """A controller log record (Karpenter's message names and fields) at the cluster's time."""
 
@@ -218,7 +245,7 @@ class LogEntry(models.Model):
     level = models.CharField(max_length=8)
     logger = models.CharField(max_length=128)
     message = models.CharField(max_length=255, db_index=True)
-    fields = models.JSONField(default=dict)
+    fields = OrderedJSONField(default=dict)
 
     class Meta:
         ordering = ["time", "id"]
@@ -282,10 +309,17 @@ class Offering(models.Model):
     capacity_type = models.CharField(max_length=32)
     price = models.FloatField(help_text="US dollars per hour.")
     available = models.BooleanField(default=True)
+    # A reserved offering's capacity reservation: its id, its type (default or capacity-block) and how many
+    # instances it holds; empty and 0 for on-demand and spot.
+    reservation_id = models.CharField(max_length=63, blank=True, default="")
+    reservation_type = models.CharField(max_length=32, blank=True, default="")
+    reservation_capacity = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["instance_type", "zone", "capacity_type"], name="offering_unique")
+            models.UniqueConstraint(
+                fields=["instance_type", "zone", "capacity_type", "reservation_id"], name="offering_unique"
+            )
         ]
         ordering = ["instance_type", "id"]
 
@@ -310,12 +344,51 @@ class DeviceDeclaration(models.Model):
         return self.name
 
 
+class ApprovalModeRequest(models.Model):
+    """A request to take a NodePool's approval mode away from manual (to auto or auto-below, where commands run
+    without a person): a decision an approver makes, and under four eyes someone other than who asked. Approving it
+    applies the change, in the same transaction as its audit row."""
+
+    class Decision(models.TextChoices):
+        PENDING = "", "pending"
+        APPLIED = "applied", "approved and applied"
+        DENIED = "denied", "denied"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="approval_mode_requests")
+    nodepool = models.CharField(max_length=253)
+    mode = models.CharField(max_length=32)
+    threshold = models.CharField(max_length=32, blank=True, help_text="$/h for auto-below, as stored.")
+    requested_by = models.CharField(max_length=150)
+    requested_at = models.DateTimeField(default=timezone.now)
+    reason = models.TextField(blank=True)
+    decision = models.CharField(max_length=16, blank=True, choices=Decision.choices, default=Decision.PENDING)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "nodepool", "decision"], name="modereq_cluster_pool")]
+
+    def __str__(self) -> str:
+        return f"{self.nodepool}: manual → {self.mode} ({self.get_decision_display()})"
+
+
 class AuditEvent(models.Model):
     """An append-only record of a human change or decision, written in the same transaction as the change."""
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # The cluster the change or decision was about; empty for what every cluster shares (catalogs, device
+    # declarations). Kept when the cluster is deleted: the trail outlives what it is about, as the actor's name does.
+    cluster = models.ForeignKey(
+        Cluster, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events", db_index=False
+    )
+    cluster_name = models.CharField(max_length=63, blank=True, help_text="The cluster's name, kept if it is deleted.")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     actor_name = models.CharField(max_length=150, help_text="Who acted, kept if the user is deleted.")
+    impersonator = models.CharField(
+        max_length=150, blank=True, help_text="Who acted as actor_name (kubectl --as), if anyone."
+    )
     via = models.CharField(max_length=32, help_text="cli, admin, web or api.")
     action = models.CharField(max_length=64)
     target_kind = models.CharField(max_length=64)
@@ -326,11 +399,16 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # A cluster's trail, newest first, and one object's history within it (a command's or a NodePool's page).
+        indexes = [
+            models.Index(fields=["cluster", "-created_at"], name="auditevent_cluster_time"),
+            models.Index(fields=["cluster", "target_kind", "target_name"], name="auditevent_cluster_target"),
+        ]
 
     def __str__(self) -> str:
-        return (
-            f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.target_kind}/{self.target_name}"
-        )
+        where = f"[{self.cluster_name}] " if self.cluster_name else ""
+        actor = f"{self.actor_name} (impersonated by {self.impersonator})" if self.impersonator else self.actor_name
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {where}{actor} {self.action} {self.target_kind}/{self.target_name}"
 
 
 class CostSample(models.Model):
@@ -357,7 +435,7 @@ class CostSample(models.Model):
 class ChangeLogEntry(models.Model):
     """One change of one object of a cluster at its resourceVersion: the history a Kubernetes watch replays.
 
-    Written in the transaction that makes the change; kept for a retention window (karpui.kubeapi.changelog).
+    Written in the transaction that makes the change; kept for a retention window (karpui.clusters.changelog).
     """
 
     class Type(models.TextChoices):
@@ -395,7 +473,14 @@ class ApiToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     digest = models.CharField(max_length=64, unique=True)
     description = models.CharField(max_length=200, blank=True)
+    cluster = models.CharField(
+        max_length=63,
+        blank=True,
+        help_text="The cluster the kubeconfig was made for: the one its requests at the server's root reach.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Refused from then on; empty: never.")
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="To the minute.")
 
     class Meta:
         ordering = ["-created_at"]
@@ -406,7 +491,7 @@ class ApiToken(models.Model):
 
 class TrendSample(models.Model):
     """A gauge of a cluster from `time` (cluster time, to the minute) until its next sample, written on change only
-    (karpui.trends): a minute the gauge changed in holds its time-weighted average, the next minute the value it went
+    (karpui.history.trends): a minute the gauge changed in holds its time-weighted average, the next minute the value it went
     on at. `series` "pending" (pods waiting for a node, `key` empty) or "nodes" (the Nodes of NodePool `key`; empty
     for nodes of no NodePool)."""
 
@@ -430,7 +515,7 @@ class TrendSample(models.Model):
 class ActivitySample(models.Model):
     """What happened in one minute of a cluster (cluster time): the pods that started running, each one's seconds
     from creation to running counted in `latency` ({"seconds": pods}), and the nodes disruption took, by reason.
-    Only minutes in which something happened have a row (karpui.trends)."""
+    Only minutes in which something happened have a row (karpui.history.trends)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="activity_samples")
     time = models.DateTimeField()
@@ -447,7 +532,7 @@ class ActivitySample(models.Model):
 
 
 class TrendHour(models.Model):
-    """One whole hour of a cluster's trends rolled up from its TrendSamples and ActivitySamples (karpui.trends), so
+    """One whole hour of a cluster's trends rolled up from its TrendSamples and ActivitySamples (karpui.history.trends), so
     a month's chart reads 720 rows, not 43,200 minutes per gauge: each gauge's time-weighted average over the hour
     (`gauges`, {"series/key": average}, every gauge that had a value then, zeros included), and the hour's pods
     started, their latencies ({"seconds": pods}) and nodes disrupted by reason. Written once the hour is over."""

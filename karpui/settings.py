@@ -9,6 +9,16 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from provisioner.durations import DurationError, format_duration, parse_duration
+from provisioner.options import (
+    MIN_VALUES_POLICIES,
+    PREFERENCE_POLICIES,
+    RESPECT,
+    STRICT,
+    OptionsError,
+    parse_feature_gates,
+)
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("KARPUI_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -25,15 +35,45 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be true or false, got {value!r}")
 
 
+def env_number(name: str, default: float, *, whole: bool = False) -> float:
+    """A non-negative number from the environment (a whole one with `whole`), or ImproperlyConfigured naming it."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    try:
+        number = int(value) if whole else float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a {'whole ' if whole else ''}number, got {value!r}") from None
+    if not 0 <= number < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be a finite number of at least 0, got {value!r}")
+    return number
+
+
 def feature_gates(text: str) -> dict[str, bool]:
-    """Parse Karpenter's FEATURE_GATES syntax: `SpotToSpotConsolidation=true,NodeRepair=false`."""
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            raise ImproperlyConfigured(f"KARPUI_FEATURE_GATES: expected Name=true|false, got {item!r}")
-        gates[name.strip()] = value.lower() == "true"
-    return gates
+    """Parse Karpenter's FEATURE_GATES syntax (`SpotToSpotConsolidation=true,NodeRepair=false`) over its defaults."""
+    try:
+        return parse_feature_gates(text)
+    except OptionsError as error:
+        raise ImproperlyConfigured(f"KARPUI_FEATURE_GATES: {error}") from None
+
+
+def one_of(name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = os.environ.get(name, default)
+    if value not in allowed:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def env_duration(name: str, default: str, *, at_least: int = 0) -> int:
+    """A duration from the environment (`10m`, `1h30m`, `90s`) in whole seconds, or ImproperlyConfigured naming it."""
+    value = os.environ.get(name) or default
+    try:
+        seconds = parse_duration(value)
+    except DurationError as error:
+        raise ImproperlyConfigured(f"{name}: {error}") from None
+    if seconds is None or seconds < at_least:
+        raise ImproperlyConfigured(f"{name} must be at least {format_duration(at_least)}, got {value!r}")
+    return seconds
 
 
 DEBUG = env_bool("DEBUG", True)
@@ -57,11 +97,42 @@ KARPUI_KUBE_CONTEXT = os.environ.get("KARPUI_KUBE_CONTEXT", "")
 KARPUI_FEATURE_GATES = feature_gates(os.environ.get("KARPUI_FEATURE_GATES", ""))
 # DRA works by default; true restores Karpenter's IGNORE_DRA_REQUESTS behaviour (such pods are never provisioned).
 KARPUI_IGNORE_DRA_REQUESTS = env_bool("KARPUI_IGNORE_DRA_REQUESTS", False)
+# Karpenter's PREFERENCE_POLICY (Respect|Ignore) and MIN_VALUES_POLICY (Strict|BestEffort), for every cluster.
+KARPUI_PREFERENCE_POLICY = one_of("KARPUI_PREFERENCE_POLICY", RESPECT, PREFERENCE_POLICIES)
+KARPUI_MIN_VALUES_POLICY = one_of("KARPUI_MIN_VALUES_POLICY", STRICT, MIN_VALUES_POLICIES)
 # Four eyes: whoever asked for a manual disruption may not also approve it.
 KARPUI_FOUR_EYES = env_bool("KARPUI_FOUR_EYES", True)
+# Approving a command that evicts more pods than this, or saves more $/h than this, asks for a confirmation with a
+# note (the web form's box, `karp approve --confirm --reason`): one click must not drain a fleet.
+KARPUI_CONFIRM_EVICTIONS = int(env_number("KARPUI_CONFIRM_EVICTIONS", 50, whole=True))
+KARPUI_CONFIRM_SAVINGS = env_number("KARPUI_CONFIRM_SAVINGS", 5.0)
+# Observe mode's gate over a real Karpenter (README, "The gate over a real Karpenter"). While karpui is down, `closed`
+# keeps every NodePool it gates held; `open` lets each hold lapse KARPUI_GATE_LEASE after karpui last renewed it.
+KARPUI_GATE_FAILURE = one_of("KARPUI_GATE_FAILURE", "closed", ("closed", "open"))
+KARPUI_GATE_LEASE = env_duration("KARPUI_GATE_LEASE", "10m", at_least=120)
+# How long Karpenter has to take an approved command once karpui released it (its poll, 15 s validation, slack).
+KARPUI_GATE_RELEASE = env_duration("KARPUI_GATE_RELEASE", "3m", at_least=60)
+# An approved command re-checked before it runs carries its approval over a new plan that saves less, unless it
+# saves less by more than this share of what it said (README, "Re-checked at execution").
+KARPUI_RECHECK_SAVINGS_TOLERANCE = env_number("KARPUI_RECHECK_SAVINGS_TOLERANCE", 0.10)
+
+
+def cluster_paths(name: str) -> dict[str, str]:
+    """`CLUSTER=PATH[,CLUSTER=PATH...]` from the environment, or ImproperlyConfigured naming the pair it cannot read."""
+    paths = {}
+    for pair in filter(None, (p.strip() for p in os.environ.get(name, "").split(","))):
+        cluster, _, path = pair.partition("=")
+        if not cluster.strip() or not path.strip():
+            raise ImproperlyConfigured(f"{name}: {pair!r} is not CLUSTER=PATH")
+        paths[cluster.strip()] = path.strip()
+    return paths
+
+
+# observe mode: Karpenter's log file per cluster, where karpui can read it (the Logs page shows its lines).
+KARPUI_KARPENTER_LOGS = cluster_paths("KARPUI_KARPENTER_LOGS")
 
 INSTALLED_APPS = [
-    "karpui.apps.AdminConfig",  # django.contrib.admin with the login throttle (karpui.login)
+    "karpui.apps.AdminConfig",  # django.contrib.admin with the login throttle (karpui.web.login)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -73,7 +144,11 @@ INSTALLED_APPS = [
     "karpui",
 ]
 
+# Flash messages wait for a page of the cluster they are about (karpui/web/flash.py).
+MESSAGE_STORAGE = "karpui.web.flash.ClusterMessageStorage"
+
 MIDDLEWARE = [
+    "karpui.requests.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -84,7 +159,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "karpui.badrequest.BadRequestMiddleware",
+    "karpui.web.badrequest.BadRequestMiddleware",
 ]
 
 ROOT_URLCONF = "karpui.urls"
@@ -100,10 +175,15 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "karpui.context_processors.pause_banner",
-                "karpui.context_processors.reconcile_errors",
+                "karpui.web.context_processors.pause_banner",
+                "karpui.web.context_processors.reconcile_errors",
             ],
             "builtins": ["template_partials.templatetags.partials"],
+            # The dashboard's tags live with its views (karpui/web/), not in an app's templatetags/ folder.
+            "libraries": {
+                "karpui": "karpui.web.templatetags.karpui",
+                "tables": "karpui.web.templatetags.tables",
+            },
         },
     },
 ]
@@ -139,6 +219,8 @@ LOGIN_URL = "login"
 # /metrics is open unless this is set; then Prometheus must send it as a bearer token.
 KARPUI_METRICS_TOKEN = os.environ.get("KARPUI_METRICS_TOKEN", "")
 KARPUI_LOGIN_MAX_FAILURES = int(os.environ.get("KARPUI_LOGIN_MAX_FAILURES", "5"))
+# Days an API token (karp kubeconfig) is valid for; 0: until revoked.
+KARPUI_API_TOKEN_DAYS = int(os.environ.get("KARPUI_API_TOKEN_DAYS", "90"))
 KARPUI_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("KARPUI_LOGIN_LOCKOUT_SECONDS", "900"))
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -166,13 +248,18 @@ CACHES = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
-    for _folder in ("queue", "processed", "control"):
+    for _folder in ("queue", "processed", "control", "rejected"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+    # karpui.broker's transport (celery.py maps filesystem:// to it): kombu's without its torn-message race.
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "control_folder": str(_broker_dir / "control"),
+        "rejected_folder": str(_broker_dir / "rejected"),
+        # The worker looks for messages ten times a second (kombu's default is once): a write's tick (nudge)
+        # must come within a fraction of one.
+        "polling_interval": 0.1,
         "store_processed": False,
     }
 else:
@@ -182,6 +269,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 KARPUI_TICK_SECONDS = float(os.environ.get("KARPUI_TICK_SECONDS", "1"))
+# A write to a lab cluster whose worker is running asks for a tick at once (karpui.clusters.lab.nudge), so the
+# lab reacts in a fraction of a second, as a cluster's controllers do, not only at the next periodic tick.
+KARPUI_TICK_ON_WRITE = os.environ.get("KARPUI_TICK_ON_WRITE", "true").lower() not in ("0", "false", "no")
+# Every lab is a kind cluster with Karpenter installed (karpui.writes.lab_objects.lab_install_ensure: kind's
+# control-plane node and the chart's Deployment, from migrate, `karp cluster create` and `karp reset`), as a guide's
+# `kind create cluster` and `helm install karpenter` leave one. False leaves labs bare: the test suite's default
+# (tests/parallel.py), where each test builds the cluster it needs.
+KARPUI_LAB_INSTALL = os.environ.get("KARPUI_LAB_INSTALL", "true").lower() not in ("0", "false", "no")
 # /readyz fails while a lab cluster's last successful tick is older than this (30 periods: 30 s by default).
 KARPUI_TICK_STALE_SECONDS = float(os.environ.get("KARPUI_TICK_STALE_SECONDS", str(30 * KARPUI_TICK_SECONDS)))
 # Touched by `manage.py engine` each time round its loop, and by Celery beat each time it sends a task, when set: the
@@ -204,6 +299,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "pythonjsonlogger.json.JsonFormatter", "fmt": "%(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
-    "loggers": {"karpui": {"handlers": ["console"], "level": os.environ.get("KARPUI_LOG_LEVEL", "INFO")}},
+    "filters": {"request_id": {"()": "karpui.requests.RequestIdFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]}},
+    "loggers": {
+        "karpui": {"handlers": ["console"], "level": os.environ.get("KARPUI_LOG_LEVEL", "INFO")},
+        # The engine's parts outside Django: leader election, informers (a refused watch is a warning).
+        "provisioner": {"handlers": ["console"], "level": os.environ.get("KARPUI_LOG_LEVEL", "INFO")},
+    },
 }

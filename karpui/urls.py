@@ -4,12 +4,33 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from karpui import catalog_views, login, metrics, node_actions, node_views, nodepool_views, object_views, views
+from karpui.kubeapi import root
+from karpui.web import (
+    browse_views,
+    catalog_views,
+    command_views,
+    event_views,
+    login,
+    metrics,
+    node_actions,
+    node_views,
+    nodepool_views,
+    object_views,
+    switch_views,
+    token_views,
+    views,
+)
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    # `/`, `/healthz` and `/readyz` answer kubectl as kube-apiserver, browsers and probes as the dashboard.
+    *root.urlpatterns(home=views.home, healthz=views.healthz, readyz=views.readyz),
     path("banners/", views.banners, name="banners"),
+    path("switch/", switch_views.cluster_switch, name="cluster-switch"),
+    path("clusters/", browse_views.clusters, name="clusters"),
+    path("search/", browse_views.search, name="search"),
+    path("pods/", browse_views.pods, name="pods"),
     path("pods/pending/", views.pending, name="pending"),
+    path("workloads/", browse_views.workloads, name="workloads"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<str:name>/", node_views.node_detail, name="node-detail"),
     path("nodes/<str:name>/cordon", node_actions.node_cordon, name="node-cordon"),
@@ -21,11 +42,19 @@ urlpatterns = [
     path("disruption/pause", views.pause, name="disruption-pause"),
     path("disruption/resume", views.resume, name="disruption-resume"),
     path("disruption/approve", views.commands_approve, name="commands-approve"),
+    path("disruption/plan", command_views.commands_plan, name="commands-plan"),
+    path(
+        "disruption/modes/<int:pk>/<str:action>",
+        command_views.approval_mode_decide,
+        name="approval-mode-decide",
+    ),
+    path("disruption/<str:name>/", command_views.command_detail, name="command-detail"),
+    path("disruption/<str:name>/withdraw", command_views.command_withdraw, name="command-withdraw"),
     path("disruption/<str:name>/approve", views.command_approve, name="command-approve"),
     path("disruption/<str:name>/deny", views.command_deny, name="command-deny"),
     path("savings/", views.savings, name="savings"),
     path("trends/", views.trends, name="trends"),
-    path("events/", views.events, name="events"),
+    path("events/", event_views.events, name="events"),
     path("catalog/", views.catalog, name="catalog"),
     path("catalog/import", catalog_views.catalog_import, name="catalog-import"),
     path("catalog/<slug:name>/export", catalog_views.catalog_export, name="catalog-export"),
@@ -35,12 +64,13 @@ urlpatterns = [
     path("nodepools/new/", nodepool_views.nodepool_new, name="nodepool-new"),
     path("nodepools/<str:name>/", nodepool_views.nodepool_edit, name="nodepool-edit"),
     path("nodepools/<str:name>/delete", nodepool_views.nodepool_delete, name="nodepool-delete"),
+    path("nodepools/<str:name>/scale", nodepool_views.nodepool_scale, name="nodepool-scale"),
     path("nodepools/<str:name>/approval-mode", views.nodepool_approval_mode, name="nodepool-approval-mode"),
+    path("tokens/", token_views.tokens, name="tokens"),
+    path("tokens/<int:token_id>/revoke", token_views.token_revoke, name="token-revoke"),
     path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("favicon.ico", views.favicon, name="favicon"),
-    path("healthz", views.healthz, name="healthz"),
-    path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("k8s/clusters/<slug:cluster>/", include("karpui.kubeapi.urls")),

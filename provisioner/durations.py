@@ -1,4 +1,5 @@
-"""Go-style durations ("720h", "1h30m", "10s", "Never") as whole seconds."""
+"""Go-style durations: Kubernetes' and Karpenter's API fields ("720h", "1h30m", "10s", "Never") as whole seconds, and
+Go's time.ParseDuration for Karpenter's options ("500ms", "1.5s")."""
 
 from __future__ import annotations
 
@@ -42,3 +43,44 @@ def format_duration(seconds: int | None) -> str:
         if amount:
             parts.append(f"{amount}{unit}")
     return "".join(parts)
+
+
+# time.ParseDuration's units, in seconds.
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_GO_NUMBER = re.compile(r"[0-9]*(?:\.[0-9]*)?")
+_GO_UNIT = re.compile(r"[^0-9.]*")
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in `text` as Go's time.ParseDuration reads it: an optional sign, then decimal numbers each with a unit
+    (`300ms`, `1.5h`, `2h45m`), or `0`; Go's errors otherwise (`time: invalid duration "x"`, `time: missing unit in
+    duration "1"`, `time: unknown unit "d" in duration "1d"`)."""
+    quoted = _quoted(text)
+    rest = text[1:] if text[:1] in ("+", "-") else text
+    if rest == "0":
+        return 0.0
+    if not rest:
+        raise DurationError(f"time: invalid duration {quoted}")
+    seconds, position = 0.0, 0
+    while position < len(rest):
+        number = _GO_NUMBER.match(rest, position)
+        assert number is not None  # the pattern matches the empty string
+        if number.group() in ("", "."):
+            raise DurationError(f"time: invalid duration {quoted}")
+        unit = _GO_UNIT.match(rest, number.end())
+        assert unit is not None
+        if not unit.group():
+            raise DurationError(f"time: missing unit in duration {quoted}")
+        if unit.group() not in _GO_UNITS:
+            raise DurationError(f"time: unknown unit {_quoted(unit.group())} in duration {quoted}")
+        seconds += float(number.group()) * _GO_UNITS[unit.group()]
+        position = unit.end()
+    if seconds > MAX_SECONDS:
+        raise DurationError(f"time: invalid duration {quoted}")
+    return -seconds if text[:1] == "-" else seconds
+
+
+def _quoted(text: str) -> str:
+    """Go's strconv.Quote, for what an error shows (at most 64 characters of it)."""
+    shown = text if len(text) <= 64 else text[:64] + "…"
+    return '"' + shown.replace("\\", "\\\\").replace('"', '\\"') + '"'

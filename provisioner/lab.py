@@ -27,8 +27,9 @@ from provisioner.controllers.context import (
 )
 from provisioner.controllers.manager import Manager
 from provisioner.objects import NodeClass, NodePool
-from provisioner.quantity import add, format_resources, parse_resources
+from provisioner.options import RESERVED_CAPACITY, KarpenterOptions, OptionsError, container_env
 from provisioner.scheduling.logs import LogRecord
+from provisioner.sim import karpenter
 from provisioner.sim.cluster import SimulatedCluster
 
 # A settle normally needs a handful of rounds (a Deployment's pods are made, bound and started in one); more means a
@@ -43,9 +44,8 @@ class LabConfig:
     nodepool_uids: Mapping[str, str]
     nodeclasses: Mapping[tuple[str, str], NodeClass]
     catalogs: Mapping[str, list[InstanceType]]
-    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    options: KarpenterOptions = field(default_factory=KarpenterOptions)
     paused_until: float = 0.0
-    ignore_dra_requests: bool = False
     # What runs on the store: "all" (the cluster side and karpui's controllers), "cluster" (the cluster side only:
     # a stand-in for a real cluster that an engine drives over the Kubernetes API), "none" (a bare API server).
     components: str = "all"
@@ -66,6 +66,7 @@ class Lab:
         # The DRAConfig objects' version the catalogs' devices were declared from (a warm engine redeclares on change).
         self.declared_from = self.store.kind_version("DRAConfig")
         self.cloud = KwokCloudProvider(self.store, config.nodeclasses, catalogs, self.rng)
+        self.cloud.reserved_capacity = config.options.gate(RESERVED_CAPACITY)
         self.ctx = ClusterContext(
             api=self.store,
             cloud=self.cloud,
@@ -75,10 +76,10 @@ class Lab:
             nodepool_uids=config.nodepool_uids,
             nodeclasses=config.nodeclasses,
             catalogs=catalogs,
-            feature_gates=config.feature_gates,
+            options=config.options,
             paused_until=config.paused_until,
-            ignore_dra_requests=config.ignore_dra_requests,
             nominations=dict(state.get("nominations") or {}),
+            buffer_nodes=dict(state.get("buffer_nodes") or {}),
             nominated_events=TokenBucket.from_state(
                 NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, state.get("nominated_events")
             ),
@@ -88,12 +89,18 @@ class Lab:
             raise ValueError(f"components must be one of {', '.join(COMPONENTS)}, got {config.components!r}")
         self.components = config.components
         self.cluster = SimulatedCluster(self.store, self.rng, config.nodepool_uids.values(), state)
+        # The options the configuration gives, and those last read from Karpenter's Deployment over them (with the
+        # Deployments' version they were read at): a cluster's own environment for its controllers.
+        self.default_options = config.options
+        self._options_from: tuple[int, KarpenterOptions] | None = None
+        self._use_options()
         self.manager = Manager(state)
         # Called with the lab each time it has settled at a moment of virtual time (e.g. to sample costs as they
         # were then, not only when the run ends).
         self.observers: list[Callable[[Lab], None]] = []
         self.settle_rounds = 0  # how many steps the last settle took
-        self._settling = False  # a settle stopped by `out_of_time` goes on at the next one
+        # A settle stopped by `out_of_time` goes on at the next one, in this process or after a cold load.
+        self._settling = bool(state.get("settling"))
         self._spinning = 0  # steps of this settle that changed something with no backlog
 
     def reconfigure(self, config: LabConfig) -> None:
@@ -103,15 +110,15 @@ class Lab:
             raise ValueError(f"components must be one of {', '.join(COMPONENTS)}, got {config.components!r}")
         catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))
         self.declared_from = self.store.kind_version("DRAConfig")
-        self.cloud.nodeclasses = config.nodeclasses
-        self.cloud.catalogs = catalogs
+        self.cloud.reconfigure(config.nodeclasses, catalogs)
         self.ctx.nodepools = list(config.nodepools)
         self.ctx.nodepool_uids = config.nodepool_uids
         self.ctx.nodeclasses = config.nodeclasses
         self.ctx.catalogs = catalogs
-        self.ctx.feature_gates = config.feature_gates
+        self.default_options = config.options
+        self._options_from = None
+        self._use_options()
         self.ctx.paused_until = config.paused_until
-        self.ctx.ignore_dra_requests = config.ignore_dra_requests
         self.ctx.memos.clear()
         self.components = config.components
         self.cluster.nodepool_uids = frozenset(config.nodepool_uids.values())
@@ -136,6 +143,7 @@ class Lab:
         self.ctx.now = self.now
         if self.components == "none":
             return []
+        self._use_options()
         changed = self.cluster.step(self.now)
         for error in self.cluster.errors:
             self.ctx.log(LogRecord("cluster component error", {"error": error}, level="ERROR", logger="lab"))
@@ -144,6 +152,33 @@ class Lab:
             changed += self.manager.step(self.ctx)
         self.cluster.after_step()
         return changed
+
+    def _use_options(self) -> None:
+        """The cluster's Karpenter options: the configuration's, with the environment of Karpenter's Deployment in
+        the store (provisioner.sim.karpenter) read over them, as Karpenter reads its own; read again only when a
+        Deployment was written. A value that cannot be read (stored past the API's check) is logged, and the
+        configuration's options kept, where Karpenter would not start."""
+        version = self.store.kind_version("Deployment")
+        if self._options_from is None or self._options_from[0] != version:
+            options = self.default_options
+            for namespace in karpenter.NAMESPACES:  # the releases are kept alike; the later is read over the earlier
+                deployment = self.store.get("Deployment", karpenter.NAME, namespace)
+                if deployment is None:
+                    continue
+                try:
+                    options = KarpenterOptions.from_env(container_env(deployment, karpenter.CONTAINER), options)
+                except OptionsError as error:
+                    self.ctx.log(
+                        LogRecord(
+                            "invalid options, using the defaults",
+                            {"Deployment": {"name": karpenter.NAME, "namespace": namespace}, "error": str(error)},
+                            level="ERROR",
+                            logger="lab",
+                        )
+                    )
+            self._options_from = (version, options)
+        self.ctx.options = self._options_from[1]
+        self.cloud.reserved_capacity = self.ctx.options.gate(RESERVED_CAPACITY)
 
     def settle(self, out_of_time: Callable[[], bool] | None = None) -> bool:
         """Step until nothing changes at this moment, then tell the observers; True once settled.
@@ -190,15 +225,24 @@ class Lab:
         times = [t for t in dues if t is not None and t > self.now]
         return min(times) if times else None
 
-    def advance(self, seconds: float, *, out_of_time: Callable[[], bool] | None = None) -> float:
+    def advance(
+        self, seconds: float, *, out_of_time: Callable[[], bool] | None = None, writes_at_end: bool = False
+    ) -> float:
         """Move the clock `seconds` ahead, settling at every due moment on the way; the seconds actually advanced.
 
         `out_of_time` bounds the work: when it says so after a step, the clock stops at the moment being settled
         (a later run continues from there, so a slow lab catches up in bounded steps instead of overrunning its
         lease, and a large scale-up is spread over runs).
+
+        `writes_at_end`: the writes the store holds that nothing has reacted to yet were made while the clock
+        stood still and wall time ran on to the end of this span (a worker's tick), so the lab does not settle at
+        its start, which would date the reaction before the write (a scale-up's pods made, and their batch window
+        opened, up to a tick early: the whole scale-up, pods made, provisioned, bound and started, in one tick,
+        with nothing to see in between). It reacts at the end, or at a due moment on the way. A settle an earlier
+        run left unfinished goes on first, at its own moment.
         """
         start, end = self.now, self.now + seconds
-        if not self.settle(out_of_time):
+        if (self._settling or not writes_at_end) and not self.settle(out_of_time):
             return self.now - start
         moved = False  # each run gets past at least one due moment, so a slow lab still makes progress
         while True:
@@ -216,38 +260,21 @@ class Lab:
         return seconds
 
     def nodepool_status(self) -> dict[str, dict[str, Any]]:
-        """Per NodePool: resources of its launched NodeClaims (with `nodes`) and its readiness. Every save asks;
-        summing 1,819 NodeClaims' capacities was a third of an idle tick at 20,000 pods, so it is kept until a
-        NodeClaim, a NodePool or a node class changes."""
-        ready = tuple(self.ctx.instance_types_for(np) is not None for np in self.ctx.nodepools)
-        inputs = (self.store.kind_version("NodeClaim"), self.store.cache_epoch, repr(self.ctx.nodepools), ready)
-        return self.ctx.memo("lab/nodepool-status", inputs, self._nodepool_status)
-
-    def _nodepool_status(self) -> dict[str, dict[str, Any]]:
-        usage: dict[str, dict[str, int]] = {np.name: {} for np in self.ctx.nodepools}
-        for claim in self.store.list("NodeClaim"):
-            pool = (claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
-            capacity = (claim.get("status") or {}).get("capacity")
-            if pool in usage and capacity:
-                usage[pool] = add(usage[pool], parse_resources(capacity), {"nodes": 1000})
-        status = {}
-        for nodepool in self.ctx.nodepools:
-            ready = self.ctx.instance_types_for(nodepool) is not None
-            status[nodepool.name] = {
-                "resources": format_resources(usage[nodepool.name]) or {"nodes": "0"},
-                "nodes": usage[nodepool.name].get("nodes", 0) // 1000,
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True" if ready else "False",
-                        "reason": "Ready" if ready else "NodeClassNotReady",
-                        "message": ""
-                        if ready
-                        else f"{nodepool.node_class_ref.kind} {nodepool.node_class_ref.name} not found",
-                    }
-                ],
-            }
-        return status
+        """Per NodePool: resources of its launched NodeClaims (with `nodes`), the node count and the conditions its
+        controller keeps. Every save asks; summing 1,819 NodeClaims' capacities was a third of an idle tick at 20,000
+        pods, so it is kept until a NodeClaim, a NodePool or a condition changes."""
+        controller = self.manager.nodepools
+        inputs = (
+            self.store.kind_version("NodeClaim"),
+            self.store.cache_epoch,
+            repr(self.ctx.nodepools),
+            repr(controller.to_state()),
+            tuple(sorted(self.ctx.unparsed_nodepools.items())),
+            tuple(sorted(self.ctx.nodepool_problems.items())),
+        )
+        return self.ctx.memo(
+            "lab/nodepool-status", inputs, lambda: controller.statuses(self.ctx, self.store.list("NodeClaim"))
+        )
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -257,7 +284,9 @@ class Lab:
             **self.manager.to_state(),
             **self.cluster.to_state(),
             "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
+            "buffer_nodes": dict(self.ctx.buffer_nodes),
             "nominated_events": self.ctx.nominated_events.to_state(),
+            "settling": self._settling,
         }
 
 

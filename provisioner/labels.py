@@ -10,10 +10,15 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ARCH = "kubernetes.io/arch"
 OS = "kubernetes.io/os"
 HOSTNAME = "kubernetes.io/hostname"
+# The one node field required node affinity may select (matchFields): the DaemonSet controller pins its pods to their
+# node with it. Held among a node's requirements as if it were a label, so one compatibility check covers both.
+NODE_NAME_FIELD = "metadata.name"
 WINDOWS_BUILD = "node.kubernetes.io/windows-build"
 REGISTERED = "karpenter.sh/registered"
 INITIALIZED = "karpenter.sh/initialized"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+# When a deleting NodeClaim's drain stops waiting for PDBs and do-not-disrupt (terminationGracePeriod, or a repair).
+TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 NODEPOOL_HASH = "karpenter.sh/nodepool-hash"
 NODEPOOL_HASH_VERSION = "karpenter.sh/nodepool-hash-version"
 # karpui's own: the $/h of the offering a NodeClaim launched on, and a Node that termination has drained.
@@ -34,6 +39,13 @@ KWOK_INSTANCE_CPU = "karpenter.kwok.sh/instance-cpu"
 KWOK_INSTANCE_MEMORY = "karpenter.kwok.sh/instance-memory"
 
 AWS_PREFIX = "karpenter.k8s.aws/"
+
+# A reserved offering's capacity reservation (Karpenter's cloudprovider.ReservationIDLabel and
+# ReservedCapacityLabels): karpui's catalogs name reservations with the AWS provider's labels, the only provider that
+# has them; `capacity-block` is an EC2 Capacity Block, `default` an on-demand capacity reservation.
+RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
+RESERVATION_TYPES = ("default", "capacity-block")
 
 CAPACITY_TYPE_ON_DEMAND = "on-demand"
 CAPACITY_TYPE_SPOT = "spot"
@@ -63,6 +75,8 @@ WELL_KNOWN_LABELS = frozenset(
         AWS_PREFIX + "instance-cpu",
         AWS_PREFIX + "instance-memory",
         AWS_PREFIX + "instance-hypervisor",
+        RESERVATION_ID,
+        RESERVATION_TYPE,
     }
 )
 

@@ -11,6 +11,13 @@ only a ConfigMap lock): so that of several engines pointed at one cluster exactl
   else may take over, so two never act at once; `is_leader()` says so without a request.
 * `release()` on an orderly stop hands the lease over at once (holder emptied, duration 1 s), as Karpenter's
   LeaderElectionReleaseOnCancel does.
+* `fence()` is the check before each write a leader sends: it raises `NotLeading` unless the lease was renewed
+  within the renew deadline. Checking only at the start of a step let a leader paused mid-step (SIGSTOP, a long GC,
+  a stalled VM) wake after another had taken over and finish its step: every object it created then was created
+  twice. Fenced per write, a write leaves at most `renew_deadline` after the last renewal, while another candidate
+  takes over no sooner than `lease_duration` after it observed that renewal: the difference (5 s by default) is
+  the margin a write has to reach the API server. Monotonic time goes on while a process is stopped, so the paused
+  leader's first write after it wakes is refused.
 
 It needs only get, create and update of a Lease (the cluster port, or an uncached client of a real API server).
 """
@@ -26,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from provisioner.cluster.objects import APIError, Obj
+from provisioner.cluster.objects import APIError, NotLeading, Obj
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +96,22 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """Holding the lease, renewed within the renew deadline."""
         return self._renewed_at is not None and self._monotonic() - self._renewed_at < self.config.renew_deadline
+
+    @property
+    def holder(self) -> str:
+        """Who holds the lease as this candidate last read it ("" when free or not read yet)."""
+        return str((self._observed or {}).get("holderIdentity") or "")
+
+    def fence(self) -> None:
+        """Raise NotLeading unless this candidate may write now (see the module's docstring)."""
+        if self._renewed_at is None:
+            raise NotLeading(f"{self.config.identity} does not hold lease {self.config.namespace}/{self.config.name}")
+        age = self._monotonic() - self._renewed_at
+        if age >= self.config.renew_deadline:
+            raise NotLeading(
+                f"{self.config.identity} last renewed lease {self.config.namespace}/{self.config.name} {age:.1f} s ago"
+                f" (renew deadline {self.config.renew_deadline:g} s): another candidate may lead"
+            )
 
     def try_acquire_or_renew(self) -> bool:
         """Read the lease and take or renew it if this candidate may; whether it holds it now."""

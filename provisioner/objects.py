@@ -12,7 +12,9 @@ from provisioner.taints import Taint
 
 WHEN_EMPTY = "WhenEmpty"
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
-CONSOLIDATION_POLICIES = (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED)
+# Karpenter v1.14: consolidates as WhenEmptyOrUnderutilized, but a move must score at least 1/k (k = 2).
+BALANCED = "Balanced"
+CONSOLIDATION_POLICIES = (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED)
 DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
 
 
@@ -82,8 +84,11 @@ class NodePool:
     budgets: tuple[Budget, ...] = DEFAULT_BUDGETS
     limits: Resources = field(default_factory=dict)
     weight: int | None = None
+    # A static NodePool (Karpenter v1.8+, gate StaticCapacity): this many NodeClaims, whatever the pods need.
+    replicas: int | None = None
     labels: dict[str, str] = field(default_factory=dict)  # the NodePool object's own metadata
     annotations: dict[str, str] = field(default_factory=dict)
+    generation: int = 1  # metadata.generation: conditions record the one they were set at
 
     @property
     def expire_after_seconds(self) -> int | None:
@@ -103,6 +108,10 @@ class NodePool:
             ]
         )
 
+    @property
+    def static(self) -> bool:
+        return self.replicas is not None
+
     def ordering_key(self) -> tuple[int, str]:
         """Sort key for Karpenter's order: weight descending, then name descending."""
         return (self.weight or 0, self.name)
@@ -118,6 +127,7 @@ class NodeClass:
     spec: dict[str, object] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    generation: int = 1
 
     @property
     def group(self) -> str:

@@ -184,7 +184,9 @@ def validation_errors(pod: Pod) -> list[str]:
     selectors = [Requirements.from_labels(pod.node_selector)] + [t.requirements for t in pod.required_terms]
     for requirements in selectors:
         for key, requirement in requirements.items():
-            if key == wk.NODEPOOL and requirement.operator == "DoesNotExist":
+            if key == wk.NODE_NAME_FIELD:
+                errors.append("node selector term with matchFields is not supported")
+            elif key == wk.NODEPOOL and requirement.operator == "DoesNotExist":
                 errors.append(f'requirement "{key}" DoesNotExist excludes every NodePool')
             elif wk.is_restricted_label(key) and key not in (wk.NODEPOOL, wk.HOSTNAME):
                 errors.append(f'label "{key}" is restricted')

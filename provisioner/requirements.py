@@ -28,13 +28,15 @@ def _as_int(value: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
-    """Allowed values of one label key: a finite set, or (complement) everything but a set, within bounds."""
+    """Allowed values of one label key: a finite set, or (complement) everything but a set, within inclusive integer
+    bounds. As in Karpenter v1.9+, Gt N is held as Gte N+1 and Lt N as Lte N-1, so a NodeClaim written from it says
+    Gte/Lte."""
 
     key: str
     values: frozenset[str] = frozenset()
     complement: bool = False
-    greater_than: int | None = None  # strict: a value must be > greater_than
-    less_than: int | None = None  # strict: a value must be < less_than
+    gte: int | None = None  # inclusive: a value must be >= gte
+    lte: int | None = None  # inclusive: a value must be <= lte
     min_values: int | None = None
 
     @classmethod
@@ -56,12 +58,14 @@ class Requirement:
                 raise RequirementError(f"operator {operator} needs exactly one integer value, got {list(values)}")
             bound = int(values[0])
             if operator == GT:
-                return cls(key, frozenset(), True, greater_than=bound, min_values=min_values)
+                if bound >= _UNBOUNDED:
+                    return cls(key, frozenset(), False, min_values=min_values)  # Gt MaxInt matches nothing
+                return cls(key, frozenset(), True, gte=bound + 1, min_values=min_values)
             if operator == GTE:
-                return cls(key, frozenset(), True, greater_than=bound - 1, min_values=min_values)
+                return cls(key, frozenset(), True, gte=bound, min_values=min_values)
             if operator == LT:
-                return cls(key, frozenset(), True, less_than=bound, min_values=min_values)
-            return cls(key, frozenset(), True, less_than=bound + 1, min_values=min_values)
+                return cls(key, frozenset(), True, lte=bound - 1, min_values=min_values)
+            return cls(key, frozenset(), True, lte=bound, min_values=min_values)
         raise RequirementError(f"unsupported operator {operator!r}, must be one of {', '.join(OPERATORS)}")
 
     @classmethod
@@ -69,14 +73,7 @@ class Requirement:
         return cls(wk.normalize_key(key), frozenset(values))
 
     def _within(self, value: str) -> bool:
-        if self.greater_than is None and self.less_than is None:
-            return True
-        number = _as_int(value)
-        if number is None:
-            return False
-        if self.greater_than is not None and number <= self.greater_than:
-            return False
-        return self.less_than is None or number < self.less_than
+        return _within_bounds(value, self.gte, self.lte)
 
     def has(self, value: str) -> bool:
         if self.complement:
@@ -94,10 +91,10 @@ class Requirement:
 
     def intersect(self, other: Requirement) -> Requirement:
         complement = self.complement and other.complement
-        greater_than = _max_opt(self.greater_than, other.greater_than)
-        less_than = _min_opt(self.less_than, other.less_than)
+        gte = _max_opt(self.gte, other.gte)
+        lte = _min_opt(self.lte, other.lte)
         min_values = _max_opt(self.min_values, other.min_values)
-        if greater_than is not None and less_than is not None and greater_than >= less_than:
+        if gte is not None and lte is not None and gte > lte:
             return Requirement(self.key, min_values=min_values)
         if self.complement and other.complement:
             values = self.values | other.values
@@ -107,38 +104,42 @@ class Requirement:
             values = self.values - other.values
         else:
             values = self.values & other.values
-        bounded = Requirement(self.key, frozenset(), True, greater_than, less_than)
-        values = frozenset(v for v in values if bounded._within(v))
+        values = frozenset(v for v in values if _within_bounds(v, gte, lte))
         if not complement:
             # A finite set has already been filtered by the bounds; they carry no more information.
-            greater_than = less_than = None
-        return Requirement(self.key, values, complement, greater_than, less_than, min_values)
+            gte = lte = None
+        return Requirement(self.key, values, complement, gte, lte, min_values)
 
     def any_value(self) -> str:
         """A deterministic allowed value (Karpenter picks one at random; we pick the smallest)."""
         if not self.complement:
             return min(self.values) if self.values else ""
-        low = 0 if self.greater_than is None else self.greater_than + 1
-        high = _UNBOUNDED if self.less_than is None else self.less_than
+        low = 0 if self.gte is None else self.gte
+        high = _UNBOUNDED if self.lte is None else self.lte + 1
         for candidate in range(low, min(high, low + len(self.values) + 1)):
             if str(candidate) not in self.values:
                 return str(candidate)
         return ""
 
+    def to_specs(self) -> list[dict[str, object]]:
+        """The NodeSelectorRequirement form(s), as Karpenter serialises them: a bound is Gte or Lte (a requirement
+        with both is two), values sorted."""
+        if self.gte is not None and self.lte is not None:
+            return [self._spec(GTE, [str(self.gte)]), self._spec(LTE, [str(self.lte)])]
+        return [self.to_spec()]
+
     def to_spec(self) -> dict[str, object]:
-        """The NodeSelectorRequirement form, values sorted as Karpenter serialises them."""
-        spec: dict[str, object] = {"key": self.key}
-        if self.complement and not self.values and (self.greater_than is not None or self.less_than is not None):
-            if self.greater_than is not None and self.less_than is None:
-                spec.update(operator=GT, values=[str(self.greater_than)])
-            elif self.less_than is not None and self.greater_than is None:
-                spec.update(operator=LT, values=[str(self.less_than)])
-            else:
-                spec.update(operator=GT, values=[str(self.greater_than)])
-        else:
-            spec["operator"] = self.operator
-            if self.values:
-                spec["values"] = sorted(self.values)
+        """One NodeSelectorRequirement (with both bounds, the lower: `to_specs` gives both)."""
+        if self.gte is not None:
+            return self._spec(GTE, [str(self.gte)])
+        if self.lte is not None:
+            return self._spec(LTE, [str(self.lte)])
+        return self._spec(self.operator, sorted(self.values))
+
+    def _spec(self, operator: str, values: list[str]) -> dict[str, object]:
+        spec: dict[str, object] = {"key": self.key, "operator": operator}
+        if values:
+            spec["values"] = values
         if self.min_values is not None:
             spec["minValues"] = self.min_values
         return spec
@@ -148,12 +149,27 @@ class Requirement:
         if operator in (EXISTS, DOES_NOT_EXIST):
             text = f"{self.key} {operator}"
         else:
-            text = f"{self.key} {operator} {sorted(self.values)}"
-        if self.greater_than is not None:
-            text += f" >{self.greater_than}"
-        if self.less_than is not None:
-            text += f" <{self.less_than}"
+            values = sorted(self.values)
+            if len(values) > 5:
+                values = [*values[:5], f"and {len(values) - 5} others"]
+            text = f"{self.key} {operator} [{' '.join(values)}]"  # as Go prints a slice, which Karpenter's messages use
+        if self.gte is not None:
+            text += f" >={self.gte}"
+        if self.lte is not None:
+            text += f" <={self.lte}"
+        if self.min_values is not None:
+            text += f" minValues {self.min_values}"
         return text
+
+
+def _within_bounds(value: str, gte: int | None, lte: int | None) -> bool:
+    """Bounds allow only integers between them; no bounds allow anything."""
+    if gte is None and lte is None:
+        return True
+    number = _as_int(value)
+    if number is None:
+        return False
+    return (gte is None or number >= gte) and (lte is None or number <= lte)
 
 
 def _max_opt(a: int | None, b: int | None) -> int | None:
@@ -292,4 +308,4 @@ class Requirements(Mapping[str, Requirement]):
         return result
 
     def to_specs(self) -> list[dict[str, object]]:
-        return [self._by_key[key].to_spec() for key in sorted(self._by_key)]
+        return [spec for key in sorted(self._by_key) for spec in self._by_key[key].to_specs()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Mapping, Sequence
 
@@ -242,3 +243,30 @@ def zone_counts(result, key: str = ZONE) -> list[int]:
         assert len(values) == 1, f"NodeClaim not pinned on {key}: {values}"
         counts[next(iter(values))] = counts.get(next(iter(values)), 0) + len(nc.pods)
     return sorted(counts.values())
+
+
+# A NodePool manifest with only what the API requires, for tests of what one more field does.
+MINIMAL_NODEPOOL = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "default"},
+    "spec": {
+        "template": {
+            "spec": {
+                "requirements": [],
+                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+            }
+        }
+    },
+}
+
+
+def with_spec(path: str, value):
+    """A copy of MINIMAL_NODEPOOL with `value` set at a dotted path below the document."""
+    doc = copy.deepcopy(MINIMAL_NODEPOOL)
+    keys = path.split(".")
+    target = doc
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = value
+    return doc

@@ -4,7 +4,8 @@ login counters and Celery queues never meet, as their PostgreSQL test databases 
 
 It also keeps the tests that mostly wait on wall time together: tests/kube's engines tick a lab API server at wall
 time (its backoffs and consolidateAfter are real seconds, 5-47 s a test) and tests/browser waits on a live server's
-polls. Handed out one by one they ran on both workers at once, both waiting while the CPU idled; as one group each
+polls; tests/seeds runs each seed experiment once per module (its kubectl lines, in a shell), which one worker must
+do for all of the module's tests. Handed out one by one they ran on both workers at once, both waiting while the CPU idled; as one group each
 (see pytest_xdist_make_scheduler), one worker waits through them while the other computes the rest."""
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ if worker.startswith("gw") and os.environ.get("REDIS_URL"):
     base = int(url.path.strip("/") or 0)
     os.environ["REDIS_URL"] = urlunsplit(url._replace(path=f"/{base + 1 + int(worker[2:])}"))
 
+# Labs are bare in tests (karpui.settings.KARPUI_LAB_INSTALL): each test builds the cluster it needs, and those about
+# kind's control plane and Karpenter's install (tests/seeds, tests/kubeapi/test_karpenter_deployment.py) turn it on.
+# Set here, before Django reads its settings, so the servers and engines tests start as processes inherit it.
+os.environ.setdefault("KARPUI_LAB_INSTALL", "false")
+
 # Test folders whose tests go to one worker together, as one unit of work.
-WALL_TIME_GROUPS = ("tests/kube/", "tests/browser/")
+WALL_TIME_GROUPS = ("tests/kube/", "tests/browser/", "tests/seeds/")
 
 
 def _scope(nodeid: str) -> str:

@@ -10,10 +10,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from datetime import timedelta
+from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
+from django.utils import timezone
 
 from karpui import models
 from karpui.kubeapi.errors import Status, forbidden
@@ -30,22 +34,69 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def token_create(*, user: AbstractBaseUser, description: str = "") -> str:
-    """Make a token for `user`; the token itself is returned once and never stored."""
+def token_create(*, user: AbstractBaseUser, description: str = "", cluster: str = "") -> str:
+    """Make a token for `user`, expiring after KARPUI_API_TOKEN_DAYS (0: never); the token itself is returned once
+    and never stored. `cluster` is the one its kubeconfig names: requests at the server's root reach it."""
     token = PREFIX + secrets.token_urlsafe(32)
-    models.ApiToken.objects.create(user=user, digest=_digest(token), description=description[:200])
+    now = timezone.now()
+    days = settings.KARPUI_API_TOKEN_DAYS
+    models.ApiToken.objects.create(
+        user=user,
+        digest=_digest(token),
+        description=description[:200],
+        cluster=cluster,
+        created_at=now,
+        expires_at=now + timedelta(days=days) if days > 0 else None,
+    )
     return token
 
 
 def authenticate(request: HttpRequest) -> AbstractBaseUser | None:
-    """The active user whose token the request carries in `Authorization: Bearer`, or None."""
+    """The active user whose unexpired token the request carries in `Authorization: Bearer`, or None. A token of
+    an inactive user is deleted on sight: reactivating the user never brings it back (a deactivation saved through
+    the model deletes them at once; this catches one made by a bulk update)."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
     row = models.ApiToken.objects.select_related("user").filter(digest=_digest(token.strip())).first()
-    if row is None or not row.user.is_active:
+    if row is None:
         return None
+    now = timezone.now()
+    if not row.user.is_active:
+        models.ApiToken.objects.filter(user=row.user).delete()
+        return None
+    if row.expires_at is not None and row.expires_at <= now:
+        return None
+    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_EVERY:
+        models.ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
     return row.user
+
+
+def token_cluster(request: HttpRequest) -> str:
+    """The cluster the request's bearer token was made for, or "" (no token, an unknown one, one made for no
+    cluster). Whether the token is still valid is the endpoint's to decide, as for any request."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return ""
+    found = models.ApiToken.objects.filter(digest=_digest(token.strip())).values_list("cluster", flat=True).first()
+    return found or ""
+
+
+# How often a token's last use is written: to the minute, not one UPDATE per request of a watch-heavy client.
+LAST_USED_EVERY = timedelta(minutes=1)
+
+
+def tokens_revoke_on_credential_change(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """pre_save of the user model: a new password, or a deactivation, deletes every token of the user (after the
+    save commits with it). Tokens carry the user's authority; whoever changed the password because it leaked, or
+    deactivated the account, means that authority to end, and reactivating the account must not revive them."""
+    if instance.pk is None:
+        return
+    stored = type(instance).objects.filter(pk=instance.pk).values("password", "is_active").first()
+    if stored is None:
+        return
+    if stored["password"] != instance.password or (stored["is_active"] and not instance.is_active):
+        models.ApiToken.objects.filter(user_id=instance.pk).delete()  # in the save's transaction, if it has one
 
 
 def impersonated(request: HttpRequest, user: AbstractBaseUser | None) -> AbstractBaseUser | None:

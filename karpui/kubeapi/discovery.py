@@ -1,7 +1,7 @@
 """Discovery: which groups, versions and resources the API serves, with verbs, short names, categories and
 subresources, both as aggregated discovery (apidiscovery.k8s.io/v2, what kubectl 1.32 asks for first) and as the
 legacy per group-version documents (what the Python client's dynamic client reads). All of it comes from the kind
-registry (karpui.kubectl.resources)."""
+registry (karpui.kinds.resources)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from karpui.kubectl.resources import ALL, Resource
+from karpui.kinds.resources import ALL, Resource
 
 AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 # The kube-apiserver release the lab's API stands for (its nodes say v1.34.0 too).
@@ -30,6 +30,7 @@ _SUBRESOURCES = {
     "status": (None, ("get", "patch", "update")),
     "scale": (("autoscaling", "v1", "Scale"), ("get", "patch", "update")),
     "eviction": (("policy", "v1", "Eviction"), ("create",)),
+    "log": (None, ("get",)),  # kube-apiserver names the Pod as its kind, though it answers text
 }
 
 
@@ -98,7 +99,7 @@ def resource_list(group: str, version: str) -> dict[str, Any]:
         entry.update(_names(resource))
         entry["storageVersionHash"] = _storage_hash(resource)
         resources.append(entry)
-        for name in resource.subresources:
+        for name in resource.subresources_at(version):
             answer, verbs = _SUBRESOURCES[name]
             sub: dict[str, Any] = {
                 "name": f"{resource.plural}/{name}",
@@ -163,7 +164,7 @@ def _aggregated_resource(resource: Resource, version: str) -> dict[str, Any]:
         "verbs": list(served_verbs(resource)),
     }
     entry.update(_names(resource))
-    if resource.subresources:
+    if resource.subresources_at(version):
         entry["subresources"] = [
             {
                 "subresource": name,
@@ -174,7 +175,7 @@ def _aggregated_resource(resource: Resource, version: str) -> dict[str, Any]:
                 ),
                 "verbs": list(_SUBRESOURCES[name][1]),
             }
-            for name in resource.subresources
+            for name in resource.subresources_at(version)
         ]
     return entry
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 
 from karpui import models
+from karpui.kinds.resources import Resource
 from karpui.kubeapi import discovery
 from karpui.kubeapi.errors import no_route
-from karpui.kubectl.resources import Resource
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def target(group: str, version: str, rest: str) -> Target:
         raise no_route()
     name = parts[1] if len(parts) > 1 else None
     subresource = parts[2] if len(parts) > 2 else ""
-    if subresource and subresource not in resource.subresources:
+    if subresource and subresource not in resource.subresources_at(version):
         raise no_route()
     if resource.namespaced and name is not None and namespace is None:
         raise no_route()  # a namespaced object is only reached through its namespace

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from karpui.kubectl.printers import Column
-from karpui.kubectl.resources import Resource
+from karpui.kinds.printers import Column
+from karpui.kinds.resources import Resource
 from provisioner.cluster.objects import Obj
 
 # kube-apiserver's own words for the two columns every table has.

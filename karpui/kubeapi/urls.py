@@ -5,6 +5,7 @@ from django.urls import path, re_path
 from karpui.kubeapi import views
 
 urlpatterns = [
+    re_path(r"^$", views.paths, name="kubeapi-paths"),
     re_path(r"^version/?$", views.version, name="kubeapi-version"),
     re_path(r"^(?P<endpoint>livez|readyz|healthz)(?:/(?P<check>.+))?$", views.health_check, name="kubeapi-health"),
     re_path(r"^api/?$", views.core_root, name="kubeapi-core"),

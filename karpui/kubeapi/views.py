@@ -20,14 +20,14 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from karpui import health, models
-from karpui.kubeapi import auth, discovery, openapi, storage, tables, watch
-from karpui.kubeapi.errors import Status, bad_request, gone, method_not_allowed, no_route, not_found, unauthorized
+from karpui.clusters import storage
+from karpui.kinds.versions import at_version
+from karpui.kubeapi import auth, discovery, openapi, tables, watch
+from karpui.kubeapi.errors import Status, bad_request, gone, method_not_allowed, no_route, unauthorized
+from karpui.kubeapi.reads import must_get, scale_of, selectors
 from karpui.kubeapi.requests import Context, Target, target
-from karpui.kubeapi.selectors import FieldSelector, parse_field_selector
-from karpui.kubeapi.versions import at_version
-from karpui.kubectl.resources import Resource
+from karpui.kubeapi.selectors import parse_field_selector
 from provisioner.cluster.objects import Obj, key_of
-from provisioner.selectors import LabelSelector, SelectorError
 
 View = Callable[..., HttpResponse]
 # How long a list for a resourceVersion newer than the cluster's waits for it, as kube-apiserver's watch cache does.
@@ -67,6 +67,24 @@ def _json(body: Any, status: int = 200, content_type: str = "application/json") 
 @endpoint(public=True)
 def version(request: HttpRequest, ctx: Context) -> HttpResponse:
     return _json(discovery.VERSION)
+
+
+@endpoint()
+def paths(request: HttpRequest, ctx: Context) -> HttpResponse:
+    """`/`: the paths the server serves, as kube-apiserver lists them."""
+    served = ["/api", "/api/v1", "/apis", "/apis/"]
+    for group, versions in discovery.groups():
+        if group:
+            served += [f"/apis/{group}", *(f"/apis/{group}/{version}" for version in versions)]
+    for name in ("healthz", "livez", "readyz"):
+        served += [f"/{name}", *(f"/{name}/{check}" for check in HEALTH_CHECKS)]
+    served += ["/openapi/v2", "/openapi/v3", "/openapi/v3/", "/version"]
+    return _json({"paths": sorted(served)})
+
+
+@endpoint()
+def not_served(request: HttpRequest, ctx: Context) -> HttpResponse:
+    raise no_route()
 
 
 # The checks of /livez, /readyz and /healthz, in the order they are listed: the API server answers, and so does
@@ -190,14 +208,6 @@ def _flag(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
 
-def must_get(ctx: Context, at: Target) -> Obj:
-    resource = at.resource
-    obj = storage.get_object(ctx.cluster, resource, at.name or "", at.namespace or "")
-    if obj is None:
-        raise not_found(resource.qualified, at.name or "", resource.group, resource.plural)
-    return obj
-
-
 def served(at: Target, obj: Obj) -> Obj:
     return at_version(obj, at.group, at.version, namespaced=at.resource.namespaced)
 
@@ -226,36 +236,11 @@ def _get_subresource(request: HttpRequest, ctx: Context, at: Target) -> HttpResp
         return respond(request, ctx, at, obj)
     if at.subresource == "scale":
         return _json(scale_of(obj))
+    if at.subresource == "log":
+        from karpui.kubeapi import logs
+
+        return logs.pod_log(request, ctx, obj)
     raise method_not_allowed()
-
-
-def scale_of(obj: Obj) -> Obj:
-    """The autoscaling/v1 Scale of a Deployment or ReplicaSet."""
-    meta = obj["metadata"]
-    selector = LabelSelector.from_spec((obj.get("spec") or {}).get("selector"))
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
-        },
-        "spec": {"replicas": int((obj.get("spec") or {}).get("replicas", 1))},
-        "status": {
-            "replicas": int((obj.get("status") or {}).get("replicas", 0)),
-            "selector": ",".join(
-                f"{t.key}={next(iter(t.values))}" if t.operator == "In" and len(t.values) == 1 else t.key
-                for t in (selector.terms if selector else ())
-            ),
-        },
-    }
-
-
-def selectors(request: HttpRequest, resource: Resource) -> tuple[LabelSelector, FieldSelector]:
-    try:
-        labels = LabelSelector.parse(request.GET.get("labelSelector", ""))
-    except SelectorError as error:
-        raise bad_request(str(error)) from None
-    return labels, parse_field_selector(request.GET.get("fieldSelector", ""), resource.kind)
 
 
 def _version_param(request: HttpRequest) -> int | None:
@@ -276,8 +261,15 @@ def _encode_continue(version: int, key: tuple[str, str, str]) -> str:
 def _decode_continue(text: str) -> tuple[int, tuple[str, str]]:
     try:
         token = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-        namespace, _, name = str(token["start"]).rstrip("\x00").partition("/")
-        return int(token["rv"]), (namespace, name)
+        version, start = token["rv"], token["start"]
+        # Go reads rv into an int64 (1e999, 1.5 or a string is an error) and the start key as a string; the key
+        # ends with the NUL that makes it "just after" the last name listed, and holds none before.
+        if type(version) is not int or not 0 < version < 2**63 or not isinstance(start, str):
+            raise ValueError("rv or start")
+        namespace, _, name = start.removesuffix("\x00").partition("/")
+        if "\x00" in namespace or "\x00" in name:
+            raise ValueError("start")
+        return version, (namespace, name)
     except (ValueError, KeyError, TypeError, binascii.Error):
         raise bad_request(f"continue key is not valid: {text}") from None
 
@@ -307,7 +299,7 @@ def _list(request: HttpRequest, ctx: Context, at: Target) -> HttpResponse:
     wanted = _version_param(request)
     if wanted is not None:
         _wait_for(ctx, wanted)
-    items, version = storage.list_objects(ctx.cluster, resource, at.namespace, fields)
+    items, version = storage.list_objects(ctx.cluster, resource, at.namespace, fields.equal("spec.nodeName"))
     if wanted is not None and request.GET.get("resourceVersionMatch") == "Exact" and wanted != version:
         # Only the present is kept, not past states: an exact older version is gone, as after compaction.
         raise gone(f"too old resource version: {wanted} ({version})")

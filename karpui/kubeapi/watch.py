@@ -37,11 +37,12 @@ from django.db import OperationalError
 from django.http import HttpRequest
 
 from karpui import models
-from karpui.kubeapi import storage, tables
+from karpui.clusters import storage
+from karpui.kinds.resources import Resource
+from karpui.kinds.versions import at_version
+from karpui.kubeapi import tables
 from karpui.kubeapi.errors import Status
 from karpui.kubeapi.selectors import FieldSelector
-from karpui.kubeapi.versions import at_version
-from karpui.kubectl.resources import Resource
 from provisioner.cluster.objects import Obj, key_of
 from provisioner.selectors import LabelSelector
 
@@ -202,7 +203,9 @@ class Watch:
         request = self.request
         deadline = time.monotonic() + request.timeout
         if request.since is None:
-            items, last = storage.list_objects(request.cluster, request.resource, request.namespace, request.fields)
+            items, last = storage.list_objects(
+                request.cluster, request.resource, request.namespace, request.fields.equal("spec.nodeName")
+            )
             for body in items:
                 if self._matches(body):
                     request.visible.add(key_of(body))

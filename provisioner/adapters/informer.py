@@ -3,7 +3,9 @@ bookmarks, and hand every change to the engine as a delta; after a cut watch, wa
 seen; after 410 Gone (that version is no longer kept), list again; after errors, back off with jitter; and list
 again every `resync_seconds` anyway, so a change lost anywhere is corrected within that period.
 
-It runs in a daemon thread and only ever hands deltas to `sink`; it never touches the engine's cache.
+It runs in a daemon thread and only ever hands deltas to `sink`; it never touches the engine's cache. A refused or
+failed list or watch is logged (the first of a run of failures, then every tenth), a 429's Retry-After is waited out,
+and `failing_for()` says how long it has gone without a working list or watch, for the engine's readiness.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from provisioner.adapters.cache import Event, Replace
 from provisioner.adapters.errors import Expired
 from provisioner.adapters.kinds import Resource
 from provisioner.adapters.transport import Transport
-from provisioner.cluster.objects import APIError, Obj
+from provisioner.cluster.objects import APIError, Obj, TooManyRequests
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ class Informer:
         self.expired = 0
         self.errors = 0
         self.last_error = ""
+        self.failures = 0  # in a row, since the last list or watch that worked
+        self.failing_since: float | None = None
 
     @property
     def kind(self) -> str:
@@ -109,10 +113,32 @@ class Informer:
                 logger.exception("informer %s failed", self.kind)
                 self._failed(error)
 
+    def failing_for(self) -> float:
+        """Seconds since the first of the failures in a row (0 while its list and watch work)."""
+        since = self.failing_since
+        return 0.0 if since is None else max(self.clock() - since, 0.0)
+
+    def _working(self) -> None:
+        if self.failures:
+            logger.info("informer %s: working again after %d failure(s)", self.kind, self.failures)
+        self.failures, self.failing_since = 0, None
+
     def _failed(self, error: Exception) -> None:
         self.errors += 1
+        self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
-        self.stopped.wait(self.backoff.next())
+        if self.failing_since is None:
+            self.failing_since = self.clock()
+        wait = self.backoff.next()
+        retry_after = float(getattr(error, "retry_after", 0) or 0)
+        if isinstance(error, TooManyRequests) and retry_after > wait:
+            wait = retry_after  # the server said when it can take the request: sooner would only be refused
+        if self.failures == 1 or self.failures % 10 == 0:
+            logger.warning(
+                "informer %s: list/watch failed (%d in a row, for %.0f s): %s; retrying in %.1f s",
+                self.kind, self.failures, self.failing_for(), self.last_error, wait,
+            )  # fmt: skip
+        self.stopped.wait(wait)
 
     def _list(self) -> str:
         """Every object of the kind, a page at a time; handed over as one Replace. A continue token that expired
@@ -131,6 +157,7 @@ class Informer:
         self.sink(Replace(self.kind, tuple(items), version))
         self.listed.set()
         self.backoff.reset()
+        self._working()
         return version
 
     def _typed(self, obj: Obj) -> Obj:
@@ -154,6 +181,7 @@ class Informer:
         ]
         self.watches += 1
         self._watch = self.transport.watch(self.resource.collection(), query, timeout + READ_GRACE_SECONDS)
+        self._working()  # the server took the watch
         events = 0
         try:
             for event in self._watch:

@@ -31,6 +31,12 @@ KINDS: tuple[Kind, ...] = (
     Kind("NodePool", "karpenter.sh", "nodepools", False, ("v1",), True),
     Kind("NodeClaim", "karpenter.sh", "nodeclaims", False, ("v1",), True),
     Kind("KWOKNodeClass", "karpenter.kwok.sh", "kwoknodeclasses", False, ("v1alpha1",), True),
+    # A NodePool may point at an EC2NodeClass (seed 004): karpui launches it from the AWS-style catalog.
+    Kind("EC2NodeClass", "karpenter.k8s.aws", "ec2nodeclasses", False, ("v1",), True),
+    Kind("NodeOverlay", "karpenter.sh", "nodeoverlays", False, ("v1alpha1",), True),
+    # CapacityBuffer (gate CapacityBuffer): its pod shape comes from a PodTemplate or a workload.
+    Kind("CapacityBuffer", "autoscaling.x-k8s.io", "capacitybuffers", True, ("v1beta1",), True),
+    Kind("PodTemplate", "", "podtemplates", True, ("v1",), False),
     # DRA objects are read in resource.k8s.io/v1's shape (Kubernetes 1.34 and later).
     Kind("DeviceClass", "resource.k8s.io", "deviceclasses", False, ("v1",), False),
     Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, ("v1",), True),
@@ -40,6 +46,10 @@ KINDS: tuple[Kind, ...] = (
     Kind("Lease", "coordination.k8s.io", "leases", True, ("v1",), False),
 )
 BY_KIND: Mapping[str, Kind] = {k.kind: k for k in KINDS}
+# The kinds the engine keeps informers of: all but Lease. Its own Lease is read and written directly (leader
+# election); a watch of every Lease in the cluster would need RBAC across all namespaces (deploy/ grants Leases only
+# in karpui's own) and would mirror every node's heartbeat, which nothing reads.
+INFORMED: tuple[Kind, ...] = tuple(k for k in KINDS if k.kind != "Lease")
 
 
 @dataclass(frozen=True)

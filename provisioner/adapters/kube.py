@@ -25,7 +25,7 @@ from typing import Any
 
 from provisioner.adapters.cache import Cache, Event, Replace
 from provisioner.adapters.informer import RESYNC_SECONDS, Informer
-from provisioner.adapters.kinds import KINDS, Kind, Resource, resolve, served_versions
+from provisioner.adapters.kinds import INFORMED, Kind, Resource, resolve, served_versions
 from provisioner.adapters.transport import MERGE_PATCH, Transport
 from provisioner.cluster.objects import NotFound, Obj, is_deleting, key_of
 from provisioner.selectors import LabelSelector
@@ -38,7 +38,7 @@ class KubeCluster:
         self,
         transport: Transport,
         *,
-        kinds: Iterable[Kind] = KINDS,
+        kinds: Iterable[Kind] = INFORMED,
         resync_seconds: float = RESYNC_SECONDS,
         watch_seconds: tuple[int, int] | None = None,
         rng: random.Random | None = None,
@@ -110,6 +110,19 @@ class KubeCluster:
                 return False
             time.sleep(0.02)
 
+    def failing(self) -> dict[str, dict[str, Any]]:
+        """The kinds whose informer has gone without a working list or watch (refused with 429, failing, cut at
+        once), for how long, and the last error's kind: what the engine's readiness reports."""
+        return {
+            kind: {
+                "failing_seconds": round(informer.failing_for(), 1),
+                "failures": informer.failures,
+                "error": informer.last_error.split(":", 1)[0],
+            }
+            for kind, informer in sorted(self.informers.items())
+            if informer.failing_since is not None
+        }
+
     def serves(self, kind: str) -> bool:
         return kind in self.resources
 
@@ -162,15 +175,21 @@ class KubeCluster:
 
     def create(self, obj: Obj) -> Obj:
         """POST the object; where status is a subresource (the server starts it afresh on create) and `obj` has
-        one, a PUT of `/status` follows, so the object is stored as given, as the port promises."""
+        one, a merge patch of `/status` follows, so the object is stored as given, as the port promises."""
         resource = self._resource(obj["kind"])
         namespace = (obj["metadata"].get("namespace") or "default") if resource.kind.namespaced else None
         answer = self.transport.request("POST", resource.collection(namespace), body=self._body(resource, obj))
         if resource.kind.status and "status" in obj and obj["status"] != answer.get("status"):
             if obj["status"]:
+                # A merge patch, not a PUT at the version just created: on a real cluster a controller may have
+                # written the object in between (kube-scheduler marks a new pod Unschedulable), and a PUT would be a
+                # 409 for a write nobody else's touched.
                 name = answer["metadata"]["name"]
                 answer = self.transport.request(
-                    "PUT", resource.item(name, namespace or "", "status"), body={**answer, "status": obj["status"]}
+                    "PATCH",
+                    resource.item(name, namespace or "", "status"),
+                    body={"status": obj["status"]},
+                    content_type=MERGE_PATCH,
                 )
             else:
                 answer = {**answer, "status": {}}  # the server leaves an empty status out; the object has one

@@ -6,10 +6,14 @@ Retried, with jittered back-off: any request the server refused with 429 (API pr
 run it; its Retry-After is honoured), and reads that failed with a 5xx or no answer. Not retried: writes that got a
 5xx or no answer (the write may have happened; the caller reads the cache and decides again), and the eviction
 API's 429 (a PodDisruptionBudget's answer, which the drain retries on its own schedule).
+
+A transport may be fenced (`fenced(check)`): `check` runs just before every write is sent, each retry included, and
+raises to stop it (the engine's: "do I still hold my Lease, with margin?"); reads and watches are never fenced.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import threading
@@ -58,6 +62,14 @@ class Transport:
         self.requests = 0  # every request sent, retries included (tests count writes through `sent`)
         self.sent: list[tuple[str, str]] = []  # (method, path) of every request sent, when `record` is on
         self.record = False
+        self.fence: Callable[[], None] | None = None  # runs before each write is sent; raises to refuse it
+
+    def fenced(self, check: Callable[[], None]) -> Transport:
+        """This transport (its connections, rate limit and record of requests shared) with `check` run before every
+        write."""
+        other = copy.copy(self)
+        other.fence = check
+        return other
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **options: Any) -> Transport:
@@ -129,6 +141,8 @@ class Transport:
         *,
         stream: bool = False,
     ) -> Any:
+        if self.fence is not None and method not in READS:
+            self.fence()
         self.limiter.take()
         with self._lock:
             self.requests += 1

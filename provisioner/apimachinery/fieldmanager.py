@@ -57,7 +57,7 @@ class ManagedEntry:
             "manager": self.manager,
             "operation": self.operation,
             "apiVersion": self.api_version,
-            "time": self.time,
+            **({"time": self.time} if self.time else {}),
             "fieldsType": "FieldsV1",
             "fieldsV1": encode(self.fields),
         }
@@ -472,6 +472,70 @@ def _unmanaged(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
+def created(obj: Mapping[str, Any], *, manager: str, root_type: str | None, time: str) -> list[ManagedEntry]:
+    """The managedFields of an object `manager` has just created by a POST (or a client-side apply): one Update
+    entry owning every field it set but status, which is the status subresource's. kube-apiserver tracks an object
+    from its creation (DefaultTrackOnCreateProbability 1), so that a later server-side apply knows who set what."""
+    fields = frozenset(p for p in field_set(obj, root_type) if p[0] != "f:status")
+    return [ManagedEntry(manager, UPDATE, str(obj.get("apiVersion", "")), time, fields)] if fields else []
+
+
+def as_if_tracked(
+    live: Mapping[str, Any], last_applied: Mapping[str, Any] | None, *, applier: str, root_type: str | None, time: str
+) -> list[ManagedEntry]:
+    """managedFields for an object stored without any, as kube-apiserver would have tracked it from its creation
+    as far as can be told: the fields its last client-side apply set and it still holds, with that record itself,
+    the applier's; everything else (others' writes, defaults) before-first-apply's. So kubectl's first server-side
+    apply takes over what the file set, and never another writer's fields."""
+    fields = {p for p in field_set(live, root_type) if p[0] != "f:status"}
+    api_version = str(live.get("apiVersion", ""))
+    applied: set[FieldPath] = set()
+    if last_applied is not None:
+        record = ("f:metadata", "f:annotations", "f:kubectl.kubernetes.io/last-applied-configuration")
+        applied = {p for p in field_set(last_applied, root_type) if value_at(last_applied, p) == value_at(live, p)}
+        applied = (applied & fields) | ({record} & fields)
+    entries = [
+        ManagedEntry(applier, UPDATE, api_version, time, frozenset(applied)),
+        ManagedEntry(BEFORE_FIRST_APPLY, UPDATE, api_version, time, frozenset(fields - applied)),
+    ]
+    return [e for e in entries if e.fields]
+
+
+# kube-apiserver keeps at most this many managers of updates; the oldest are merged into one per API version.
+MAX_UPDATE_MANAGERS = 10
+ANCIENT_CHANGES = "ancient-changes"
+
+
+def capped(managed: list[ManagedEntry]) -> list[ManagedEntry]:
+    """`managed` with its update managers capped as kube-apiserver's capManagersManager caps them: past
+    MAX_UPDATE_MANAGERS, the oldest (by time, then name) are merged, per API version, into "ancient-changes"."""
+    updaters = sorted((e for e in managed if e.operation == UPDATE), key=lambda e: (e.time, e.manager))
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return managed
+    result = list(managed)
+    first: dict[str, ManagedEntry] = {}
+    bucket: dict[str, ManagedEntry] = {}
+    length = len(updaters)
+    for entry in updaters:
+        if length <= MAX_UPDATE_MANAGERS:
+            break
+        version = entry.api_version
+        if version not in first:
+            first[version] = entry
+            continue
+        if version not in bucket:
+            oldest = first[version]
+            index = result.index(oldest)
+            bucket[version] = ManagedEntry(ANCIENT_CHANGES, UPDATE, version, oldest.time, oldest.fields)
+            result[index] = bucket[version]
+        merged_entry = ManagedEntry(ANCIENT_CHANGES, UPDATE, version, entry.time, bucket[version].fields | entry.fields)
+        result[result.index(bucket[version])] = merged_entry
+        bucket[version] = merged_entry
+        result.remove(entry)
+        length -= 1
+    return result
+
+
 def updated(
     before: Mapping[str, Any],
     after: Mapping[str, Any],
@@ -500,4 +564,4 @@ def updated(
     ]
     fields = ((mine.fields if mine is not None else frozenset()) | (changed & new)) - (old - new)
     entry = ManagedEntry(manager, UPDATE, str(after.get("apiVersion", "")), time, frozenset(fields), subresource)
-    return [e for e in (*kept, entry) if e.fields]
+    return capped([e for e in (*kept, entry) if e.fields])

@@ -17,7 +17,15 @@ API_VERSION = "karpui.dev/v1alpha1"
 KIND = "InstanceCatalog"
 _TYPE_FIELDS = ("name", "labels", "capacity", "overhead", "offerings", "devices")
 _OVERHEAD_FIELDS = ("kubeReserved", "systemReserved", "evictionThreshold")
-_OFFERING_FIELDS = ("zone", "capacityType", "price", "available")
+_OFFERING_FIELDS = (
+    "zone",
+    "capacityType",
+    "price",
+    "available",
+    "reservationID",
+    "reservationType",
+    "reservationCapacity",
+)
 _DEVICE_GROUP_FIELDS = ("driver", "pool", "devices")
 # Kubernetes' bounds on a ResourceSlice: devices in one, and attributes plus capacities of one device. CEL cost
 # estimates (provisioner/dra/cel.py) count on devices staying within them.
@@ -94,10 +102,7 @@ def instance_type_to_spec(instance_type: InstanceType) -> dict[str, Any]:
             "systemReserved": format_resources(overhead.system_reserved),
             "evictionThreshold": format_resources(overhead.eviction_threshold),
         },
-        "offerings": [
-            {"zone": o.zone, "capacityType": o.capacity_type, "price": o.price, "available": o.available}
-            for o in instance_type.offerings
-        ],
+        "offerings": [_offering_spec(o) for o in instance_type.offerings],
         "devices": [dict(d) for d in instance_type.devices],
     }
 
@@ -127,15 +132,18 @@ def _instance_type(item: Any, path: str) -> InstanceType:
         eviction_threshold=f.resources(overhead_spec.get("evictionThreshold"), f"{path}.overhead.evictionThreshold"),
     )
     offerings = []
-    places: set[tuple[str, str]] = set()
+    places: set[tuple[str, str, str]] = set()
     for index, raw in enumerate(f.sequence(spec.get("offerings"), f"{path}.offerings")):
         offering = _offering(raw, f"{path}.offerings[{index}]")
-        if (offering.zone, offering.capacity_type) in places:
+        place = (offering.zone, offering.capacity_type, offering.reservation_id)
+        if place in places:
+            reservation = f" and reservation {offering.reservation_id!r}" if offering.reservation_id else ""
             raise ManifestError(
-                f"duplicate offering for zone {offering.zone!r} and capacity type {offering.capacity_type!r}",
+                f"duplicate offering for zone {offering.zone!r} and capacity type {offering.capacity_type!r}"
+                + reservation,
                 field=f"{path}.offerings[{index}]",
             )
-        places.add((offering.zone, offering.capacity_type))
+        places.add(place)
         offerings.append(offering)
     if not offerings:
         raise ManifestError("an instance type needs at least one offering", field=f"{path}.offerings")
@@ -164,7 +172,51 @@ def _offering(raw: Any, path: str) -> Offering:
     available = spec.get("available", True)
     if not isinstance(available, bool):
         raise ManifestError(f"expected a boolean, got {f.type_name(available)}", field=f"{path}.available")
-    return Offering(zone=zone, capacity_type=capacity_type, price=float(price), available=available)
+    reserved = capacity_type == wk.CAPACITY_TYPE_RESERVED
+    reservation_id = f.string(spec.get("reservationID"), f"{path}.reservationID", required=reserved) or ""
+    reservation_type = f.string(spec.get("reservationType"), f"{path}.reservationType") or ""
+    capacity = f.integer(spec.get("reservationCapacity"), f"{path}.reservationCapacity", minimum=0, maximum=2**31 - 1)
+    if reserved:
+        f.label_value(reservation_id, f"{path}.reservationID")  # it becomes the node's reservation-id label
+        if capacity is None:
+            raise ManifestError(
+                "Required value: how many instances the reservation holds", field=f"{path}.reservationCapacity"
+            )
+        reservation_type = reservation_type or wk.RESERVATION_TYPES[0]
+        if reservation_type not in wk.RESERVATION_TYPES:
+            raise ManifestError(
+                f'Unsupported value: "{reservation_type}": supported values: {", ".join(wk.RESERVATION_TYPES)}',
+                field=f"{path}.reservationType",
+            )
+    else:
+        for name in ("reservationID", "reservationType", "reservationCapacity"):
+            if spec.get(name) is not None:
+                raise ManifestError("only a reserved offering belongs to a reservation", field=f"{path}.{name}")
+    return Offering(
+        zone=zone,
+        capacity_type=capacity_type,
+        price=float(price),
+        available=available,
+        reservation_id=reservation_id,
+        reservation_capacity=capacity or 0,
+        reservation_type=reservation_type,
+    )
+
+
+def _offering_spec(offering: Offering) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "zone": offering.zone,
+        "capacityType": offering.capacity_type,
+        "price": offering.price,
+        "available": offering.available,
+    }
+    if offering.reserved:
+        spec.update(
+            reservationID=offering.reservation_id,
+            reservationType=offering.reservation_type,
+            reservationCapacity=offering.reservation_capacity,
+        )
+    return spec
 
 
 def _device_group(raw: Any, path: str, type_name: str) -> dict[str, Any]:

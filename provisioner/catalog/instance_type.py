@@ -12,17 +12,48 @@ from provisioner.requirements import Requirement, Requirements
 
 @dataclass(frozen=True, slots=True)
 class Offering:
-    """One place and purchase option for a type: zone × capacity type, with an hourly price."""
+    """One place and purchase option for a type: zone × capacity type, with an hourly price. A reserved offering
+    belongs to a capacity reservation (its id, its type, and how many instances it can still launch)."""
 
     zone: str
     capacity_type: str
     price: float
     available: bool = True
+    reservation_id: str = ""
+    reservation_capacity: int = 0
+    reservation_type: str = ""
+    price_overlaid: bool = False  # a NodeOverlay set this price
+
+    @property
+    def reserved(self) -> bool:
+        return self.capacity_type == wk.CAPACITY_TYPE_RESERVED
+
+    def labels(self) -> dict[str, str]:
+        """The labels a node launched into this offering carries for it."""
+        labels = {wk.ZONE: self.zone, wk.CAPACITY_TYPE: self.capacity_type}
+        if self.reservation_id:
+            labels[wk.RESERVATION_ID] = self.reservation_id
+        if self.reservation_type:
+            labels[wk.RESERVATION_TYPE] = self.reservation_type
+        return labels
 
     def requirements(self) -> Requirements:
-        return Requirements(
-            [Requirement.in_values(wk.ZONE, self.zone), Requirement.in_values(wk.CAPACITY_TYPE, self.capacity_type)]
-        )
+        return Requirements.from_labels(self.labels())
+
+    def compatible(
+        self, zone: Requirement | None, capacity_type: Requirement | None, reservation: Requirement | None = None
+    ) -> bool:
+        """Whether requirements on zone, capacity type and reservation id allow this offering (an offering that is
+        not a reservation leaves the reservation id undefined, which a NotIn or DoesNotExist allows)."""
+        if zone is not None and not zone.has(self.zone):
+            return False
+        if capacity_type is not None and not capacity_type.has(self.capacity_type):
+            return False
+        if reservation is None:
+            return True
+        if self.reservation_id:
+            return reservation.has(self.reservation_id)
+        return reservation.operator in ("NotIn", "DoesNotExist")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +78,11 @@ class InstanceType:
     labels: dict[str, str] = field(default_factory=dict)
     overhead: Overhead = field(default_factory=Overhead)
     devices: tuple[dict[str, object], ...] = ()  # DRA declarations: {driver, pool, devices: [...]}
+    capacity_overlaid: bool = False  # a NodeOverlay added capacity
+
+    @property
+    def price_overlaid(self) -> bool:
+        return any(o.price_overlaid for o in self.offerings)
 
     @cached_property
     def allocatable(self) -> Resources:
@@ -67,10 +103,10 @@ class InstanceType:
         )
 
     def compatible_offerings(self, requirements: Requirements) -> list[Offering]:
-        """Available offerings whose zone and capacity type the requirements allow."""
-        zone = requirements.get_or_exists(wk.ZONE)
-        capacity_type = requirements.get_or_exists(wk.CAPACITY_TYPE)
-        return [o for o in self.offerings if o.available and zone.has(o.zone) and capacity_type.has(o.capacity_type)]
+        """Available offerings whose zone, capacity type and reservation the requirements allow."""
+        zone, capacity_type = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
+        reservation = requirements.get(wk.RESERVATION_ID)
+        return [o for o in self.offerings if o.available and o.compatible(zone, capacity_type, reservation)]
 
     def cheapest_price(self, requirements: Requirements) -> float | None:
         prices = [o.price for o in self.compatible_offerings(requirements)]

@@ -9,23 +9,26 @@ import builtins
 import random
 import zlib
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
 from provisioner.cloudprovider.types import (
     REGISTRATION_TIMEOUT,
+    CloudProviderError,
     InsufficientCapacityError,
     Launched,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
+    RepairPolicy,
 )
 from provisioner.cluster.api import ClusterAPI
-from provisioner.cluster.conditions import is_true, transition_time
+from provisioner.cluster.conditions import healthy_node_conditions, is_true, node_info, transition_time
 from provisioner.cluster.objects import AlreadyExists, Obj, parse_timestamp, timestamp
 from provisioner.manifests.nodeclass import node_registration_delay_seconds
 from provisioner.objects import NodeClass, NodePool
-from provisioner.quantity import format_resources
+from provisioner.quantity import format_resources, parse_resources
 from provisioner.requirements import Requirements
 from provisioner.scheduling.launch import cheapest_launch
 from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan
@@ -33,6 +36,10 @@ from provisioner.taints import UNREGISTERED
 
 PROVIDER_ID_PREFIX = "kwok://"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_REPAIR_POLICIES = (
+    RepairPolicy("Ready", "False", 10 * 60.0),
+    RepairPolicy("Ready", "Unknown", 10 * 60.0),
+)
 
 
 class KwokCloudProvider:
@@ -55,18 +62,51 @@ class KwokCloudProvider:
         self._ran_at = float("-inf")
         self._dues_version: int | None = None
         self._due_times: builtins.list[float] = []
+        # Karpenter's ReservedCapacity gate: off, reserved offerings are not offered at all (as providers leave
+        # them out); on, each reservation offers what its running instances leave of it.
+        self.reserved_capacity = True
+        self._reserved: dict[tuple[int, bool], tuple[Any, builtins.list[InstanceType]]] = {}
 
-    def instance_types(self, nodepool: NodePool) -> list[InstanceType] | None:
+    def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType] | None:
         ref = nodepool.node_class_ref
         if (ref.kind, ref.name) not in self.nodeclasses:
             return None
-        return self.catalogs.get(ref.kind, [])
+        return self._with_reservations(self.catalogs.get(ref.kind, []))
+
+    def _with_reservations(self, types: builtins.list[InstanceType]) -> builtins.list[InstanceType]:
+        """The types with each reserved offering's capacity less the instances running in its reservation (an
+        exhausted one is unavailable), or without reserved offerings when the gate is off. The same list object
+        comes back while nothing changed, so what is keyed on it stays warm."""
+        if not any(o.reserved for it in types for o in it.offerings):
+            return types
+        key = (id(types), self.reserved_capacity)
+        in_use = self._in_use() if self.reserved_capacity else {}
+        cached = self._reserved.get(key)
+        if cached is not None and cached[0] == (types, in_use):
+            return cached[1]
+        result = [reserve_offerings(it, in_use, self.reserved_capacity) for it in types]
+        self._reserved[key] = ((types, in_use), result)
+        return result
+
+    def _in_use(self) -> dict[str, int]:
+        """Instances per capacity reservation: the NodeClaims launched into it and not yet gone."""
+        version = self.api.kind_version("NodeClaim")
+        if self._in_use_at is None or self._in_use_at[0] != version:
+            counts: dict[str, int] = {}
+            for claim in self.api.list("NodeClaim"):
+                reservation = (claim["metadata"].get("labels") or {}).get(wk.RESERVATION_ID)
+                if reservation and is_true(claim, "Launched"):
+                    counts[reservation] = counts.get(reservation, 0) + 1
+            self._in_use_at = (version, counts)
+        return self._in_use_at[1]
+
+    _in_use_at: tuple[int, dict[str, int]] | None = None
 
     def create(self, nodeclaim: Obj) -> Launched:
         ref = nodeclaim["spec"]["nodeClassRef"]
         if (ref["kind"], ref["name"]) not in self.nodeclasses:
             raise NodeClassNotReadyError(f"node class {ref['name']} not found")
-        types = {it.name: it for it in self.catalogs.get(ref["kind"], [])}
+        types = {it.name: it for it in self._with_reservations(self.catalogs.get(ref["kind"], []))}
         return launch(nodeclaim, types, self.rng)
 
     def delete(self, nodeclaim: Obj) -> None:
@@ -91,6 +131,17 @@ class KwokCloudProvider:
         nodeclass = self.nodeclasses.get((ref["kind"], ref["name"]))
         delay = node_registration_delay_seconds(nodeclass) if nodeclass is not None else 0
         return parse_timestamp(launched) + delay
+
+    def repair_policies(self) -> tuple[RepairPolicy, ...]:
+        """kwok's (kwok/cloudprovider RepairPolicies): a kubelet not Ready, or silent, for 10 minutes."""
+        return KWOK_REPAIR_POLICIES
+
+    def reconfigure(
+        self, nodeclasses: Mapping[tuple[str, str], NodeClass], catalogs: Mapping[str, builtins.list[InstanceType]]
+    ) -> None:
+        """New node classes or catalogs: a changed registration delay moves every pending Node's due time."""
+        self.nodeclasses, self.catalogs = nodeclasses, catalogs
+        self._seen = self._dues_version = None
 
     def reconcile(self, now: float) -> bool:
         """Create the Node of each launched NodeClaim whose registration delay has passed (kwok runs it from then).
@@ -155,10 +206,29 @@ def _launched_from_node(node: Obj) -> Launched:
     )
 
 
+def reserve_offerings(instance_type: InstanceType, in_use: Mapping[str, int], enabled: bool) -> InstanceType:
+    """A type as the provider offers it now: reserved offerings without the gate dropped, with it their capacity less
+    the instances in use (available while some is left)."""
+    if not any(o.reserved for o in instance_type.offerings):
+        return instance_type
+    offerings = []
+    for offering in instance_type.offerings:
+        if not offering.reserved:
+            offerings.append(offering)
+        elif enabled:
+            left = max(offering.reservation_capacity - in_use.get(offering.reservation_id, 0), 0)
+            offerings.append(replace(offering, reservation_capacity=left, available=offering.available and left > 0))
+    return replace(instance_type, offerings=tuple(offerings))
+
+
 def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.Random) -> Launched:
     """Choose the type and offering for a NodeClaim: the cheapest compatible available offering."""
     requirements = Requirements.from_specs(nodeclaim["spec"].get("requirements") or [])
     names = requirements.get(wk.INSTANCE_TYPE)
+    if names is None:
+        # Karpenter's kwok toNode: a static NodePool's NodeClaim carries only its template's requirements, which
+        # must name the instance types (an error, retried until the launch times out, not a capacity failure).
+        raise CloudProviderError("translating nodeclaim to node, instance type requirement not found")
     options = []
     for name in sorted(names.values if names is not None else ()):
         it = instance_types.get(name)
@@ -185,9 +255,12 @@ def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.
         **{k: v.any_value() for k, v in requirements.items() if v.operator == "In" and len(v.values) == 1},
         wk.INSTANCE_TYPE: it.name,
         **it.labels,
-        wk.CAPACITY_TYPE: offering.capacity_type,
-        wk.ZONE: offering.zone,
+        **offering.labels(),
     }
+    # kwok nodes get what their NodeClaim requested: a resource the catalog type lacks (one a NodeOverlay's capacity
+    # gave it, such as an extended resource) is on the node as requested.
+    requested = parse_resources(((nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {})
+    extra = {name: amount for name, amount in requested.items() if name not in it.capacity}
     return Launched(
         provider_id=PROVIDER_ID_PREFIX + nodeclaim["metadata"]["name"],
         instance_type=it.name,
@@ -195,21 +268,15 @@ def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.
         capacity_type=offering.capacity_type,
         price=offering.price,
         labels=labels,
-        capacity=format_resources(it.capacity),
-        allocatable=format_resources(it.allocatable),
+        capacity=format_resources({**it.capacity, **extra}),
+        allocatable=format_resources({**it.allocatable, **extra}),
         image_id="kwok",
     )
 
 
-# What kwok's node stages report for a fake kubelet (kwok's kustomize/stage/node/fast): every pressure condition
-# False and Ready True, a kubelet version and an address, as `kubectl describe node` expects to read them.
+# What kwok's node stages report for a fake kubelet (kwok's kustomize/stage/node/fast): a healthy node's
+# conditions, a kubelet version and an address, as `kubectl describe node` expects to read them.
 KWOK_VERSION = "kwok-v0.6.1"
-_NODE_CONDITIONS = (
-    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-)
 
 
 def node_for(nodeclaim: Obj, now: float) -> Obj:
@@ -242,30 +309,9 @@ def node_for(nodeclaim: Obj, now: float) -> Obj:
             "capacity": dict(status.get("capacity") or {}),
             "allocatable": dict(status.get("allocatable") or {}),
             "phase": "Running",
-            "conditions": [
-                {
-                    "type": kind,
-                    "status": value,
-                    "reason": reason,
-                    "message": message,
-                    "lastHeartbeatTime": stamp,
-                    "lastTransitionTime": stamp,
-                }
-                for kind, value, reason, message in _NODE_CONDITIONS
-            ],
+            "conditions": healthy_node_conditions(stamp),
             "addresses": [{"type": "InternalIP", "address": _internal_ip(name)}, {"type": "Hostname", "address": name}],
-            "nodeInfo": {
-                "architecture": labels.get(wk.ARCH, ""),
-                "operatingSystem": labels.get(wk.OS, ""),
-                "kubeletVersion": KWOK_VERSION,
-                "kubeProxyVersion": KWOK_VERSION,
-                "containerRuntimeVersion": KWOK_VERSION,
-                "kernelVersion": "",
-                "osImage": "",
-                "machineID": "",
-                "systemUUID": "",
-                "bootID": "",
-            },
+            "nodeInfo": node_info(labels.get(wk.ARCH, ""), labels.get(wk.OS, ""), KWOK_VERSION, KWOK_VERSION),
         },
     }
     return node

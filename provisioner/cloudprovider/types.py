@@ -33,6 +33,16 @@ class NodeClaimNotFoundError(CloudProviderError):
 
 
 @dataclass(frozen=True)
+class RepairPolicy:
+    """Karpenter's cloudprovider.RepairPolicy: a Node whose condition `condition_type` has had `condition_status`
+    for `toleration_seconds` is unhealthy past repair and is replaced (node auto-repair)."""
+
+    condition_type: str
+    condition_status: str
+    toleration_seconds: float
+
+
+@dataclass(frozen=True)
 class Launched:
     """A NodeClaim's instance as the provider launched it: what the lifecycle writes into the NodeClaim's status."""
 
@@ -72,5 +82,9 @@ class CloudProvider(Protocol):
     def registered_by(self, nodeclaim: Obj) -> float | None: ...
 
     def reconcile(self, now: float) -> bool: ...
+
+    def repair_policies(self) -> tuple[RepairPolicy, ...]:
+        """The Node conditions that make a node unhealthy, and for how long each is tolerated (none: no repair)."""
+        ...
 
     def next_due(self, now: float) -> float | None: ...

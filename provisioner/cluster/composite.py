@@ -2,9 +2,11 @@
 store for what is karpui's alone (its DisruptionCommands, and in observe mode its Events), routed by kind.
 
 The mode decides what may be written to the cluster. kwok mode: everything the controllers write (karpui is the
-provisioner). observe mode: nothing but the deletion of a NodeClaim (how an approved command is executed; Karpenter
-drains and terminates it); any other write there raises `Forbidden` before it reaches the API server, so observing
-can never change the observed cluster by mistake.
+provisioner). observe mode: only what the gate over Karpenter writes (controllers/holds.py: its hold budgets in
+NodePools and `karpenter.sh/do-not-disrupt` on Nodes during a release) and the deletion of a NodeClaim a person asked
+to disrupt; any other write there raises `Forbidden` before it reaches the API server, so observing can never change
+the observed cluster by mistake. In observe mode karpui's own Events (its explanations) are kept in its store beside
+the cluster's: a list of Events has both, a get or a write is karpui's own.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from provisioner.selectors import LabelSelector
 KWOK, OBSERVE = "kwok", "observe"
 # The kinds that exist only in karpui, whatever the mode.
 KARPUI_KINDS = frozenset({"DisruptionCommand"})
+# What observe mode writes to the cluster: (kind, verb).
+OBSERVE_WRITES = frozenset({("NodeClaim", "delete"), ("NodePool", "update"), ("Node", "patch")})
 
 
 class Forbidden(APIError):
@@ -45,9 +49,10 @@ class CompositeCluster:
     def _writing(self, kind: str, verb: str) -> ClusterAPI:
         store = self._store(kind)
         if store is self.remote:
-            if self.mode == OBSERVE and not (kind == "NodeClaim" and verb == "delete"):
+            if self.mode == OBSERVE and (kind, verb) not in OBSERVE_WRITES:
                 raise Forbidden(
-                    f"observe mode does not {verb} {kind} objects in the cluster (it deletes NodeClaims only)"
+                    f"observe mode does not {verb} {kind} objects in the cluster (it updates NodePools' budgets, "
+                    "patches Nodes' annotations and deletes NodeClaims only)"
                 )
             self.remote_writes += 1
         return store
@@ -67,9 +72,16 @@ class CompositeCluster:
         selector: LabelSelector | None = None,
         fields: Mapping[str, str] | None = None,
     ) -> builtins.list[Obj]:
+        if kind == "Event" and self.mode == OBSERVE:
+            return [
+                *self.local.list(kind, namespace, selector, fields),
+                *self.remote.list(kind, namespace, selector, fields),
+            ]
         return self._store(kind).list(kind, namespace, selector, fields)
 
     def kind_version(self, kind: str) -> int:
+        if kind == "Event" and self.mode == OBSERVE:
+            return self.local.kind_version(kind) + self.remote.kind_version(kind)
         return self._store(kind).kind_version(kind)
 
     # Writes ---------------------------------------------------------------------------------------------------

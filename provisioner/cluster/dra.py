@@ -37,7 +37,9 @@ def driver_pools(store: ClusterReader) -> list[DriverPool]:
 
 def declare(catalogs: Mapping[str, list[InstanceType]], pools: Sequence[DriverPool]) -> dict[str, list[InstanceType]]:
     """In the lab karpui is both provider and driver: a DRAConfig declares its devices on every instance type
-    whose labels its pools' nodeSelectorTerms match."""
+    whose labels its pools' nodeSelectorTerms match. What its driver publishes there is the truth, so it replaces
+    what a DeviceDeclaration (or the catalog file) says of the same driver on that type: applying examples/dra/ as a
+    directory declares gpu-0 both ways, and counting it twice packed two GPU pods onto a node with one device."""
     if not pools:
         return dict(catalogs)
     result: dict[str, list[InstanceType]] = {}
@@ -54,7 +56,11 @@ def declare(catalogs: Mapping[str, list[InstanceType]], pools: Sequence[DriverPo
                 for pool in pools
                 if pool.covers(labels)
             )
-            declared.append(replace(it, devices=(*it.devices, *extra)) if extra else it)
+            if extra:
+                published = {group["driver"] for group in extra}
+                kept = tuple(group for group in it.devices if group.get("driver") not in published)
+                it = replace(it, devices=(*kept, *extra))
+            declared.append(it)
         result[kind] = declared
     return result
 

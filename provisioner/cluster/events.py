@@ -15,6 +15,8 @@ API_VERSIONS = {
     "Namespace": "v1",
     "NodeClaim": "karpenter.sh/v1",
     "NodePool": "karpenter.sh/v1",
+    "NodeOverlay": "karpenter.sh/v1alpha1",
+    "CapacityBuffer": "autoscaling.x-k8s.io/v1beta1",
     "KWOKNodeClass": "karpenter.kwok.sh/v1alpha1",
     "EC2NodeClass": "karpenter.k8s.aws/v1",
     "Deployment": "apps/v1",

@@ -27,6 +27,7 @@ from provisioner.cluster.objects import (
     Obj,
     TooManyRequests,
     controller_of,
+    desired,
     key_of,
     namespace_of,
     parse_timestamp,
@@ -114,6 +115,10 @@ INDEXERS: dict[str, dict[str, Callable[[Obj], str]]] = {
     "DisruptionCommand": {"status.phase": lambda o: str((o.get("status") or {}).get("phase") or "")},
     "NodeClaim": {"status.nodeName": lambda o: str((o.get("status") or {}).get("nodeName") or "")},
 }
+
+
+# Kinds kube-apiserver keeps no metadata.generation for (their strategies never set one).
+UNGENERATED = frozenset({"Namespace", "Node", "Event", "Lease"})
 
 
 class ObjectStore:
@@ -306,7 +311,10 @@ class ObjectStore:
         # Deterministic: the same lab history gives the same uids (names alone repeat after deletions).
         meta.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{'/'.join(key)}#{self.resource_version + 1}")))
         meta.setdefault("creationTimestamp", timestamp(self._clock()))
-        meta["generation"] = 1
+        if obj["kind"] in UNGENERATED:
+            meta.pop("generation", None)
+        else:
+            meta["generation"] = 1
         self._add(obj)
         self.removed.pop(key, None)
         self._bump(obj)
@@ -326,7 +334,7 @@ class ObjectStore:
                 "the object has been modified; please apply your changes to the latest version and try again"
             )
         self._by_kind[obj["kind"]][key] = obj
-        if spec_changed:
+        if spec_changed and obj["kind"] not in UNGENERATED:
             obj["metadata"]["generation"] = int(stored["metadata"].get("generation", 1)) + 1
         self._bump(obj)
         return obj
@@ -335,7 +343,7 @@ class ObjectStore:
         stored = self.must_get(kind, name, namespace)
         patched = merge_patch(stored, patch)
         patched["metadata"] = {**patched.get("metadata", {}), "resourceVersion": stored["metadata"]["resourceVersion"]}
-        return self.update(patched, spec_changed=patched.get("spec") != stored.get("spec"))
+        return self.update(patched, spec_changed=desired(patched) != desired(stored))
 
     def apply(self, obj: Obj) -> tuple[Obj, str]:
         """kubectl apply: create, or three-way merge the manifest into the stored object (the fields it last
@@ -357,7 +365,7 @@ class ObjectStore:
         merged["metadata"]["resourceVersion"] = existing["metadata"].get("resourceVersion")
         if merged == existing:
             return existing, "unchanged"
-        return self.update(merged, spec_changed=merged.get("spec") != existing.get("spec")), "configured"
+        return self.update(merged, spec_changed=desired(merged) != desired(existing)), "configured"
 
     def delete(self, kind: str, name: str, namespace: str = "") -> Obj:
         """Delete, or mark for deletion while finalizers remain (as the API server does)."""

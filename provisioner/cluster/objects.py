@@ -17,6 +17,7 @@ CLUSTER_SCOPED = frozenset(
         "DeviceClass",
         "ResourceSlice",
         "DRAConfig",
+        "NodeOverlay",
         "NodePool",
         "KWOKNodeClass",
         "EC2NodeClass",
@@ -32,6 +33,12 @@ PROPAGATION_FINALIZERS = {"Orphan": ORPHAN_FINALIZER, "Foreground": FOREGROUND_F
 OWNER_KINDS = ("Deployment", "DaemonSet", "ReplicaSet", "Pod", "Node")
 # What they own, each by its controller's uid.
 DEPENDENT_KINDS = ("ReplicaSet", "Pod", "ResourceClaim", "ResourceSlice")
+
+
+def desired(obj: Mapping[str, Any]) -> Any:
+    """What a change of bumps metadata.generation: the spec, or a PodTemplate's template (its strategy's
+    PrepareForUpdate)."""
+    return obj.get("template") if obj.get("kind") == "PodTemplate" else obj.get("spec")
 
 
 class APIError(Exception):
@@ -63,6 +70,12 @@ class TooManyRequests(APIError):
 
     code = 429
     reason = "TooManyRequests"
+
+
+class NotLeading(Exception):
+    """A write refused before it was sent: the engine may no longer hold its Lease (another may lead by now), so it
+    writes nothing more until it leads again. Not an APIError: no controller may take it for one failed object and
+    go on with the next; it ends the whole step."""
 
 
 def timestamp(seconds: float) -> str:

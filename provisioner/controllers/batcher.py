@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-IDLE_SECONDS = 1.0
-MAX_SECONDS = 10.0
+from provisioner.options import BATCH_IDLE_SECONDS, BATCH_MAX_SECONDS
 
 
 @dataclass
 class Batcher:
-    idle: float = IDLE_SECONDS
-    maximum: float = MAX_SECONDS
+    idle: float = BATCH_IDLE_SECONDS  # the cluster's options set both (ProvisioningController.reconcile)
+    maximum: float = BATCH_MAX_SECONDS
     opened_at: float | None = None
     last_new_at: float | None = None
     seen: set[str] = field(default_factory=set)

@@ -22,7 +22,8 @@ CONSOLIDATABLE = "Consolidatable"
 def consolidatable_at(ctx: ClusterContext, claim: Obj) -> float | None:
     """When the NodeClaim becomes consolidatable, or None (not initialized, consolidateAfter Never, no pool)."""
     pool = ctx.nodepool((claim["metadata"].get("labels") or {}).get(wk.NODEPOOL, ""))
-    after = pool.consolidate_after_seconds if pool is not None else None
+    # A static NodePool's NodeClaims are never consolidated, so never marked (Karpenter's runReconcilers).
+    after = pool.consolidate_after_seconds if pool is not None and not pool.static else None
     if after is None or not is_true(claim, "Initialized"):
         return None
     last = (claim.get("status") or {}).get("lastPodEventTime") or transition_time(claim, "Initialized")

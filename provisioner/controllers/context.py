@@ -13,9 +13,13 @@ from provisioner.catalog import InstanceType
 from provisioner.cloudprovider.types import CloudProvider
 from provisioner.cluster import events
 from provisioner.cluster.api import ClusterAPI
-from provisioner.cluster.objects import Obj, timestamp
+from provisioner.cluster.objects import NotLeading, Obj, timestamp
 from provisioner.cluster.views import Views
+from provisioner.disruption import budgets
+from provisioner.disruption.holds import HoldOptions
 from provisioner.objects import NodeClass, NodePool
+from provisioner.options import KarpenterOptions
+from provisioner.overlays import OverlayResult
 from provisioner.scheduling.logs import LogRecord
 
 T = TypeVar("T")
@@ -82,24 +86,52 @@ class ClusterContext:
     nodepool_uids: Mapping[str, str]
     nodeclasses: Mapping[tuple[str, str], NodeClass]  # (kind, name) -> node class
     catalogs: Mapping[str, list[InstanceType]]  # node class kind -> instance types (with declared devices)
-    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    options: KarpenterOptions = field(default_factory=KarpenterOptions)  # FEATURE_GATES, PREFERENCE_POLICY, ...
     paused_until: float = 0.0  # voluntary disruption is paused until then (a person said so)
-    ignore_dra_requests: bool = False  # Karpenter's IGNORE_DRA_REQUESTS: pods with claims are never provisioned
     nominations: dict[str, float] = field(default_factory=dict)  # node -> until when a pending pod is headed there
+    # node -> how many CapacityBuffer virtual pods the last provisioning pass put there (Karpenter's bufferPodCounts)
+    buffer_nodes: dict[str, int] = field(default_factory=dict)
     nominated_events: TokenBucket = field(
         default_factory=lambda: TokenBucket(NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST)
     )
     views: Views = field(default_factory=Views)
-    # Observe mode: Karpenter provisions, drains and terminates; karpui proposes, and an approved command is
-    # carried out by deleting its NodeClaims (nothing else is written to the cluster).
+    # Observe mode: Karpenter provisions, disrupts, drains and terminates; karpui proposes only for the NodePools it
+    # gates, and an approved command is released to Karpenter (controllers/holds.py); a person's request for a node
+    # is carried out by deleting its NodeClaim.
     observe: bool = False
+    # Observe mode: how the gate holds Karpenter back (controllers/holds.py), and whose name karpui's own Events
+    # carry (`karpui`, so they are never taken for Karpenter's, which the cluster's Events beside them are).
+    holding: HoldOptions = field(default_factory=HoldOptions)
+    event_source: str = "karpenter"
+    # kwok mode: karpui is the cluster's Karpenter, so it writes NodePools' status (the lab keeps it in its rows).
+    writes_nodepool_status: bool = False
     logs: list[TimedRecord] = field(default_factory=list)
+    # Called with each log line as it is written (a real cluster's engine commits and prints it at once, so a step
+    # cut short keeps the record of every write it made).
+    on_log: Callable[[TimedRecord], None] | None = None
     # Errors `guard` caught so far: a controller that skips unchanged inputs must not skip a run that failed (its
     # next run retries, as Karpenter requeues a failed reconcile).
     errors: int = 0
     # Derived views (a disruption snapshot, a command's validation) with the inputs they were computed from: a warm
     # engine asked again with unchanged inputs answers from here instead of rescanning the cluster.
     memos: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    # NodePool -> why disruption cannot evaluate it now (its ValidationSucceeded condition says so).
+    nodepool_problems: dict[str, str] = field(default_factory=dict)
+    # NodePool -> why its stored manifest no longer parses (left out of `nodepools` until fixed).
+    unparsed_nodepools: dict[str, str] = field(default_factory=dict)
+    _disruptable: tuple[Any, list[NodePool]] | None = field(default=None, repr=False)
+    # What the NodeOverlays change (None: the NodeOverlay gate is off), and the overlaid types handed out.
+    overlays: OverlayResult | None = None
+    _overlaid: dict[tuple[str, int], tuple[Any, Any, list[InstanceType]]] = field(default_factory=dict, repr=False)
+
+    def gate(self, name: str) -> bool:
+        """Whether Karpenter's feature gate `name` is on for this cluster (its default when FEATURE_GATES is silent)."""
+        return self.options.gate(name)
+
+    @property
+    def ignore_dra_requests(self) -> bool:
+        """Karpenter's IGNORE_DRA_REQUESTS: pods with claims are never provisioned."""
+        return self.options.ignore_dra_requests
 
     @property
     def paused(self) -> bool:
@@ -117,18 +149,77 @@ class ClusterContext:
         self.memos[name] = (inputs, value)
         return value
 
+    def disruptable_nodepools(self) -> list[NodePool]:
+        """The NodePools a disruption pass can evaluate now. One that raises (a budget whose window cannot be
+        computed, or any other error) is left out with its nodes, and the error is its own: a Warning Event and a
+        ValidationSucceeded=False condition on it, never a failed pass for the whole cluster."""
+        key = (repr(self.nodepools), self.now)
+        if self._disruptable is not None and self._disruptable[0] == key:
+            return self._disruptable[1]
+        pools = []
+        for pool in self.nodepools:
+            try:
+                budgets.evaluate(pool, self.now)
+            except Exception as error:
+                self._nodepool_failed(
+                    pool, f"disruption cannot evaluate this NodePool: {type(error).__name__}: {error}"
+                )
+                continue
+            self.nodepool_problems.pop(pool.name, None)
+            pools.append(pool)
+        self._disruptable = (key, pools)
+        return pools
+
+    def _nodepool_failed(self, pool: NodePool, message: str) -> None:
+        self.nodepool_problems[pool.name] = message
+        fields: dict[str, object] = {
+            "controller": "disruption",
+            "NodePool": {"name": pool.name, "namespace": ""},
+            "error": message,
+        }
+        self.log(LogRecord("Reconciler error", fields, level="ERROR", logger="controller.disruption"))
+        involved = {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": pool.name, "uid": self.nodepool_uids.get(pool.name, "")},
+        }
+        with suppress(Exception):
+            self.event(involved, "Warning", "NodePoolValidationFailed", message, dedupe_seconds=ERROR_DEDUPE)
+
     def log(self, record: LogRecord) -> None:
-        self.logs.append(TimedRecord(self.now, record))
+        entry = TimedRecord(self.now, record)
+        self.logs.append(entry)
+        if self.on_log is not None:
+            self.on_log(entry)
 
     def instance_types_for(self, nodepool: NodePool) -> list[InstanceType] | None:
-        """The pool's instance types, or None when its node class does not exist (the NodePool is not Ready)."""
-        return self.cloud.instance_types(nodepool)
+        """The pool's instance types, or None when its node class does not exist (the NodePool is not Ready), with
+        the NodeOverlays' prices and capacities when the NodeOverlay gate is on (Karpenter's overlay-decorated cloud
+        provider). The same list comes back while nothing changed, so what is keyed on it stays warm."""
+        types = self.cloud.instance_types(nodepool)
+        if types is None or self.overlays is None or nodepool.name not in self.overlays.updates:
+            return types
+        key = (nodepool.name, id(types))
+        cached = self._overlaid.get(key)
+        if cached is None or cached[0] is not types or cached[1] is not self.overlays:
+            cached = (types, self.overlays, self.overlays.apply(nodepool.name, types))
+            self._overlaid[key] = cached
+        return cached[2]
 
     def nodepool(self, name: str) -> NodePool | None:
         return next((np for np in self.nodepools if np.name == name), None)
 
     def event(self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float = 0.0) -> None:
-        events.record(self.api, involved, kind, reason, message, self.now, dedupe_seconds=dedupe_seconds)
+        events.record(
+            self.api,
+            involved,
+            kind,
+            reason,
+            message,
+            self.now,
+            dedupe_seconds=dedupe_seconds,
+            component=self.event_source,
+        )
 
     @contextmanager
     def guard(self, controller: str, obj: Obj | None = None) -> Iterator[None]:
@@ -137,6 +228,8 @@ class ClusterContext:
         the loop for the other objects, the other controllers or the other clusters."""
         try:
             yield
+        except NotLeading:
+            raise  # not this controller's error: the step ends, whatever runs it
         except Exception as error:
             self.errors += 1
             fields: dict[str, object] = {"controller": controller, "error": f"{type(error).__name__}: {error}"}

@@ -5,19 +5,23 @@ queue in `commands` takes it from there), and explain, as Karpenter's events do,
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
-from provisioner.cluster.objects import timestamp
-from provisioner.controllers.commands import VALIDATION_SECONDS, live_commands
+from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
+from provisioner.controllers import consolidation_events
+from provisioner.controllers.command_specs import command_name, command_object
+from provisioner.controllers.command_specs import fingerprint as command_fingerprint
+from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS, queue_nodes, self_heal
 from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.holds import GATED_MODES
+from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.snapshot import clock_inputs, cluster_view, without
-from provisioner.disruption import logs as disruption_logs
+from provisioner.disruption.consolidation import in_flight
 from provisioner.disruption.methods import PassResult, continue_pass, disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
-from provisioner.scheduling.results import NodeClaimPlan
+from provisioner.objects import NodePool
 
 POLL_SECONDS = 10.0
 # Karpenter's "already consolidated" short-circuit (state/cluster.go): a pass that found nothing is not repeated
@@ -49,9 +53,16 @@ class DisruptionController:
         self.last_result: PassResult | None = None
         self._consolidated: tuple[tuple[Any, ...], float] | None = None  # what the last empty pass read, and when
         self._last_pass: _Pass | None = None
+        # What the last pass said about each node it leaves, and when: its events are deduplicated for 15 minutes,
+        # so their times say when a reason was first told, not whether the last pass still told it.
+        self.explained: dict[str, Any] = dict(state.get("explained") or {})
 
     def to_state(self) -> dict[str, Any]:
-        return {"next_poll": self.next_poll, **({"resume": self.resume} if self.resume else {})}
+        return {
+            "next_poll": self.next_poll,
+            **({"resume": self.resume} if self.resume else {}),
+            **({"explained": self.explained} if self.explained else {}),
+        }
 
     def next_due(self) -> list[float]:
         return [self.next_poll] if self.next_poll is not None else []
@@ -59,7 +70,8 @@ class DisruptionController:
     def reconcile(self, ctx: ClusterContext) -> bool:
         if self.next_poll is None or ctx.now >= self.next_poll:
             self.next_poll = ctx.now + POLL_SECONDS
-            return self._propose(ctx)
+            healed = False if ctx.observe else self_heal(ctx)  # observing, Karpenter heals its own nodes
+            return self._propose(ctx) or healed
         return False
 
     def _propose(self, ctx: ClusterContext) -> bool:
@@ -71,6 +83,8 @@ class DisruptionController:
             and self._consolidated[0] == inputs
             and ctx.now - self._consolidated[1] < CONSOLIDATED_TTL_SECONDS
         ):
+            if self.explained:
+                self.explained["at"] = ctx.now  # nothing it reads has changed: what it said still holds
             return False  # already consolidated: nothing it reads has changed since a pass found nothing
         self._consolidated = None
         last = self._last_pass
@@ -87,68 +101,111 @@ class DisruptionController:
             result, claimed = last.result, last.claimed
         else:
             view, claimed = cluster_view(ctx)
+            if ctx.observe:
+                # Observing a real Karpenter, karpui decides only where its gate holds Karpenter back: elsewhere
+                # Karpenter disrupts on its own, and what it does is in its Events.
+                gated = {np.name for np in ctx.nodepools if np.annotations.get(APPROVAL_MODE, "auto") in GATED_MODES}
+                claimed = [c for c in claimed if c.nodepool in gated]
+                view = replace(view, claimed=claimed)
             if not claimed:
+                self.explained = {"at": ctx.now, "nodes": {}}
                 return False
-            busy = {c["node"] for cmd in live_commands(ctx) for c in cmd["spec"]["candidates"]}
-            view = without(view, busy)
+            # Nodes of approved and executing commands are on their way out: no destinations, their pods moving.
+            busy, gone = queue_nodes(ctx)
+            view = without(in_flight(view, gone), busy)
             if last is not None and unchanged and last.result.resume is not None:
                 # A pass that stopped at its single-node bound: its walk goes on with the next candidates, until it
                 # has been through them all (then the pass is whole, and may be "consolidated").
                 result = continue_pass(last.result, view)
             else:
-                nodepools = {np.name: np for np in ctx.nodepools}
-                result = disruption_pass(view, nodepools, resume=self.resume)
+                nodepools = {
+                    np.name: np
+                    for np in ctx.disruptable_nodepools()
+                    if not ctx.observe or np.name in {c.nodepool for c in claimed}
+                }
+                counts = {name: astuple(node_counts(ctx, name)) for name, pool in nodepools.items() if pool.static}
+                result = disruption_pass(
+                    view,
+                    nodepools,
+                    resume=self.resume,
+                    problems=ctx.nodepool_problems,
+                    static_counts=counts,
+                    declined=declined(ctx),
+                )
             self.resume = result.resume
             self._last_pass = _Pass(inputs, ctx.now, result, claimed)
         self.last_result = result
         _explain(ctx, claimed, result)
-        denied = _denied_fingerprints(ctx)
+        self.explained = {"at": ctx.now, "nodes": explanations(result)}
+        denied = denied_fingerprints(ctx, legacy=True)
         created = False
         for command in result.commands:
-            fingerprint = _fingerprint(command)
+            fingerprint = command_fingerprint(command)
             if fingerprint in denied:
                 continue  # a person said no to exactly this; wait until its inputs change
-            self._create(ctx, command, fingerprint)
+            self._create(ctx, command, fingerprint, result)
             created = True
         budget_limited = any("disruption budget" in r for reasons in result.notes.values() for r in reasons)
         if not created and not budget_limited and result.resume is None:
             self._consolidated = (inputs, ctx.now)
         return created
 
-    def _create(self, ctx: ClusterContext, command: Command, fingerprint: str) -> None:
-        name = f"{command.reason.lower()}-{hashlib.sha256(f'{fingerprint}{ctx.now}'.encode()).hexdigest()[:8]}"
+    def _create(self, ctx: ClusterContext, command: Command, fingerprint: str, result: PassResult) -> None:
+        name = command_name(command, ctx)
         nodepool = next(np for np in ctx.nodepools if np.name == command.candidates[0].claimed.nodepool)
-        mode = nodepool.annotations.get(APPROVAL_MODE, "auto")
-        threshold = nodepool.annotations.get(APPROVAL_THRESHOLD)
-        ctx.api.create(
-            {
-                "apiVersion": "karpui.dev/v1alpha1",
-                "kind": "DisruptionCommand",
-                "metadata": {
-                    "name": name,
-                    "labels": {"karpui.dev/reason": command.reason, "karpui.dev/decision": command.decision},
-                },
-                "spec": {
-                    "reason": command.reason,
-                    "method": command.method,
-                    "decision": command.decision,
-                    "nodepools": command.nodepools,
-                    "text": disruption_logs.command_text(command, name),
-                    "savings": round(command.savings, 6),
-                    "fingerprint": fingerprint,
-                    "approvalMode": mode,
-                    "approvalThreshold": threshold,
-                    "candidates": [_candidate_spec(c) for c in command.candidates],
-                    "replacements": [_plan_spec(r) for r in command.replacements],
-                    "risks": _risks(ctx, command),
-                },
-                "status": {
-                    "phase": "Proposed",
-                    "proposedAt": timestamp(ctx.now),
-                    "validateAt": timestamp(ctx.now + VALIDATION_SECONDS),
-                },
+        status = {
+            "phase": "Proposed",
+            "proposedAt": timestamp(ctx.now),
+            "validateAt": timestamp(ctx.now + VALIDATION_SECONDS),
+        }
+        spec: dict[str, Any] = {}
+        earlier = _earlier(ctx, command)
+        if earlier is not None:
+            # The same question asked again (its command expired or was rejected, and the nodes are candidates once
+            # more): it keeps the earlier one's place in the queue, its deadline while that lasts, and the note of
+            # whoever had approved it.
+            spec = {
+                "lineage": earlier["spec"].get("lineage") or earlier["metadata"]["name"],
+                "queuedAt": earlier["spec"].get("queuedAt") or earlier["status"].get("proposedAt"),
+                "follows": earlier["metadata"]["name"],
+                **({"previousApproval": earlier["spec"]["approval"]} if earlier["spec"].get("approval") else {}),
             }
+            deadline = earlier["status"].get("expiresAt")
+            if deadline and parse_timestamp(deadline) > ctx.now + VALIDATION_SECONDS:
+                status["expiresAt"] = deadline
+        view = cluster_view(ctx)[0]
+        consolidation_events.computed(ctx, command, name, result.approved)
+        ctx.api.create(
+            command_object(
+                ctx,
+                command,
+                name,
+                mode=nodepool.annotations.get(APPROVAL_MODE, "auto"),
+                threshold=nodepool.annotations.get(APPROVAL_THRESHOLD),
+                view=view,
+                spec=spec,
+                status=status,
+            )
         )
+
+
+def _earlier(ctx: ClusterContext, command: Command) -> Obj | None:
+    """The most recent command about the same nodes for the same reason that ended without running (expired or
+    rejected) within the approval TTL: the one a new command takes the place of."""
+    nodes = sorted(c.name for c in command.candidates)
+    found = None
+    for phase in ("Expired", "Rejected"):
+        for other in ctx.api.list("DisruptionCommand", fields={"status.phase": phase}):
+            finished = other["status"].get("finishedAt")
+            if (
+                other["spec"].get("reason") == command.reason
+                and sorted(c["node"] for c in other["spec"]["candidates"]) == nodes
+                and finished
+                and ctx.now - parse_timestamp(finished) <= APPROVAL_TTL_SECONDS
+                and (found is None or finished > found["status"]["finishedAt"])
+            ):
+                found = other
+    return found
 
 
 @dataclass(frozen=True)
@@ -167,29 +224,59 @@ def _inputs(ctx: ClusterContext) -> tuple[Any, ...]:
         repr(ctx.nodepools),
         tuple(ctx.instance_types_for(np) for np in ctx.nodepools),
         *clock_inputs(ctx),
+        tuple(sorted(ctx.nodepool_problems)),  # a NodePool that can be evaluated again is a change
     )
 
 
 # Helpers -----------------------------------------------------------------------------------------------------------
 
 
-def _fingerprint(command: Command) -> str:
-    """What a denial is about: the nodes, their pods and the decision; any change makes it a new question."""
-    parts = sorted(f"{c.name}:{','.join(sorted(p.uid for p in c.pods))}" for c in command.candidates)
-    return hashlib.sha256(f"{command.reason}|{command.decision}|{'|'.join(parts)}".encode()).hexdigest()[:16]
+def declined(ctx: ClusterContext) -> dict[str, set[tuple[str, str]]]:
+    """What people said no to, for the pass: reason -> (node, state) of every node of a denied command, and of a
+    dry-run record (which stands for its nodes as a denial does), in the state it was then."""
+    result: dict[str, set[tuple[str, str]]] = {}
+    for phase in ("Denied", "DryRun"):
+        for command in ctx.api.list("DisruptionCommand", fields={"status.phase": phase}):
+            spec = command["spec"]
+            for node, state in (spec.get("nodeStates") or {}).items():
+                result.setdefault(spec["reason"], set()).add((node, state))
+    return result
 
 
-def _denied_fingerprints(ctx: ClusterContext) -> set[str]:
+def gate_fields(nodepool: NodePool) -> dict[str, Any]:
+    """The NodePool's approval mode and threshold, which a command keeps as they were when it was proposed."""
+    return {
+        "approvalMode": nodepool.annotations.get(APPROVAL_MODE, "auto"),
+        "approvalThreshold": nodepool.annotations.get(APPROVAL_THRESHOLD),
+    }
+
+
+def denied_fingerprints(ctx: ClusterContext, *, legacy: bool = False) -> set[str]:
+    """The candidate sets of denied commands and dry-run records, each standing for exactly its nodes and pods
+    (`legacy`: only those written before commands kept their nodes' states, nodeStates, which `declined` reads)."""
     return {
         c["spec"]["fingerprint"]
-        # A denial, or a dry-run record, stands for its candidate set until the inputs change.
         for phase in ("Denied", "DryRun")
         for c in ctx.api.list("DisruptionCommand", fields={"status.phase": phase})
+        if not legacy or "nodeStates" not in c["spec"]
     }
 
 
 # Karpenter's recorder drops a repeat of these events for 15 minutes, so a pass every 10 s does not flood them.
 EXPLANATION_DEDUPE_SECONDS = 15 * 60
+
+
+def explanations(result: PassResult) -> dict[str, list[str]]:
+    """Per node the pass leaves, what it said: why it cannot be a candidate ("Cannot disrupt Node: ...") or why
+    consolidation would not act on it, budgets included (those are no event, in Karpenter either)."""
+    said: dict[str, list[str]] = {}
+    for node, reasons in sorted(result.blocked.items()):
+        said.setdefault(node, []).extend(f"Cannot disrupt Node: {r}" for r in dict.fromkeys(reasons))
+    for node, reasons in sorted(result.notes.items()):
+        said.setdefault(node, []).extend(dict.fromkeys(reasons))
+    for node, reasons in sorted(result.balanced_notes.items()):
+        said.setdefault(node, []).extend(dict.fromkeys(reasons))
+    return said
 
 
 def _explain(ctx: ClusterContext, claimed: list[ClaimedNode], result: PassResult) -> None:
@@ -215,47 +302,3 @@ def _explain(ctx: ClusterContext, claimed: list[ClaimedNode], result: PassResult
             for obj in objects:
                 message = f"{verb} {obj['kind']}: {reason}" if verb else reason
                 ctx.event(obj, "Normal", event, message, dedupe_seconds=EXPLANATION_DEDUPE_SECONDS)
-
-
-def _candidate_spec(candidate: Any) -> dict[str, Any]:
-    claimed = candidate.claimed
-    return {
-        "node": claimed.name,
-        "nodeclaim": claimed.nodeclaim,
-        "nodepool": claimed.nodepool,
-        "instanceType": claimed.instance_type,
-        "capacityType": claimed.capacity_type,
-        "zone": claimed.zone,
-        "price": round(claimed.price, 6),
-        "pods": [p.key for p in candidate.pods],
-    }
-
-
-def _plan_spec(plan: NodeClaimPlan) -> dict[str, Any]:
-    return {
-        "nodepool": plan.nodepool,
-        "instanceTypes": [o.instance_type.name for o in plan.options],
-        "prices": [round(o.price, 6) for o in plan.options],
-        "requests": plan.requests_text(),
-        "requirements": plan.requirements.to_specs(),
-        "labels": dict(plan.labels),
-        "taints": [t.to_spec() for t in plan.taints],
-        "startupTaints": [t.to_spec() for t in plan.startup_taints],
-    }
-
-
-def _risks(ctx: ClusterContext, command: Command) -> list[str]:
-    """What a person should weigh: single-replica workloads and PDB headroom of the pods that would move."""
-    risks = []
-    owners: dict[str, int] = {}
-    for obj in ctx.api.list("Pod"):
-        owner = next((o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
-        if owner is not None and (obj.get("status") or {}).get("phase") == "Running":
-            owners[owner["uid"]] = owners.get(owner["uid"], 0) + 1
-    for candidate in command.candidates:
-        for pod in candidate.pods:
-            if pod.owner is not None and owners.get(pod.owner.uid, 0) <= 1:
-                risks.append(f"{pod.key} is the only running replica of {pod.owner.kind}/{pod.owner.name}")
-            if pod.owner is None:
-                risks.append(f"{pod.key} has no controller: it will not be recreated")
-    return risks

@@ -1,11 +1,13 @@
 """Karpenter's expiration controller: a NodeClaim older than its `expireAfter` is deleted (then drained by
-termination). Expiration is forced: no budgets, no human gate, no do-not-disrupt."""
+termination). Expiration is forced: no budgets, no human gate, no do-not-disrupt; the disruption queue records it
+as executing, saying why no approval could hold it."""
 
 from __future__ import annotations
 
-from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
-from provisioner.durations import parse_duration
+from provisioner.controllers.records import fingerprint_of, node_entry, record_command
+from provisioner.durations import format_duration, parse_duration
 from provisioner.scheduling.logs import LogRecord
 
 
@@ -53,6 +55,7 @@ def _expire(ctx: ClusterContext) -> bool:
     for claim in ctx.api.list("NodeClaim"):
         expires = expiry(claim)
         if expires is not None and ctx.now >= expires:
+            _record(ctx, claim)
             ctx.api.delete("NodeClaim", claim["metadata"]["name"])
             ctx.log(
                 LogRecord(
@@ -69,3 +72,35 @@ def _expire(ctx: ClusterContext) -> bool:
             )
             changed = True
     return changed
+
+
+def _record(ctx: ClusterContext, claim: Obj) -> None:
+    """The expiry on the queue, already executing: the NodeClaim, its node and pods, and why it is forced."""
+    name = claim["metadata"]["name"]
+    node_name = (claim.get("status") or {}).get("nodeName") or ""
+    grace = (claim.get("spec") or {}).get("terminationGracePeriod")
+    drain = (
+        f"its pods leave within its terminationGracePeriod of {grace}, PDBs and do-not-disrupt notwithstanding"
+        if grace
+        else "with no terminationGracePeriod, a PDB or a do-not-disrupt pod can still hold its drain"
+    )
+    forced = (
+        f"forced: NodeClaim {name} expired (expireAfter {format_duration(expire_seconds(claim))} since "
+        f"{claim['metadata']['creationTimestamp']}); Karpenter deletes an expired NodeClaim whatever the approval "
+        f"mode, budgets or a pause; {drain}"
+    )
+    record_command(
+        ctx,
+        reason="Expired",
+        method="expiration",
+        entries=[node_entry(ctx, claim, ctx.api.get("Node", node_name) if node_name else None)],
+        fingerprint=fingerprint_of("Expired", name),
+        savings=0.0,
+        status={
+            "phase": "Executing",
+            "validateAt": timestamp(ctx.now),
+            "startedAt": timestamp(ctx.now),
+            "replacementNodeClaims": [],
+            "forced": forced,
+        },
+    )

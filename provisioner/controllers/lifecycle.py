@@ -1,9 +1,11 @@
 """The NodeClaim lifecycle (Karpenter's lifecycle controller): launch through the cloud provider, register the Node
-that appears, initialize it, time out registration, and release the NodeClaim once its instance is gone."""
+that appears, initialize it, time out a launch (5 min, v1.7) or a registration (15 min) and tell the NodePool's
+registration health, and release the NodeClaim once its instance is gone."""
 
 from __future__ import annotations
 
 import contextlib
+from typing import Protocol
 
 from provisioner import labels as wk
 from provisioner.cloudprovider.types import (
@@ -13,15 +15,50 @@ from provisioner.cloudprovider.types import (
     NodeClassNotReadyError,
 )
 from provisioner.cluster import dra
-from provisioner.cluster.conditions import is_true, set_condition
-from provisioner.cluster.objects import Obj
+from provisioner.cluster.conditions import is_true, set_condition, transition_time
+from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
-from provisioner.scheduling.logs import LogRecord
+from provisioner.controllers.termination import INSTANCE_TERMINATING
+from provisioner.scheduling.logs import LogRecord, go_duration
 from provisioner.taints import UNREGISTERED
 
 LIFECYCLE = "controller.nodeclaim.lifecycle"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
+# Karpenter's liveness: a NodeClaim not launched within LaunchTimeout of its creation, or not registered within
+# registrationTimeout of its Registered condition first being set (at launch), is deleted and retried.
+LAUNCH_TIMEOUT = 5 * 60.0
+
+
+class LaunchOutcomes(Protocol):
+    """Who hears how each NodeClaim's launch ended (the NodePools' registration health)."""
+
+    def registered(self, ctx: ClusterContext, claim: Obj) -> None: ...
+
+    def timed_out(self, ctx: ClusterContext, claim: Obj) -> None: ...
+
+
+class _Unheard:
+    def registered(self, ctx: ClusterContext, claim: Obj) -> None:
+        return None
+
+    def timed_out(self, ctx: ClusterContext, claim: Obj) -> None:
+        return None
+
+
+def registration_deadline(claim: Obj) -> float | None:
+    """When a launched, unregistered NodeClaim times out: 15 minutes after its Registered condition was set."""
+    if not is_true(claim, "Launched") or is_true(claim, "Registered") or claim["metadata"].get("deletionTimestamp"):
+        return None
+    since = transition_time(claim, "Registered") or transition_time(claim, "Launched")
+    return parse_timestamp(since) + REGISTRATION_TIMEOUT if since else None
+
+
+def launch_deadline(claim: Obj) -> float | None:
+    """When a NodeClaim that has not launched times out: five minutes after it was made."""
+    if is_true(claim, "Launched") or claim["metadata"].get("deletionTimestamp"):
+        return None
+    return parse_timestamp(claim["metadata"]["creationTimestamp"]) + LAUNCH_TIMEOUT
 
 
 def _registration_dues(ctx: ClusterContext) -> list[float]:
@@ -29,15 +66,17 @@ def _registration_dues(ctx: ClusterContext) -> list[float]:
     for claim in ctx.api.list("NodeClaim"):
         due = ctx.cloud.registered_by(claim)
         if due is not None:
-            times.extend([due, due + REGISTRATION_TIMEOUT])
+            times.append(due)
+        times.extend(t for t in (registration_deadline(claim), launch_deadline(claim)) if t is not None)
     return sorted(times)
 
 
 class LifecycleController:
-    """Runs when NodeClaims, Nodes or ResourceSlices were written since its last run, or a registration is due;
-    otherwise every NodeClaim is where it was and nothing can move it."""
+    """Runs when NodeClaims, Nodes or ResourceSlices were written since its last run, or a registration or a
+    timeout is due; otherwise every NodeClaim is where it was and nothing can move it."""
 
-    def __init__(self) -> None:
+    def __init__(self, outcomes: LaunchOutcomes | None = None) -> None:
+        self.outcomes: LaunchOutcomes = outcomes or _Unheard()
         self._seen: tuple[int, int, int] | None = None
         self._seen_at = float("-inf")
         self._dues: list[float] = []
@@ -55,7 +94,7 @@ class LifecycleController:
         if self._versions(ctx) == self._seen and not any(self._seen_at < t <= ctx.now for t in self._dues):
             return False
         errors = ctx.errors
-        changed = reconcile(ctx)
+        changed = reconcile(ctx, self.outcomes)
         # A NodeClaim moves one phase per run (launch, register, initialize), so a run that changed something
         # runs again, and so does one that failed (a write refused with a 409 on a real API is retried); only a run
         # that found nothing to do may be skipped until its inputs change.
@@ -70,22 +109,28 @@ def next_due(ctx: ClusterContext) -> float | None:
     return min(future) if future else None
 
 
-def reconcile(ctx: ClusterContext) -> bool:
+def reconcile(ctx: ClusterContext, outcomes: LaunchOutcomes | None = None) -> bool:
     changed = False
     for claim in ctx.api.list("NodeClaim"):
         with ctx.guard("nodeclaim.lifecycle", claim):
-            changed |= _reconcile_claim(ctx, claim)
+            changed |= _reconcile_claim(ctx, claim, outcomes or _Unheard())
     changed |= _nodes_without_claims(ctx)
     return changed
 
 
-def _reconcile_claim(ctx: ClusterContext, claim: Obj) -> bool:
+def _reconcile_claim(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool:
     if claim["metadata"].get("deletionTimestamp"):
         return _finalize(ctx, claim)
     if not is_true(claim, "Launched"):
+        deadline = launch_deadline(claim)
+        if deadline is not None and ctx.now >= deadline:
+            return _time_out(ctx, claim, outcomes, LAUNCH_TIMEOUT, "launch_timeout")
         return _launch(ctx, claim)
     if not is_true(claim, "Registered"):
-        return _register(ctx, claim)
+        deadline = registration_deadline(claim)
+        if deadline is not None and ctx.now >= deadline:
+            return _time_out(ctx, claim, outcomes, REGISTRATION_TIMEOUT, "registration_timeout")
+        return _register(ctx, claim, outcomes)
     if not is_true(claim, "Initialized"):
         return _initialize(ctx, claim)
     return False
@@ -154,21 +199,27 @@ def _node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:
     return next((n for n in ctx.api.list("Node") if (n.get("spec") or {}).get("providerID") == provider_id), None)
 
 
-def _register(ctx: ClusterContext, claim: Obj) -> bool:
+def _time_out(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes, timeout: float, reason: str) -> bool:
+    """Karpenter's deleteNodeClaimForTimeout: the NodePool hears of the failure, the NodeClaim is deleted (its pods
+    get another at the next provisioning run)."""
+    outcomes.timed_out(ctx, claim)
+    ctx.api.delete("NodeClaim", claim["metadata"]["name"])
+    ctx.log(
+        LogRecord(
+            "terminating due to timeout",
+            {"NodeClaim": {"name": claim["metadata"]["name"]}, "timeout": go_duration(timeout), "reason": reason},
+            level="DEBUG",
+            logger=LIFECYCLE,
+        )
+    )
+    return True
+
+
+def _register(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool:
     name = claim["metadata"]["name"]
     due = ctx.cloud.registered_by(claim)
     if due is None or ctx.now < due:
         return False
-    if ctx.now >= due + REGISTRATION_TIMEOUT:
-        ctx.log(
-            LogRecord(
-                "deleting nodeclaim, registration timeout exceeded",
-                {"NodeClaim": {"name": name}, "ttl": "15m0s"},
-                logger=LIFECYCLE,
-            )
-        )
-        ctx.api.delete("NodeClaim", name)
-        return True
     node = _node_of(ctx, claim)
     if node is None:
         return False  # the instance has not registered its Node yet
@@ -191,6 +242,7 @@ def _register(ctx: ClusterContext, claim: Obj) -> bool:
     claim["status"]["nodeName"] = node["metadata"]["name"]
     set_condition(claim, "Registered", "True", ctx.now, "Registered")
     ctx.api.update(claim)
+    outcomes.registered(ctx, claim)
     ctx.log(
         LogRecord(
             "registered nodeclaim",
@@ -258,6 +310,8 @@ def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
             return False  # the termination controller is still draining
         with contextlib.suppress(NodeClaimNotFoundError):  # already gone: deleting it again is done
             ctx.cloud.delete(claim)
+        if set_condition(claim, INSTANCE_TERMINATING, "True", ctx.now, INSTANCE_TERMINATING):
+            ctx.api.update(claim)
         node = ctx.api.get("Node", node["metadata"]["name"])
         if node is not None:
             ctx.api.remove_finalizer(node, TERMINATION_FINALIZER)

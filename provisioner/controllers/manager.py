@@ -1,9 +1,10 @@
 """The manager: runs karpui's controllers against one cluster, in order, through the cluster and cloud provider
 ports — the same for the lab, a kwok cluster and an observed one — and says when it next has work to do.
 
-Order within a step: provisioning (batch and launch plans), the NodeClaim facts (pod events, drift, expiration),
-termination (drain deleting NodeClaims), the disruption command queue and proposer, the cloud provider's own work,
-and the NodeClaim lifecycle (launch, register, initialize, finalize). Each controller owns its state, which the
+Order within a step: the NodeOverlays (what they change in instance types), the NodePools' status, provisioning
+(batch and launch plans, static NodePools), the NodeClaim facts (pod events, drift, expiration), node health
+(repairs onto the queue), termination (drain deleting NodeClaims), the disruption command queue and proposer, the
+cloud provider's own work, and the NodeClaim lifecycle (launch, register, initialize, finalize). Each controller owns its state, which the
 manager gathers into one JSON-able dict so a restarted engine continues where it stopped.
 """
 
@@ -13,13 +14,18 @@ from collections.abc import Callable
 from typing import Any
 
 from provisioner.controllers import commands, lifecycle
+from provisioner.controllers.capacitybuffer import CapacityBufferController
 from provisioner.controllers.consolidatable import ConsolidatableController
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import DisruptionController
 from provisioner.controllers.drift import DriftController
 from provisioner.controllers.expiration import ExpirationController
+from provisioner.controllers.health import NodeHealthController
+from provisioner.controllers.nodeoverlay import NodeOverlayController
+from provisioner.controllers.nodepools import NodePoolController
 from provisioner.controllers.podevents import PodEventsController
 from provisioner.controllers.provisioning import ProvisioningController
+from provisioner.controllers.static import StaticDeprovisioningController, StaticProvisioningController
 from provisioner.controllers.termination import TerminationController
 
 
@@ -27,23 +33,35 @@ class Manager:
     def __init__(self, state: dict[str, Any]) -> None:
         disruption = state.get("disruption") or {}
         self.provisioning = ProvisioningController(state.get("provisioning") or {})
+        self.static_provisioning = StaticProvisioningController()
+        self.static_deprovisioning = StaticDeprovisioningController()
         # Before the controllers were split, pod sets and drain progress were kept under "disruption".
         self.podevents = PodEventsController(state.get("podevents") or disruption)
         self.termination = TerminationController(state.get("termination") or disruption)
         self.disruption = DisruptionController(disruption)
         self.drift = DriftController()
         self.expiration = ExpirationController()
-        self.lifecycle = lifecycle.LifecycleController()
+        self.health = NodeHealthController()
+        self.overlays = NodeOverlayController()
+        self.buffers = CapacityBufferController()
+        self.nodepools = NodePoolController(state.get("nodepools"))
+        self.lifecycle = lifecycle.LifecycleController(self.nodepools)
         self.consolidatable = ConsolidatableController()
 
     def step(self, ctx: ClusterContext) -> list[str]:
         """Run every controller once at `ctx.now`; the names of those that changed the cluster."""
         controllers: tuple[tuple[str, Callable[[ClusterContext], bool]], ...] = (
+            ("nodeoverlay", self.overlays.reconcile),
+            ("nodepool", self.nodepools.reconcile),
+            ("capacitybuffer", self.buffers.reconcile),
             ("provisioning", self.provisioning.reconcile),
+            ("static.provisioning", self.static_provisioning.reconcile),
+            ("static.deprovisioning", self.static_deprovisioning.reconcile),
             ("podevents", self.podevents.reconcile),
             ("consolidatable", self.consolidatable.reconcile),
             ("drift", self.drift.reconcile),
             ("expiration", self.expiration.reconcile),
+            ("node.health", self.health.reconcile),
             ("termination", self.termination.reconcile),
             ("commands", commands.reconcile),
             ("disruption", self.disruption.reconcile),
@@ -69,6 +87,7 @@ class Manager:
             ("disruption.queue", lambda: commands.next_due(ctx)),
             ("node.termination", lambda: self.termination.next_due(ctx)),
             ("nodeclaim.expiration", lambda: self.expiration.next_due(ctx)),
+            ("node.health", lambda: self.health.next_due(ctx)),
             ("nodeclaim.lifecycle", lambda: _maybe(self.lifecycle.next_due(ctx))),
             ("cloudprovider", lambda: _maybe(ctx.cloud.next_due(ctx.now))),
         )
@@ -85,6 +104,7 @@ class Manager:
             "podevents": self.podevents.to_state(),
             "termination": self.termination.to_state(),
             "disruption": self.disruption.to_state(),
+            "nodepools": self.nodepools.to_state(),
         }
 
 

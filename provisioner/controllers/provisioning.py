@@ -1,4 +1,8 @@
-"""The provisioning controller: batch provisionable pods, simulate scheduling, create NodeClaims for the plans."""
+"""The provisioning controller: batch provisionable pods, simulate scheduling, create NodeClaims for the plans.
+
+Observing a real Karpenter (which provisions), it only explains: each batch is simulated as Karpenter would, and each
+waiting pod gets karpui's verdict (why no NodePool fits, or the NodeClaim Karpenter's next batch should launch for
+it, or the node it is headed for); nothing is created and no event is written, Karpenter's own being mirrored."""
 
 from __future__ import annotations
 
@@ -6,26 +10,35 @@ import hashlib
 import json
 import time
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
+from provisioner import capacitybuffers as cb
 from provisioner.cluster import dra
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.names import random_suffix
 from provisioner.cluster.objects import Obj
 from provisioner.cluster.views import node_view
+from provisioner.controllers import capacitybuffer
+from provisioner.controllers.attribution import attribute_launch
 from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node
 from provisioner.objects import NodePool
+from provisioner.options import RESERVED_CAPACITY
 from provisioner.pods import Pod
 from provisioner.quantity import parse_resources
 from provisioner.scheduling import logs
-from provisioner.scheduling.results import NodeClaimPlan, SchedulingResult
+from provisioner.scheduling.reservations import RESERVATION_STRICT
+from provisioner.scheduling.results import RESERVED, NodeClaimPlan, Reason, SchedulingResult
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
 
 REQUEUE_SECONDS = 10.0
+# Observe mode's verdicts for pods a simulation of Karpenter places: a NodeClaim to come, or a node with room.
+LAUNCHING = "launching"
+HEADED_FOR = "headed-for"
 # A provisioning run that failed (a NodeClaim POST answered 500, say) is run again after 1 s, then 2, 4, then every
 # 5 s, as controller-runtime requeues a failed reconcile with exponential back-off (capped well under the 10 s
 # re-trigger, or eight 500s in a row would hold pods Pending for a minute); no jitter, so the lab, driven by its own
@@ -33,7 +46,11 @@ REQUEUE_SECONDS = 10.0
 RETRY_SECONDS = 1.0
 RETRY_MAX_SECONDS = 5.0
 NOMINATION_SECONDS = 20.0
+# Karpenter's provisioner gives each scheduling simulation one minute (v1.4+, provisioner.go), wall-clock time.
+SIMULATION_TIME_LIMIT_SECONDS = 60.0
 HASH_VERSION = "v3"
+PRICE_OVERLAY_APPLIED = "karpenter.sh/price-overlay-applied"
+CAPACITY_OVERLAY_APPLIED = "karpenter.sh/capacity-overlay-applied"
 
 
 def retry_delay(failures: int) -> float:
@@ -87,11 +104,17 @@ class ProvisioningController:
         return now >= self.retry_at if self.retry_at is not None else self.batcher.due(now)
 
     def reconcile(self, ctx: ClusterContext) -> bool:
+        # The cluster's batch window (BATCH_IDLE_DURATION, BATCH_MAX_DURATION), as Karpenter reads it at start.
+        self.batcher.idle = ctx.options.batch_idle_duration
+        self.batcher.maximum = ctx.options.batch_max_duration
         provisionable = [
             dra.with_devices(ctx.api, obj, pod)
             for obj, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))  # only unbound
             if pod.is_provisionable()
         ]
+        # CapacityBuffers' virtual pods join after the real ones (Karpenter injects them after its Validate filter)
+        # and trigger a batch as they do, so a buffer is kept whether or not anything else is pending.
+        provisionable += capacitybuffer.virtual_pods(ctx)
         live = {p.uid for p in provisionable}
         for pod in provisionable:
             due = self.triggers.get(pod.uid)
@@ -110,6 +133,8 @@ class ProvisioningController:
             provisionable = self._without_dra(ctx, provisionable)
         if not provisionable:
             self.failures = 0
+            if ctx.buffer_nodes:
+                ctx.buffer_nodes.clear()  # no buffer left to hold capacity for
             return False
         try:
             changed = self.provision(ctx, provisionable)
@@ -138,15 +163,30 @@ class ProvisioningController:
 
     def provision(self, ctx: ClusterContext, pods: list[Pod]) -> bool:
         started = time.perf_counter()
-        result = solve(scheduling_input(ctx, pods))
+        result = solve(replace(scheduling_input(ctx, pods), time_limit=SIMULATION_TIME_LIMIT_SECONDS))
         self.last_result = result
+        if ctx.observe:
+            self._explain(result)
+            return False
+        if result.timed_out:
+            ctx.log(logs.simulation_timed_out(time.perf_counter() - started))
         if result.new_nodeclaims:
             ctx.log(logs.found_provisionable(result.pods_considered, time.perf_counter() - started))
         for plan in result.new_nodeclaims:
             nodeclaim = create_nodeclaim(ctx, plan)
-            ctx.log(logs.created_nodeclaim(plan, nodeclaim["metadata"]["name"]))
+            # A node launched for pods a disruption command evicted is that command's cost.
+            attribute_launch(ctx, plan.pods, nodeclaim, plan.cheapest.price if plan.options else 0.0)
+        deferred = [f.pod for f in result.failures.values() if any(r.kind == RESERVED for r in f.reasons)]
+        if deferred:
+            ctx.log(logs.deferred_for_reservations(deferred))
+        placed = self._buffers(ctx, result)
         for uid, failure in result.failures.items():
-            verdict = [{"nodepool": r.nodepool, "kind": r.kind, "message": r.message} for r in failure.reasons]
+            if cb.is_virtual(failure.pod):
+                continue  # a virtual pod exists nowhere: no verdict, log or event (filterVirtualPodErrors)
+            verdict = [_verdict(reason) for reason in failure.reasons]
+            if failure.pod in deferred:
+                self.verdicts[uid] = verdict  # shown as waiting, not told as a failure (no FailedScheduling)
+                continue
             if self.verdicts.get(uid) != verdict:
                 self.verdicts[uid] = verdict
                 ctx.log(logs.could_not_schedule(failure.pod, failure.message))
@@ -158,15 +198,79 @@ class ProvisioningController:
                 self.verdicts.pop(pod.uid, None)
         for node in [node for node, until in ctx.nominations.items() if until <= ctx.now]:
             del ctx.nominations[node]  # lapsed: read only as "nominated now", and a warm engine would keep them all
-        for node in result.placements:
+        for node, placed_pods in result.placements.items():
+            if all(cb.is_virtual(p) for p in placed_pods):
+                continue  # only real pods nominate (a buffer's would never expire: it is injected every pass)
             # A pending pod is headed for this node: disruption leaves it alone for a while (Karpenter: 20 s).
             ctx.nominations[node] = ctx.now + NOMINATION_SECONDS
+        capacitybuffer.write_provisioning(ctx, placed)
         return bool(result.new_nodeclaims)
+
+    @staticmethod
+    def _buffers(ctx: ClusterContext, result: SchedulingResult) -> dict[str, cb.Placement]:
+        """classifyBufferPods: where each buffer's virtual pods went; and which nodes now hold buffer capacity
+        (UpdateBufferPodCounts), which emptiness leaves alone."""
+        placed: dict[str, cb.Placement] = {}
+        hosting: dict[str, int] = {}
+        for node, pods in result.placements.items():
+            for pod in pods:
+                if key := cb.buffer_key(pod):
+                    placed.setdefault(key, cb.Placement()).existing += 1
+                    hosting[node] = hosting.get(node, 0) + 1
+        for plan in result.new_nodeclaims:
+            for pod in plan.pods:
+                if key := cb.buffer_key(pod):
+                    placed.setdefault(key, cb.Placement()).new += 1
+        for failure in result.failures.values():
+            if key := cb.buffer_key(failure.pod):
+                placed.setdefault(key, cb.Placement()).failed += 1
+        ctx.buffer_nodes.clear()
+        ctx.buffer_nodes.update(hosting)
+        return placed
+
+    def _explain(self, result: SchedulingResult) -> None:
+        """Observing Karpenter: each pod's verdict from the simulation, launching nothing (Karpenter launches).
+        A CapacityBuffer's virtual pods are no one's to explain."""
+        for uid, failure in result.failures.items():
+            if not cb.is_virtual(failure.pod):
+                self.verdicts[uid] = [_verdict(reason) for reason in failure.reasons]
+        for plan in result.new_nodeclaims:
+            types = [o.instance_type.name for o in plan.options]
+            shown = ", ".join(types[:3]) + (f" and {len(types) - 3} more" if len(types) > 3 else "")
+            verdict = {
+                "nodepool": plan.nodepool,
+                "kind": LAUNCHING,
+                "message": f"Karpenter's next batch should launch a NodeClaim for it ({shown}) with "
+                f"{len(plan.pods)} pod(s)",
+            }
+            for pod in plan.pods:
+                if not cb.is_virtual(pod):
+                    self.verdicts[pod.uid] = [verdict]
+        for node, placed in result.placements.items():
+            for pod in (p for p in placed if not cb.is_virtual(p)):
+                self.verdicts[pod.uid] = [
+                    {
+                        "nodepool": "",
+                        "kind": HEADED_FOR,
+                        "message": f"fits on {node} (a node or a NodeClaim still launching): kube-scheduler binds it "
+                        "once that node is ready and has room",
+                    }
+                ]
+
+
+def _verdict(reason: Reason) -> dict[str, str]:
+    """A reason as the dashboard reads it (kept with the controller's state while the pod waits)."""
+    verdict = {"nodepool": reason.nodepool, "kind": reason.kind, "message": reason.message}
+    if "selection" in reason.details:
+        verdict["selection"] = str(reason.details["selection"])
+    return verdict
 
 
 def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
     offers = []
     for nodepool in ctx.nodepools:
+        if nodepool.static:
+            continue  # static NodePools are the static provisioning controller's (Karpenter's NewScheduler skips them)
         types = ctx.instance_types_for(nodepool)
         if types is not None:
             offers.append(PoolOffer(nodepool, types))
@@ -179,6 +283,11 @@ def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
         node_devices=dra.node_inventory(ctx.api, nodes, ctx.catalogs),
         daemonsets=daemonsets(ctx),
         namespace_labels={n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in ctx.api.list("Namespace")},
+        preference_policy=ctx.options.preference_policy,
+        min_values_policy=ctx.options.min_values_policy,
+        reserved_capacity=ctx.gate(RESERVED_CAPACITY),
+        # Provisioning never falls back past reserved capacity others hold (DisableReservedCapacityFallback).
+        reservation_mode=RESERVATION_STRICT,
     )
 
 
@@ -244,6 +353,16 @@ def _requested_drivers(plan: NodeClaimPlan) -> dict[str, str]:
     return {"karpenter.sh/requested-dra-drivers": ",".join(drivers)} if drivers else {}
 
 
+def _overlays_applied(plan: NodeClaimPlan) -> dict[str, str]:
+    """Karpenter's ToNodeClaim marks a NodeClaim whose instance types a NodeOverlay repriced or gave capacity."""
+    marks = {}
+    if any(o.instance_type.price_overlaid for o in plan.options):
+        marks[PRICE_OVERLAY_APPLIED] = "true"
+    if any(o.instance_type.capacity_overlaid for o in plan.options):
+        marks[CAPACITY_OVERLAY_APPLIED] = "true"
+    return marks
+
+
 def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     nodepool = next(np for np in ctx.nodepools if np.name == plan.nodepool)
     while True:
@@ -274,8 +393,15 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
                     **nodepool.template_annotations,
                     "karpenter.sh/nodepool-hash": nodepool_hash(nodepool),
                     "karpenter.sh/nodepool-hash-version": HASH_VERSION,
-                    "karpenter.sh/nodeclaim-min-values-relaxed": "true" if plan.min_values_relaxed else "false",
+                    **(
+                        {}
+                        if plan.static  # the scheduler sets it; a static NodeClaim is never scheduled
+                        else {
+                            "karpenter.sh/nodeclaim-min-values-relaxed": "true" if plan.min_values_relaxed else "false"
+                        }
+                    ),
                     **_requested_drivers(plan),
+                    **_overlays_applied(plan),
                 },
                 "ownerReferences": [
                     {
@@ -292,6 +418,8 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
             "status": {},
         }
     )
+    # Logged before anything else is written: a step cut short right after (a crash, a lost Lease) still records it.
+    ctx.log(logs.created_nodeclaim(plan, name))
     for pod in plan.pods:
         obj = pod_object(ctx, pod)
         if obj is not None and ctx.nominated_events.try_accept(ctx.now):

@@ -11,6 +11,7 @@ from provisioner.catalog import InstanceType
 from provisioner.cluster import dra, pdb
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.controllers import capacitybuffer
 from provisioner.controllers.consolidatable import CONSOLIDATABLE
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.provisioning import cluster_nodes, daemonsets
@@ -22,6 +23,7 @@ from provisioner.dra.claims import requests_from_claim_spec
 from provisioner.labels import DO_NOT_DISRUPT
 from provisioner.nodes import Node
 from provisioner.objects import NodePool
+from provisioner.options import RESERVED_CAPACITY, SPOT_TO_SPOT_CONSOLIDATION
 from provisioner.scheduling.scheduler import PoolOffer
 
 _Prices = dict[str, dict[str, list[InstanceType]]]  # NodePool -> instance type name -> its types, in catalog order
@@ -37,6 +39,8 @@ SNAPSHOT_KINDS = (
     "ResourceClaim",
     "ResourceSlice",
     "DeviceClass",
+    "CapacityBuffer",  # their virtual pods are pending (their status says how many, written when that changes)
+    "PodTemplate",
 )
 
 
@@ -48,7 +52,7 @@ def snapshot_inputs(ctx: ClusterContext) -> tuple[Any, ...]:
         repr(ctx.nodepools),
         tuple(ctx.instance_types_for(np) for np in ctx.nodepools),
         tuple(ctx.catalogs.values()),
-        bool(ctx.feature_gates.get("SpotToSpotConsolidation")),
+        ctx.options,
     )
 
 
@@ -68,7 +72,8 @@ def clock_inputs(ctx: ClusterContext) -> tuple[Any, ...]:
     )
     return (
         tuple(sorted(node for node, until in ctx.nominations.items() if until > ctx.now)),
-        tuple(budget_active(b, ctx.now) for pool in ctx.nodepools for b in pool.budgets if b.schedule),
+        tuple(sorted(ctx.buffer_nodes)),
+        tuple(budget_active(b, ctx.now) for pool in ctx.disruptable_nodepools() for b in pool.budgets if b.schedule),
         tuple(sorted(pod.uid for _, pod in ctx.views.readable(annotated) if pod_blocks(pod, ctx.now))),
     )
 
@@ -82,6 +87,9 @@ def cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     if any(now is not before for now, before in zip(nominated, claimed, strict=True)):
         claimed = nominated
         view = replace(view, claimed=claimed)
+    hosting = frozenset(ctx.buffer_nodes)
+    if hosting != view.buffer_nodes:
+        view = replace(view, buffer_nodes=hosting)  # moved by every provisioning pass, as the nominations are
     return (view if view.now == ctx.now else replace(view, now=ctx.now)), claimed
 
 
@@ -91,7 +99,11 @@ def _nominated(ctx: ClusterContext, claimed: ClaimedNode) -> ClaimedNode:
 
 
 def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
-    offers = [PoolOffer(np, types) for np in ctx.nodepools if (types := ctx.instance_types_for(np)) is not None]
+    offers = [
+        PoolOffer(np, types)
+        for np in ctx.nodepools
+        if not np.static and (types := ctx.instance_types_for(np)) is not None
+    ]
     devices = bool(ctx.api.list("ResourceClaim"))  # without claims no pod has devices to ask for again
     # Each claimed node's Node object (a NodeClaim whose Node is gone is not a claimed node).
     registered = [
@@ -114,6 +126,9 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     ]
     pending = [pod for _, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))]
     pending = [p for p in pending if p.is_provisionable()]
+    # CapacityBuffers' virtual pods are pending too: a consolidation must leave room for them (SimulateScheduling
+    # reads GetPendingPods, which injects them).
+    pending += capacitybuffer.virtual_pods(ctx)
     view = ClusterView(
         claimed=claimed,
         nodes=nodes,
@@ -122,7 +137,10 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         now=ctx.now,
         pdbs=pdb.policies(ctx.api, ctx.views),
         daemonsets=daemonsets(ctx),
-        spot_to_spot=bool(ctx.feature_gates.get("SpotToSpotConsolidation")),
+        spot_to_spot=ctx.gate(SPOT_TO_SPOT_CONSOLIDATION),
+        preference_policy=ctx.options.preference_policy,
+        min_values_policy=ctx.options.min_values_policy,
+        reserved_capacity=ctx.gate(RESERVED_CAPACITY),
         device_classes=dra.device_classes(ctx.api),
         node_devices=dra.node_inventory(ctx.api, nodes, ctx.catalogs),
     )
@@ -162,6 +180,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices:
         drifted=drift.get("reason") if drift else None,
         grace_period=bool((claim.get("spec") or {}).get("terminationGracePeriod")),
         drifted_at=parse_timestamp(drift["lastTransitionTime"]) if drift else 0.0,
+        last_pod_event=str((claim.get("status") or {}).get("lastPodEventTime") or ""),
         annotations=dict(node_obj["metadata"].get("annotations") or {}),
         # As `cluster_view` lays them on: built with them, a snapshot needs no copies until the nominations move.
         nominated_until=float(ctx.nominations.get(node.name, 0.0)),

@@ -5,9 +5,11 @@ the end."""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from provisioner import labels as wk
+from provisioner.cluster.conditions import condition, set_condition
 from provisioner.cluster.objects import Obj, TooManyRequests, parse_timestamp
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.candidates import pod_blocks
@@ -24,19 +26,30 @@ EVICTION_RETRY_MAX_SECONDS = 10.0
 MIN_DRAIN_SECONDS = 5.0
 CRITICAL = ("system-cluster-critical", "system-node-critical")
 LOGGER = "controller.node.termination"
+# The NodeClaim status conditions termination sets (Karpenter v1.2 / v1.6).
+DRAINED, VOLUMES_DETACHED, INSTANCE_TERMINATING = "Drained", "VolumesDetached", "InstanceTerminating"
+EXCLUDE_BALANCERS = "node.kubernetes.io/exclude-from-external-load-balancers"
 
 
-def taint_disrupted(ctx: ClusterContext, node: Obj, logger: str, *, leaving_load_balancers: bool = False) -> bool:
-    """Add `karpenter.sh/disrupted:NoSchedule` (once) so nothing new lands on a node that is going; True if added.
-    A node being terminated also leaves external load balancers, as Karpenter's termination marks it."""
-    if any(t.get("key") == DISRUPTED for t in node["spec"].get("taints") or []):
+def taint_disrupted(
+    ctx: ClusterContext, node: Obj, logger: str | None, *, leaving_load_balancers: bool = False
+) -> bool:
+    """Add `karpenter.sh/disrupted:NoSchedule` (once) so nothing new lands on a node that is going; True if the node
+    changed. A node being terminated also leaves external load balancers, as Karpenter's termination marks it, and
+    says "tainted node" whenever it changed the node, as Karpenter's terminator does (the disruption controller's
+    taint before it, logged by no one, leaves the label to add)."""
+    tainted = any(t.get("key") == DISRUPTED for t in node["spec"].get("taints") or [])
+    labels = node["metadata"].get("labels") or {}
+    leaving = not leaving_load_balancers or labels.get(EXCLUDE_BALANCERS) == "karpenter"
+    if tainted and leaving:
         return False
-    node["spec"].setdefault("taints", []).append({"key": DISRUPTED, "effect": "NoSchedule"})
-    if leaving_load_balancers:
-        node["metadata"].setdefault("labels", {})["node.kubernetes.io/exclude-from-external-load-balancers"] = (
-            "karpenter"
-        )
+    if not tainted:
+        node["spec"].setdefault("taints", []).append({"key": DISRUPTED, "effect": "NoSchedule"})
+    if not leaving:
+        node["metadata"].setdefault("labels", {})[EXCLUDE_BALANCERS] = "karpenter"
     ctx.api.update(node)
+    if logger is None:
+        return True
     ctx.log(
         LogRecord(
             "tainted node",
@@ -53,9 +66,15 @@ def eviction_delay(refusals: int) -> float:
 
 
 def grace_deadline(claim: Obj) -> float | None:
-    """deletionTimestamp + spec.terminationGracePeriod, when the NodeClaim has one."""
-    grace = (claim.get("spec") or {}).get("terminationGracePeriod")
+    """When the drain stops waiting: the NodeClaim's termination timestamp (Karpenter's
+    karpenter.sh/nodeclaim-termination-timestamp, which a repair sets to its own moment), or else deletionTimestamp +
+    spec.terminationGracePeriod, when it has one."""
     deleted = claim["metadata"].get("deletionTimestamp")
+    stamp = (claim["metadata"].get("annotations") or {}).get(wk.TERMINATION_TIMESTAMP)
+    if deleted and stamp:
+        with suppress(ValueError):
+            return parse_timestamp(stamp)
+    grace = (claim.get("spec") or {}).get("terminationGracePeriod")
     if not grace or not deleted:
         return None
     return parse_timestamp(deleted) + (parse_duration(grace) or 0)
@@ -109,6 +128,11 @@ class TerminationController:
             return False
         name = node["metadata"]["name"]
         changed = taint_disrupted(ctx, node, LOGGER, leaving_load_balancers=True)
+        if condition(claim, DRAINED) is None:
+            # Karpenter's awaitDrain: the NodeClaim says it is draining from the first pass on.
+            set_condition(claim, DRAINED, "Unknown", ctx.now, "Draining", "Draining")
+            ctx.api.update(claim)
+            changed = True
         started = self.draining.setdefault(name, ctx.now)
         recheck = self.drained_at.get(name, -DRAIN_RETRY_SECONDS) + DRAIN_RETRY_SECONDS <= ctx.now
         if not recheck and not self._retry_due(name, ctx.now):
@@ -119,6 +143,10 @@ class TerminationController:
             return changed or evicted
         node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
         ctx.api.update(node)
+        # Drained, then awaitVolumeDetachment: the lab attaches no volumes, so none is left to wait for.
+        set_condition(claim, DRAINED, "True", ctx.now, DRAINED)
+        set_condition(claim, VOLUMES_DETACHED, "True", ctx.now, VOLUMES_DETACHED)
+        ctx.api.update(claim)
         self.draining.pop(name, None)
         self.drained_at.pop(name, None)  # as to_state keeps it: only for nodes still draining
         self.refused = {uid: entry for uid, entry in self.refused.items() if entry[0] != name}

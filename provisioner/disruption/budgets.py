@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
-from provisioner.disruption.types import ClaimedNode
+from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, ClaimedNode
 from provisioner.durations import parse_duration
 from provisioner.objects import Budget, NodePool
 
@@ -33,7 +33,10 @@ def budget_active(budget: Budget, now: float) -> bool:
     except (ValueError, KeyError):
         return True  # an unparsable schedule fails closed below: treated as active with its (small) count
     seconds = parse_duration(budget.duration) or 0
-    return bool(moment < last_hit + timedelta(seconds=seconds))
+    try:
+        return bool(moment < last_hit + timedelta(seconds=seconds))
+    except OverflowError:  # the window ends past the year 9999: it is still open
+        return True
 
 
 def allowed_disruptions(nodepool: NodePool, reason: str, nodes: Sequence[ClaimedNode], now: float) -> int:
@@ -48,3 +51,10 @@ def allowed_disruptions(nodepool: NodePool, reason: str, nodes: Sequence[Claimed
     if not limits:
         return len(counted)  # no active budget for this reason: unlimited
     return max(min(limits) - disrupting, 0)
+
+
+def evaluate(nodepool: NodePool, now: float) -> None:
+    """Ask of a NodePool's budgets everything a disruption pass asks, raising what the pass would raise: the pass
+    leaves a NodePool that raises out, so that one NodePool never stops its cluster's disruption."""
+    for reason in (EMPTY, DRIFTED, UNDERUTILIZED):
+        allowed_disruptions(nodepool, reason, (), now)

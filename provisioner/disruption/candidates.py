@@ -91,12 +91,18 @@ def build_candidates(
     pdbs: Sequence[DisruptionBudgetPolicy],
     now: float,
     eventual: bool = False,
+    problems: Mapping[str, str] | None = None,
 ) -> tuple[list[Candidate], dict[str, list[str]]]:
-    """Candidates for graceful (or, with `eventual`, drift's) disruption, and why every other node is not one."""
+    """Candidates for graceful (or, with `eventual`, drift's) disruption, and why every other node is not one.
+    `problems`: NodePools left out of `nodepools` because they cannot be evaluated, with why."""
     candidates, blocked = [], {}
     for node in claimed:
         nodepool = nodepools.get(node.nodepool)
         reasons = blockers(node, nodepool, pdbs, now, eventual)
+        if nodepool is None and problems and node.nodepool in problems:
+            reasons = [
+                f'nodepool "{node.nodepool}": {problems[node.nodepool]}' if "not found" in r else r for r in reasons
+            ]
         if reasons or nodepool is None:
             blocked[node.name] = reasons
             continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from provisioner import labels as wk
@@ -12,8 +12,11 @@ from provisioner.disruption.types import Candidate, ClaimedNode, Command, Disrup
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass
 from provisioner.nodes import DaemonSet, Node
+from provisioner.options import RESPECT, STRICT
 from provisioner.pods import Pod
+from provisioner.quantity import MILLI, Resources, add, format_quantity
 from provisioner.requirements import Requirement
+from provisioner.scheduling.limits import pool_usage
 from provisioner.scheduling.results import NodeClaimPlan, SchedulingResult
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 
@@ -36,6 +39,39 @@ class ClusterView:
     spot_to_spot: bool = False
     device_classes: Mapping[str, DeviceClass] = field(default_factory=dict)
     node_devices: Mapping[str, Sequence[Device]] = field(default_factory=dict)  # free devices per node
+    preference_policy: str = RESPECT  # Karpenter's PREFERENCE_POLICY and MIN_VALUES_POLICY, as provisioning uses
+    min_values_policy: str = STRICT
+    reserved_capacity: bool = True  # the ReservedCapacity gate
+    # Nodes the last provisioning pass put CapacityBuffer virtual pods on: not empty (the pods are in `pending`).
+    buffer_nodes: frozenset[str] = frozenset()
+
+
+def departing_pods(view: ClusterView, removed: Collection[str] = ()) -> list[Pod]:
+    """The pods that must find a place because their node is on its way out (being deleted, or the candidate of a
+    command already approved or executing; `in_flight` marks those): Karpenter's SimulateScheduling schedules the
+    reschedulable pods of deleting nodes with the candidates', so a command never counts on room those pods need."""
+    return [
+        p
+        for n in view.nodes
+        if n.marked_for_deletion and n.name not in removed
+        for p in n.pods
+        if p.is_reschedulable() and not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs)
+    ]
+
+
+def in_flight(view: ClusterView, departing: Collection[str]) -> ClusterView:
+    """The view with `departing` nodes marked for deletion: no candidates, no destinations, their pods moving."""
+    if not departing:
+        return view
+    gone = set(departing)
+    nodes = {n.name: replace(n, marked_for_deletion=True) for n in view.nodes if n.name in gone}
+    if not nodes:
+        return view
+    return replace(
+        view,
+        nodes=[nodes.get(n.name, n) for n in view.nodes],
+        claimed=[replace(c, node=nodes[c.name]) if c.name in nodes else c for c in view.claimed],
+    )
 
 
 def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingResult:
@@ -46,13 +82,16 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingRe
         p for c in candidates for p in c.pods if not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs)
     ]
     request = SchedulingInput(
-        pods=[*moving, *view.pending],
+        pods=[*moving, *departing_pods(view, removed), *view.pending],
         pools=view.pools,
         nodes=nodes,
         daemonsets=view.daemonsets,
         namespace_labels=view.namespace_labels,
         device_classes=view.device_classes,
         node_devices=view.node_devices,
+        preference_policy=view.preference_policy,
+        min_values_policy=view.min_values_policy,
+        reserved_capacity=view.reserved_capacity,
     )
     return solve(request)
 
@@ -65,9 +104,13 @@ def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate
     """Why removing the candidates would strand pods: one fails to schedule, or it would land on a node that is
     not initialized yet (Karpenter will not count on capacity that may never come)."""
     moving = {p.uid for c in candidates for p in c.pods}
-    failed = [f for uid, f in result.failures.items() if uid in moving]
+    leaving = {p.uid for p in departing_pods(view, {c.name for c in candidates})}
+    failed = [f for uid, f in result.failures.items() if uid in moving or uid in leaving]
     if failed:
-        listed = ", ".join(f"{f.pod.key} => {f.message}" for f in failed[:5])
+        listed = ", ".join(
+            f"{f.pod.key}{' (from a node being disrupted)' if f.pod.uid in leaving else ''} => {f.message}"
+            for f in failed[:5]
+        )
         return [f"not all pods would schedule, {listed}"]
     uninitialized = {n.name for n in view.nodes if not n.initialized}
     onto = sorted(
@@ -79,7 +122,10 @@ def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate
 
 
 def worst_launch_price(
-    instance_type: InstanceType, zone: Requirement | None, capacity: Requirement | None
+    instance_type: InstanceType,
+    zone: Requirement | None,
+    capacity: Requirement | None,
+    reservation: Requirement | None = None,
 ) -> float | None:
     """The most expensive compatible offering in the first capacity tier that has one (reserved, spot, on-demand)."""
     for tier in CAPACITY_TIERS:
@@ -88,7 +134,7 @@ def worst_launch_price(
         prices = [
             o.price
             for o in instance_type.offerings
-            if o.available and o.capacity_type == tier and (zone is None or zone.has(o.zone))
+            if o.available and o.capacity_type == tier and o.compatible(zone, None, reservation)
         ]
         if prices:
             return max(prices)
@@ -101,14 +147,61 @@ def compute(candidates: Sequence[Candidate], view: ClusterView, method: str, rea
     problems = simulation_problems(result, candidates, view)
     if problems:
         return problems
+    where = destinations(result, candidates)
     if not result.new_nodeclaims:
-        return Command(reason, tuple(candidates), (), method)
+        return Command(reason, tuple(candidates), (), method, destinations=where)
     if len(result.new_nodeclaims) > 1:
         return [f"Can't remove without creating {len(result.new_nodeclaims)} candidates"]
     replacement = _cheaper_replacement(result.new_nodeclaims[0], candidates, view, single=method == "single")
     if isinstance(replacement, list):
         return replacement
-    return Command(reason, tuple(candidates), (replacement,), method)
+    over = launch_limit_problems([replacement], view)
+    if over:
+        return over
+    return Command(reason, tuple(candidates), (replacement,), method, destinations=where)
+
+
+def destinations(result: SchedulingResult, candidates: Sequence[Candidate]) -> dict[str, int]:
+    """Where the candidates' pods land in the simulation: each existing node's name, or "replacement-N" for the
+    N-th new NodeClaim, with how many of them go there."""
+    moving = {p.uid for c in candidates for p in c.pods}
+    where: dict[str, int] = {}
+    for node, pods in result.placements.items():
+        count = sum(1 for p in pods if p.uid in moving)
+        if count:
+            where[node] = count
+    for index, plan in enumerate(result.new_nodeclaims):
+        count = sum(1 for p in plan.pods if p.uid in moving)
+        if count:
+            where[f"replacement-{index}"] = count
+    return where
+
+
+def launch_limit_problems(replacements: Sequence[NodeClaimPlan], view: ClusterView) -> list[str]:
+    """Replacements launch while the nodes they replace still run, so their NodePool must hold both: a launch that
+    would take a pool past a limit (counting the nodes and NodeClaims it has now, the ones being replaced and the
+    replacements before it) is refused, as the provisioner refuses one for pending pods."""
+    added: dict[str, Resources] = {}
+    problems = []
+    limits = {offer.nodepool.name: offer.nodepool.limits for offer in view.pools}
+    for plan in replacements:
+        pool_limits = limits.get(plan.nodepool)
+        if not pool_limits or not plan.options:
+            continue
+        capacity = add(plan.cheapest.instance_type.capacity, {"nodes": MILLI})
+        added[plan.nodepool] = add(added.get(plan.nodepool, {}), capacity)
+        used = add(pool_usage(plan.nodepool, view.nodes), added[plan.nodepool])
+        over = [
+            f"{name} {format_quantity(used.get(name, 0), name)} of its limit {format_quantity(limit, name)}"
+            for name, limit in sorted(pool_limits.items())
+            if used.get(name, 0) > limit
+        ]
+        if over:
+            problems.append(
+                f'replacement would take NodePool "{plan.nodepool}" to {", ".join(over)} while the nodes it replaces '
+                "still run"
+            )
+    return problems
 
 
 def _cheaper_replacement(
@@ -117,6 +210,7 @@ def _cheaper_replacement(
     current = sum(c.price for c in candidates)
     zone = plan.requirements.get(wk.ZONE)
     capacity = plan.requirements.get(wk.CAPACITY_TYPE)
+    reservation = plan.requirements.get(wk.RESERVATION_ID)
     all_spot = all(c.claimed.capacity_type == wk.CAPACITY_TYPE_SPOT for c in candidates)
     may_spot = capacity is None or capacity.has(wk.CAPACITY_TYPE_SPOT)
     spot_to_spot = all_spot and may_spot
@@ -128,7 +222,8 @@ def _cheaper_replacement(
     options = [
         option
         for option in plan.options
-        if (worst := worst_launch_price(option.instance_type, zone, capacity)) is not None and worst < current
+        if (worst := worst_launch_price(option.instance_type, zone, capacity, reservation)) is not None
+        and worst < current
     ]
     if not options:
         return [f"Can't replace with a cheaper node (current ${current:.4f}/h)"]

@@ -38,7 +38,10 @@ def drift_reason(
     if it is None:
         return INSTANCE_TYPE_NOT_FOUND
     zone, capacity = claim_labels.get(wk.ZONE), claim_labels.get(wk.CAPACITY_TYPE)
-    if not any(o.zone == zone and o.capacity_type == capacity for o in it.offerings):
+    # A reserved node may be demoted to on-demand when its reservation ends, so either kind of offering keeps it
+    # (Karpenter's instanceTypeNotFound leaves the reservation id to the provider).
+    capacities = {capacity, wk.CAPACITY_TYPE_ON_DEMAND} if capacity == wk.CAPACITY_TYPE_RESERVED else {capacity}
+    if not any(o.zone == zone and o.capacity_type in capacities for o in it.offerings):
         return INSTANCE_TYPE_NOT_FOUND
     return None
 

@@ -7,14 +7,25 @@ replaced by one cheaper node, found by binary search), single-node consolidation
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.disruption.candidates import build_candidates, consolidation_blockers, consolidation_order
-from provisioner.disruption.consolidation import ClusterView, compute, simulate, simulation_problems, without_same_types
-from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, Candidate, Command
-from provisioner.objects import NodePool
+from provisioner.disruption.consolidation import (
+    ClusterView,
+    compute,
+    destinations,
+    launch_limit_problems,
+    simulate,
+    simulation_problems,
+    without_same_types,
+)
+from provisioner.disruption.scoring import NodePoolTotals, ScoreResult, command_scores, nodepool_totals, score_move
+from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, Candidate, Command, candidate_state
+from provisioner.objects import BALANCED, NodePool
+from provisioner.quantity import MILLI
+from provisioner.scheduling.static import static_plan
 
 MAX_MULTI_CANDIDATES = 100
 # Karpenter stops single-node consolidation after 3 minutes and starts the next pass where it stopped. The lab
@@ -48,12 +59,33 @@ class PassResult:
     unconsolidatable: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
     # Set when the pass reached single-node consolidation: what `continue_pass` goes on from.
     walk: Walk | None = field(default=None, repr=False, compare=False)
+    # Balanced NodePools: every pool's cost and disruption totals the scores are fractions of; the chosen command's
+    # scores in its Balanced pools (ConsolidationApproved); and per node, why Balanced refused a move (shown where
+    # the node's page explains it, but no event: Karpenter records rejections as metrics only).
+    totals: Mapping[str, NodePoolTotals] = field(default_factory=dict, repr=False, compare=False)
+    approved: dict[str, ScoreResult] = field(default_factory=dict)
+    balanced_notes: dict[str, list[str]] = field(default_factory=dict)
+    # What people said no to: reason -> (node, the state (candidate_state) it was in). A node in that state is no
+    # candidate for that reason; the other candidates are tried as if it were not there.
+    declined: Mapping[str, Collection[tuple[str, str]]] = field(default_factory=dict, repr=False, compare=False)
 
 
-def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool], *, resume: str | None = None) -> PassResult:
-    """One pass; `resume` names the candidate where the previous pass's single-node consolidation stopped."""
-    result = PassResult()
-    candidates, result.blocked = build_candidates(view.claimed, nodepools, view.pdbs, view.now)
+def disruption_pass(
+    view: ClusterView,
+    nodepools: Mapping[str, NodePool],
+    *,
+    resume: str | None = None,
+    problems: Mapping[str, str] | None = None,
+    static_counts: Mapping[str, tuple[int, int, int]] | None = None,
+    declined: Mapping[str, Collection[tuple[str, str]]] | None = None,
+) -> PassResult:
+    """One pass; `resume` names the candidate where the previous pass's single-node consolidation stopped;
+    `problems` the NodePools left out of `nodepools` as they cannot be evaluated, with why; `declined` the nodes
+    people denied disrupting for a reason, in the state they denied it (PassResult)."""
+    result = PassResult(declined=declined or {})
+    candidates, result.blocked = build_candidates(view.claimed, nodepools, view.pdbs, view.now, problems=problems)
+    if any(np.consolidation_policy == BALANCED for np in nodepools.values()):
+        result.totals = nodepool_totals(view.claimed, candidates)  # GetCandidatesWithTotals
     for nodepool in nodepools.values():
         for reason in (EMPTY, DRIFTED, UNDERUTILIZED):
             result.budgets[(nodepool.name, reason)] = allowed_disruptions(nodepool, reason, view.claimed, view.now)
@@ -61,12 +93,16 @@ def disruption_pass(view: ClusterView, nodepools: Mapping[str, NodePool], *, res
     # any, they are these, and building them again was a fifth of a pass at 20,000 pods.
     eventual = candidates
     if any(c.grace_period for c in view.claimed):
-        eventual, _ = build_candidates(view.claimed, nodepools, view.pdbs, view.now, eventual=True)
-    for method in (_emptiness, _drift, _multi_node, _single_node):
-        if method is _single_node:
-            commands = _single_node(candidates, view, result, resume)
-        else:
-            commands = method(eventual if method is _drift else candidates, view, result)
+        eventual, _ = build_candidates(view.claimed, nodepools, view.pdbs, view.now, eventual=True, problems=problems)
+    methods: tuple[Callable[[], list[Command]], ...] = (
+        lambda: _emptiness(candidates, view, result),
+        lambda: _static_drift(eventual, result, static_counts or {}),
+        lambda: _drift(eventual, view, result),
+        lambda: _multi_node(candidates, view, result),
+        lambda: _single_node(candidates, view, result, resume),
+    )
+    for method in methods:
+        commands = method()
         if commands:
             result.commands = commands
             break
@@ -89,16 +125,24 @@ def continue_pass(previous: PassResult, view: ClusterView) -> PassResult:
         notes={name: list(notes) for name, notes in walk.notes.items()},
         budgets=previous.budgets,
         unconsolidatable=previous.unconsolidatable,
+        declined=previous.declined,
         walk=walk,
+        totals=previous.totals,
     )
     result.commands = _single_node(walk.candidates, view, result, previous.resume, walk)
     return result
 
 
-def _consolidatable(candidates: Sequence[Candidate], result: PassResult, *, empty: bool | None) -> list[Candidate]:
+def _consolidatable(
+    candidates: Sequence[Candidate], result: PassResult, *, empty: bool | None, hosting: Collection[str] = ()
+) -> list[Candidate]:
+    """The candidates consolidation may take; `hosting` the nodes holding CapacityBuffer virtual pods, which are
+    not empty (Karpenter's HasBufferPods) though no real pod runs there."""
     chosen = []
     for candidate in candidates:
-        is_empty = not candidate.pods
+        if candidate.nodepool.static:
+            continue  # a static NodePool's nodes are never consolidated (Karpenter passes over them silently)
+        is_empty = not candidate.pods and candidate.name not in hosting
         if empty is not None and is_empty != empty:
             continue
         reasons = _consolidation_blockers(candidate, result)
@@ -135,41 +179,106 @@ def _admit(candidates: Sequence[Candidate], result: PassResult, reason: str) -> 
     return admitted
 
 
+def _not_declined(candidates: Sequence[Candidate], result: PassResult, reason: str) -> list[Candidate]:
+    """The candidates no person has denied disrupting for `reason` in the state they are in now."""
+    declined = result.declined.get(reason) or ()
+    if not declined:
+        return list(candidates)
+    kept = []
+    for candidate in candidates:
+        if (candidate.name, candidate_state(candidate)) in declined:
+            note = f"a person denied disrupting this node for {reason} while its pods are the ones it has now"
+            if note not in result.notes.get(candidate.name, []):
+                result.notes.setdefault(candidate.name, []).append(note)
+            continue
+        kept.append(candidate)
+    return kept
+
+
 def _emptiness(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
-    empty = _admit(consolidation_order(_consolidatable(candidates, result, empty=True)), result, EMPTY)
+    candidates = _not_declined(candidates, result, EMPTY)
+    empty = _admit(
+        consolidation_order(_consolidatable(candidates, result, empty=True, hosting=view.buffer_nodes)), result, EMPTY
+    )
     return [Command(EMPTY, tuple(empty), (), "empty")] if empty else []
 
 
 def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
     """One drifted node per pass, replaced by however many nodes its pods need, whatever they cost."""
-    drifted = [c for c in candidates if c.claimed.drifted]
+    candidates = _not_declined(candidates, result, DRIFTED)
+    drifted = [c for c in candidates if c.claimed.drifted and not c.nodepool.static]
     drifted.sort(key=lambda c: (bool(c.pods), c.claimed.drifted_at, c.name))  # empty first, then oldest
     for candidate in _admit(drifted, result, DRIFTED):
         outcome = simulate([candidate], view)
-        problems = simulation_problems(outcome, [candidate], view)
+        problems = simulation_problems(outcome, [candidate], view) or launch_limit_problems(
+            outcome.new_nodeclaims, view
+        )
         if problems:
             result.notes.setdefault(candidate.name, []).extend(problems)
             continue
-        return [Command(DRIFTED, (candidate,), tuple(outcome.new_nodeclaims), "drift")]
+        where = destinations(outcome, [candidate])
+        return [Command(DRIFTED, (candidate,), tuple(outcome.new_nodeclaims), "drift", destinations=where)]
     return []
 
 
+def _static_drift(
+    candidates: Sequence[Candidate], result: PassResult, counts: Mapping[str, tuple[int, int, int]]
+) -> list[Command]:
+    """Karpenter's StaticDrift: a static NodePool's drifted nodes, each replaced by a new NodeClaim of the NodePool
+    (no simulation), as many as its Drifted budget and limits.nodes allow, and none while it has more NodeClaims
+    than replicas (the scale-down goes first)."""
+    by_pool: dict[str, list[Candidate]] = {}
+    for candidate in _not_declined(candidates, result, DRIFTED):
+        if candidate.nodepool.static and candidate.claimed.drifted:
+            by_pool.setdefault(candidate.nodepool.name, []).append(candidate)
+    commands = []
+    for name, drifted in sorted(by_pool.items()):
+        nodepool = drifted[0].nodepool
+        budget = result.budgets.get((name, DRIFTED), 0)
+        active, deleting, pending = counts.get(name, (0, 0, 0))
+        if budget <= 0 or active + pending > (nodepool.replicas or 0):
+            continue
+        limit = nodepool.limits.get("nodes")
+        room = len(drifted) if limit is None else max(limit // MILLI - (active + deleting + pending), 0)
+        drifted.sort(key=lambda c: (c.claimed.drifted_at, c.name))
+        for candidate in drifted[: min(budget, len(drifted), room)]:
+            commands.append(Command(DRIFTED, (candidate,), (static_plan(nodepool),), "static-drift"))
+    return commands
+
+
 def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
-    eligible = _admit(consolidation_order(_consolidatable(candidates, result, empty=False)), result, UNDERUTILIZED)
+    candidates = _not_declined(candidates, result, UNDERUTILIZED)
+    eligible = _admit(
+        consolidation_order(_consolidatable(candidates, result, empty=False, hosting=view.buffer_nodes)),
+        result,
+        UNDERUTILIZED,
+    )
     eligible = eligible[:MAX_MULTI_CANDIDATES]
     if len(eligible) < 2:
         return []
     low, high = 1, len(eligible) - 1
     best: Command | None = None
+    best_scores: dict[str, ScoreResult] = {}
+    rejected: tuple[Sequence[Candidate], dict[str, ScoreResult]] | None = None
     while low <= high:
         middle = (low + high) // 2
         outcome = compute(eligible[: middle + 1], view, "multi", UNDERUTILIZED)
         command = without_same_types(outcome) if isinstance(outcome, Command) else None
         if command is not None:
-            best, low = command, middle + 1
+            approved, scores = balanced_verdict(command, result.totals)
+            if not approved:
+                command, rejected = None, (eligible[: middle + 1], scores)
+        if command is not None:
+            best, low, best_scores = command, middle + 1, scores
         else:
             high = middle - 1
-    return [best] if best is not None else []
+    if best is None:
+        if rejected is not None:  # the smallest window Balanced refused, said once (as Karpenter's metrics are)
+            for candidate in rejected[0]:
+                result.balanced_notes.setdefault(candidate.name, []).extend(refusals(rejected[1], "multi-node"))
+        return []
+    result.approved = best_scores
+    return [best]
 
 
 def _single_node(
@@ -183,7 +292,10 @@ def _single_node(
     MAX_SINGLE_SIMULATIONS are simulated, starting at `resume` if it is still a candidate; going on with an earlier
     pass's `walk`, the walk ends where it began."""
     before = {name: tuple(notes) for name, notes in result.notes.items()} if walk is None else {}
-    ordered = _interleaved(consolidation_order(_consolidatable(candidates, result, empty=False)))
+    eligible = _not_declined(candidates, result, UNDERUTILIZED)
+    ordered = _interleaved(
+        consolidation_order(_consolidatable(eligible, result, empty=False, hosting=view.buffer_nodes))
+    )
     start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
     ordered = ordered[start:] + ordered[:start]
     if walk is None:
@@ -202,10 +314,22 @@ def _single_node(
                 f'disruption budget of NodePool "{pool}" for {UNDERUTILIZED} allows no more nodes now'
             )
             continue
+        best_case = upper_bound(candidate, result.totals)
+        if best_case is not None and not best_case.approved:
+            # CanPassThreshold: even deleting it outright would score below the threshold, so no move on it can.
+            result.balanced_notes.setdefault(candidate.name, []).append(
+                f"Balanced: even deleting it {describe(best_case)} in NodePool {pool}"
+            )
+            continue
         outcome = compute([candidate], view, "single", UNDERUTILIZED)
         simulated += 1
         if isinstance(outcome, Command):
-            return [outcome]
+            approved, scores = balanced_verdict(outcome, result.totals)
+            if approved:
+                result.approved = scores
+                return [outcome]
+            result.balanced_notes.setdefault(candidate.name, []).extend(refusals(scores, "this move"))
+            continue
         result.notes.setdefault(candidate.name, []).extend(outcome)
     return []
 
@@ -221,3 +345,46 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
             if index < len(by_pool[pool]):
                 result.append(by_pool[pool][index])
     return result
+
+
+# Balanced (Karpenter v1.14, balanced.go) ----------------------------------------------------------------------------
+
+
+def balanced_verdict(command: Command, totals: Mapping[str, NodePoolTotals]) -> tuple[bool, dict[str, ScoreResult]]:
+    """EvaluateBalancedMove: the command's score in each of its Balanced NodePools, approved only when every one
+    approves; NodePools of other policies are not scored."""
+    balanced = {c.claimed.nodepool for c in command.candidates if c.nodepool.consolidation_policy == BALANCED}
+    if not balanced:
+        return True, {}
+    scores = {pool: score for pool, score in command_scores(command, totals).items() if pool in balanced}
+    return all(score.approved for score in scores.values()), scores
+
+
+def upper_bound(candidate: Candidate, totals: Mapping[str, NodePoolTotals]) -> ScoreResult | None:
+    """CanPassThreshold's score, a delete of the candidate (the best any move on it can do), for a Balanced
+    NodePool with a cost to normalise against; None otherwise (it passes)."""
+    pool = totals.get(candidate.claimed.nodepool)
+    if candidate.nodepool.consolidation_policy != BALANCED or pool is None or pool.total_cost <= 0:
+        return None
+    return score_move(candidate.price, candidate.reschedule_cost, pool)
+
+
+def describe(score: ScoreResult) -> str:
+    """A score as the node page says it: `scores 0.31 < threshold 0.50 (saves 12.5% of its cost for 40.0% of its
+    disruption)`."""
+    relation = ">=" if score.approved else "<"
+    return (
+        f"scores {score_text(score.score)} {relation} threshold {score.threshold:.2f} (saves "
+        f"{score.savings_fraction * 100:.1f}% of its cost for {score.disruption_fraction * 100:.1f}% of its disruption)"
+    )
+
+
+def refusals(scores: Mapping[str, ScoreResult], what: str) -> list[str]:
+    return [
+        f"Balanced: {what} {describe(s)} in NodePool {pool}" for pool, s in sorted(scores.items()) if not s.approved
+    ]
+
+
+def score_text(score: float) -> str:
+    """As Go's %.2f prints a float (an undisrupting move's infinite score is +Inf)."""
+    return "+Inf" if score == float("inf") else f"{score:.2f}"

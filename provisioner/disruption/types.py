@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -36,6 +37,7 @@ class ClaimedNode:
     drifted_at: float = 0.0
     nominated_until: float = 0.0  # the provisioner chose this node for a pending pod (Karpenter: 20 s)
     grace_period: bool = False  # the NodeClaim has a terminationGracePeriod: drift may go ahead despite pods
+    last_pod_event: str = ""  # the NodeClaim's status.lastPodEventTime: when its pods last changed
     annotations: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -105,6 +107,14 @@ class Candidate:
         return self.claimed.price
 
 
+def candidate_state(candidate: Candidate) -> str:
+    """A candidate's state as a person's denial remembers it: which pods it holds (by uid) and when they last
+    changed (a node emptied again is not the node that was denied). A denial stands while the node is in that
+    state; once its pods change, the node is a new question."""
+    uids = ",".join(sorted(p.uid for p in candidate.pods))
+    return hashlib.sha256(f"{uids}|{candidate.claimed.last_pod_event}".encode()).hexdigest()[:12]
+
+
 @dataclass(frozen=True)
 class Command:
     """What a method decided: remove `candidates`, launching `replacements` first (none: a delete)."""
@@ -114,6 +124,8 @@ class Command:
     replacements: tuple[NodeClaimPlan, ...] = ()
     method: str = ""  # empty, drift, multi, single
     notes: tuple[str, ...] = ()
+    # Where the simulation put the candidates' pods: an existing node's name, or "replacement-N", with the count.
+    destinations: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     @property
     def decision(self) -> str:
@@ -124,7 +136,7 @@ class Command:
     @property
     def savings(self) -> float:
         """Candidate prices minus the cheapest launch price of each replacement ($/h)."""
-        return sum(c.price for c in self.candidates) - sum(r.cheapest.price for r in self.replacements)
+        return sum(c.price for c in self.candidates) - sum(r.launch_price for r in self.replacements)
 
     @property
     def pod_count(self) -> int:

@@ -6,10 +6,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from provisioner.capacitybuffers import API_VERSION as CAPACITY_BUFFER_API_VERSION
 from provisioner.dra.claims import device_class_from_manifest, dra_config_pools, validate_claim, validate_claim_template
 from provisioner.manifests import fields as f
+from provisioner.manifests import rbac
+from provisioner.manifests.apivalidation import validate_api_object
+from provisioner.manifests.capacitybuffer import validate_capacitybuffer, validate_podtemplate
 from provisioner.manifests.errors import ManifestError
 from provisioner.manifests.kubernetes import check_fields
+from provisioner.manifests.nodeoverlay import parse_nodeoverlay
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.selectors import LabelSelector, SelectorError
 from provisioner.taints import EFFECTS
@@ -121,6 +126,10 @@ def _dra_config(doc: dict[str, Any]) -> None:
     dra_config_pools(doc)
 
 
+def _nodeoverlay(doc: dict[str, Any]) -> None:
+    parse_nodeoverlay(doc)
+
+
 def _top_level(validate: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
     """`validate`, after refusing fields no Kubernetes object has at its top level."""
 
@@ -144,6 +153,13 @@ VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] 
     "ResourceClaimTemplate": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _top_level(validate_claim_template)),
     "ResourceSlice": (("resource.k8s.io/v1", "resource.k8s.io/v1beta1"), _opaque),
     "DRAConfig": (("test.karpenter.sh/v1alpha1",), _dra_config),
+    "NodeOverlay": (("karpenter.sh/v1alpha1",), _nodeoverlay),
+    "CapacityBuffer": ((CAPACITY_BUFFER_API_VERSION,), validate_capacitybuffer),
+    "PodTemplate": (("v1",), validate_podtemplate),
+    # Field by field against their API types (check_fields), then as kube-apiserver's validation.
+    "ServiceAccount": (("v1",), rbac.service_account),
+    "ClusterRole": ((f"{rbac.RBAC_GROUP}/v1",), rbac.cluster_role),
+    "ClusterRoleBinding": ((f"{rbac.RBAC_GROUP}/v1",), rbac.cluster_role_binding),
 }
 
 
@@ -155,6 +171,7 @@ def validate_cluster_object(doc: dict[str, Any]) -> dict[str, Any]:
         raise ManifestError(f'no matches for kind "{kind}" in version "{doc.get("apiVersion")}"', field="apiVersion")
     check_fields(doc)
     validate(doc)
+    validate_api_object(doc)
     return doc
 
 

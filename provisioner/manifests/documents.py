@@ -190,6 +190,8 @@ def _int64(text: str) -> int:
 def _check_tree(root: Any, twice: dict[int, list[str]], repeated: list[RepeatedField] | None) -> None:
     """Depth, text and repeated keys of decoded JSON, walked without recursion (it may be as deep as Python's
     recursion limit allowed the decoder), in document order."""
+    if isinstance(root, float) and not math.isfinite(root):  # a bare 1e999: nothing else would look at it
+        raise ManifestError(f"must be a finite number, got {root}")
     stack: list[tuple[Any, str, int]] = [(root, "", 1)]
     while stack:
         node, path, depth = stack.pop()

@@ -49,3 +49,9 @@ class ManifestError(ValueError):
         prefix = f"{' '.join(where)}: " if where else ""
         field = f"{self.field}: " if self.field else ""
         return f"error: {prefix}{field}{self.message}"
+
+
+class DecodeError(ManifestError):
+    """A value of the wrong JSON type for its Go field: kube-apiserver cannot decode the object at all (a 400,
+    `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number into Go struct field ...`), where
+    a value it decodes but refuses is a 422."""

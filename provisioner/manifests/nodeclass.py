@@ -14,18 +14,26 @@ KWOK_API = "karpenter.kwok.sh/v1alpha1"
 KWOK_KIND = "KWOKNodeClass"
 EC2_APIS = ("karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1")
 EC2_KIND = "EC2NodeClass"
-# The node classes karpui's cloud provider supports, its own (kwok's) first.
+# The node classes karpui's cloud provider supports.
 NODE_CLASS_KINDS = {KWOK_KIND: (KWOK_API,), EC2_KIND: EC2_APIS}
-# What a v1beta1 nodeClassRef without a kind means: as in Karpenter's conversion, the cloud provider's first
-# supported node class (so the kwok provider's v1beta1 examples, which give a name only, name a KWOKNodeClass).
-DEFAULT_NODE_CLASS_KIND = KWOK_KIND
+# What a v1beta1 nodeClassRef without a kind means until the node classes that exist say otherwise: the kind taken
+# where no node class of its name exists yet (provisioner.nodeclasses, whose rule the services apply on every write).
+DEFAULT_NODE_CLASS_KIND = EC2_KIND
 
 
 def default_group(kind: str) -> str:
-    """A v1beta1 nodeClassRef's group when it gives no apiVersion: its kind's own (Karpenter takes the first node
-    class's group whatever the kind, where an EC2NodeClass could never be found)."""
+    """A v1beta1 nodeClassRef's group when it gives no apiVersion: its kind's own (Karpenter's conversion takes the
+    cloud provider's node class's group whatever the kind, where a node class of another group could never be
+    found)."""
     versions = NODE_CLASS_KINDS.get(kind) or NODE_CLASS_KINDS[DEFAULT_NODE_CLASS_KIND]
     return versions[0].split("/", 1)[0]
+
+
+def kind_of_group(group: str) -> str:
+    """The node class kind an API group serves ("" for none)."""
+    return next(
+        (kind for kind, versions in NODE_CLASS_KINDS.items() if group in {v.split("/")[0] for v in versions}), ""
+    )
 
 
 _DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
@@ -60,6 +68,7 @@ def parse_nodeclass(doc: dict[str, Any]) -> NodeClass:
         spec=spec,
         labels=f.string_map(meta.get("labels"), "metadata.labels"),
         annotations=f.string_map(meta.get("annotations"), "metadata.annotations"),
+        generation=meta["generation"] if isinstance(meta.get("generation"), int) else 1,
     )
 
 

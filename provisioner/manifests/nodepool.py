@@ -12,7 +12,7 @@ from provisioner import labels as wk
 from provisioner.durations import DurationError, parse_duration
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
-from provisioner.manifests.nodeclass import DEFAULT_NODE_CLASS_KIND, NODE_CLASS_KINDS, default_group
+from provisioner.manifests.nodeclass import DEFAULT_NODE_CLASS_KIND, NODE_CLASS_KINDS, default_group, kind_of_group
 from provisioner.objects import (
     CONSOLIDATION_POLICIES,
     DEFAULT_BUDGETS,
@@ -46,7 +46,12 @@ _DOLLARS = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12})?$")
 _MAX_NAME = 63
 _WHEN_UNDERUTILIZED = "WhenUnderutilized"
 
-_SPEC_FIELDS = ("template", "disruption", "limits", "weight")
+_SPEC_FIELDS = ("template", "disruption", "limits", "weight", "replicas")
+_V1BETA1_SPEC_FIELDS = ("template", "disruption", "limits", "weight")
+# The CRD's rules on a static NodePool (spec.replicas set, Karpenter v1.8+).
+STATIC_TRANSITION = (
+    "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"
+)
 _TEMPLATE_FIELDS = ("metadata", "spec")
 _TEMPLATE_METADATA_FIELDS = ("labels", "annotations")
 _V1_TEMPLATE_SPEC_FIELDS = (
@@ -74,8 +79,8 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
         raise ManifestError(f"expected kind {KIND}, got {json.dumps(doc.get('kind'))[:100]}", field="kind")
     f.mapping(doc, "", allowed=("apiVersion", "kind", "metadata", "spec", "status"))
     meta = f.metadata(doc, max_name=_MAX_NAME)
-    spec = f.mapping(doc.get("spec"), "spec", allowed=_SPEC_FIELDS, required=True)
     v1beta1 = api_version == API_V1BETA1
+    spec = f.mapping(doc.get("spec"), "spec", allowed=_V1BETA1_SPEC_FIELDS if v1beta1 else _SPEC_FIELDS, required=True)
     template = f.mapping(spec.get("template"), "spec.template", allowed=_TEMPLATE_FIELDS, required=True)
     template_meta = f.mapping(template.get("metadata"), "spec.template.metadata", allowed=_TEMPLATE_METADATA_FIELDS)
     template_spec = f.mapping(
@@ -121,6 +126,12 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
     budgets = _budgets(disruption.get("budgets"), allow_reasons=not v1beta1)
     limits = f.resources(spec.get("limits"), "spec.limits", numbers=False)  # the CRD's int-or-string
     weight = f.integer(spec.get("weight"), "spec.weight", minimum=1, maximum=100)
+    replicas = f.integer(spec.get("replicas"), "spec.replicas", minimum=0, maximum=2**63 - 1)
+    if replicas is not None:
+        if any(name != "nodes" for name in limits):
+            raise ManifestError("only 'limits.nodes' is supported on static NodePools", field="spec")
+        if weight is not None:
+            raise ManifestError("'weight' is not supported on static NodePools", field="spec")
     return NodePool(
         name=meta["name"],
         node_class_ref=node_class_ref,
@@ -136,8 +147,10 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
         budgets=budgets,
         limits=limits,
         weight=weight,
+        replicas=replicas,
         labels=f.label_map(meta.get("labels"), "metadata.labels"),
         annotations=annotations,
+        generation=meta["generation"] if isinstance(meta.get("generation"), int) else 1,
     )
 
 
@@ -180,6 +193,8 @@ def nodepool_to_manifest(nodepool: NodePool) -> dict[str, Any]:
         spec["limits"] = format_resources(nodepool.limits)
     if nodepool.weight is not None:
         spec["weight"] = nodepool.weight
+    if nodepool.replicas is not None:
+        spec["replicas"] = nodepool.replicas
     return {"apiVersion": API_V1, "kind": KIND, "metadata": metadata, "spec": spec}
 
 
@@ -242,7 +257,8 @@ def _check_operator_values(operator: str, key: str, values: list[str], min_value
         raise ManifestError("requirements with operator 'In' must have a value defined", field=values_path)
     if operator in (GT, LT, GTE, LTE) and (len(values) != 1 or not _NON_NEGATIVE_INT.match(values[0])):
         raise ManifestError(
-            f"requirements with operator '{operator}' must have a single positive integer value", field=values_path
+            "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
+            field=values_path,
         )
     if operator in (EXISTS, DOES_NOT_EXIST) and values:
         raise ManifestError(f"requirements with operator '{operator}' must not have values", field=values_path)
@@ -302,11 +318,13 @@ def _v1beta1_node_class_ref(value: Any, annotations: dict[str, str]) -> NodeClas
     ref = f.mapping(value, path, allowed=("apiVersion", "kind", "name"), required=True)
     name = f.string(ref.get("name"), f.join(path, "name"), required=True)
     api_version = f.string(ref.get("apiVersion"), f.join(path, "apiVersion"))
-    kind = f.string(ref.get("kind"), f.join(path, "kind")) or DEFAULT_NODE_CLASS_KIND
+    group = api_version.split("/", 1)[0] if api_version else ""
+    # Without a kind, an apiVersion names its group's node class; with neither, the NodePool's writer resolves it
+    # by the node classes that exist (provisioner.nodeclasses), from this default.
+    kind = f.string(ref.get("kind"), f.join(path, "kind")) or kind_of_group(group) or DEFAULT_NODE_CLASS_KIND
     assert name is not None
     annotations[NODECLASS_ANNOTATION] = json.dumps(ref, sort_keys=True)
-    group = api_version.split("/", 1)[0] if api_version else default_group(kind)
-    return _known_node_class(NodeClassRef(group=group, kind=kind, name=name))
+    return _known_node_class(NodeClassRef(group=group or default_group(kind), kind=kind, name=name))
 
 
 def _known_node_class(ref: NodeClassRef) -> NodeClassRef:
@@ -389,6 +407,10 @@ def _budgets(value: Any, *, allow_reasons: bool) -> tuple[Budget, ...]:
         nodes = f.string(nodes, f.join(item_path, "nodes"), required=True, pattern=_BUDGET_NODES)
         schedule = f.string(spec.get("schedule"), f.join(item_path, "schedule"))
         duration = f.string(spec.get("duration"), f.join(item_path, "duration"), pattern=_BUDGET_DURATION)
+        if duration is not None:
+            # The CRD's pattern lets any number of hours through; Karpenter reads it as a Go time.Duration, so a
+            # longer one could never be evaluated (it stopped every disruption pass of the cluster).
+            _duration(duration, f.join(item_path, "duration"), never=False)
         if (schedule is None) != (duration is None):
             missing = "duration" if duration is None else "schedule"
             raise ManifestError("'schedule' must be set with 'duration'", field=f.join(item_path, missing))

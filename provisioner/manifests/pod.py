@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from provisioner import labels as wk
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
 from provisioner.pods import (
@@ -181,6 +182,30 @@ def _node_selector_requirements(items: Any, path: str) -> Requirements:
     return Requirements(requirements)
 
 
+def _node_field_requirements(items: Any, path: str) -> Requirements:
+    """matchFields, which kube-apiserver allows only on metadata.name with In or NotIn and one value (how the
+    DaemonSet controller pins a pod to its node)."""
+    for index, item in enumerate(f.sequence(items, path)):
+        item_path = f"{path}[{index}]"
+        spec = f.mapping(item, item_path, allowed=("key", "operator", "values"), required=True)
+        if spec.get("key") != wk.NODE_NAME_FIELD:
+            raise ManifestError(
+                f"Unsupported value: {json.dumps(spec.get('key'))[:100]}: supported values: {wk.NODE_NAME_FIELD}",
+                field=f"{item_path}.key",
+            )
+        if spec.get("operator") not in ("In", "NotIn"):
+            raise ManifestError(
+                f"Unsupported value: {json.dumps(spec.get('operator'))[:100]}: supported values: In, NotIn",
+                field=f"{item_path}.operator",
+            )
+        if len(f.sequence(spec.get("values"), f"{item_path}.values")) != 1:
+            raise ManifestError(
+                "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+                field=f"{item_path}.values",
+            )
+    return _node_selector_requirements(items, path)
+
+
 def _node_affinity(
     node_affinity: dict[str, Any], path: str
 ) -> tuple[tuple[NodeSelectorTerm, ...], tuple[PreferredSchedulingTerm, ...]]:
@@ -190,11 +215,9 @@ def _node_affinity(
     for index, term in enumerate(f.sequence(required.get("nodeSelectorTerms"), f"{required_path}.nodeSelectorTerms")):
         term_path = f"{required_path}.nodeSelectorTerms[{index}]"
         term = f.mapping(term, term_path, allowed=("matchExpressions", "matchFields"))
-        if term.get("matchFields"):
-            raise ManifestError("matchFields is not supported by Karpenter", field=f"{term_path}.matchFields")
-        terms.append(
-            NodeSelectorTerm(_node_selector_requirements(term.get("matchExpressions"), f"{term_path}.matchExpressions"))
-        )
+        expressions = _node_selector_requirements(term.get("matchExpressions"), f"{term_path}.matchExpressions")
+        fields = _node_field_requirements(term.get("matchFields"), f"{term_path}.matchFields")
+        terms.append(NodeSelectorTerm(expressions.merged(fields) if fields else expressions))
     preferred = []
     preferred_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
     for index, item in enumerate(

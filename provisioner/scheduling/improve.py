@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from provisioner import labels as wk
 from provisioner.dra.claims import DeviceClass
 from provisioner.objects import NodePool
+from provisioner.options import STRICT
 from provisioner.pods import Pod
 from provisioner.quantity import MILLI, Resources
 from provisioner.requirements import Requirements
-from provisioner.scheduling.nodeclaim import STRICT, NodeClaimTemplate, PlannedNodeClaim, Unfit
+from provisioner.scheduling.nodeclaim import NodeClaimTemplate, PlannedNodeClaim, Unfit
 from provisioner.scheduling.poddata import PodData, PodState
 from provisioner.scheduling.results import NodeClaimPlan, Reason
 from provisioner.scheduling.topology import Topology

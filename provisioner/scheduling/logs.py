@@ -67,3 +67,18 @@ def could_not_schedule(pod: Pod, message: str) -> LogRecord:
         {"Pod": {"name": pod.name, "namespace": pod.namespace}, "error": message},
         level="ERROR",
     )
+
+
+def simulation_timed_out(duration_seconds: float) -> LogRecord:
+    """Karpenter logs this (at V(1)) when Solve's one-minute context ends; the duration is truncated to seconds."""
+    return LogRecord("scheduling simulation timed out", {"duration": go_duration(float(int(duration_seconds)))})
+
+
+def deferred_for_reservations(pods: Sequence[Pod]) -> LogRecord:
+    """Pods that could go to reserved capacity other NodeClaims hold: tried again at the next simulation."""
+    return LogRecord(
+        "deferring scheduling decision for provisionable pod(s) to future simulation due to limited reserved "
+        "offering capacity",
+        {"Pods": first_and_others([p.key for p in pods])},
+        level="DEBUG",
+    )

@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from provisioner import labels as wk
-from provisioner.catalog import InstanceType
-from provisioner.dra.claims import DeviceClass, DeviceRequest
+from provisioner.catalog import InstanceType, Offering
+from provisioner.dra.claims import DeviceClass, DeviceRequest, allocate
 from provisioner.nodes import DaemonSet
 from provisioner.objects import NodePool
+from provisioner.options import STRICT
 from provisioner.pods import HostPort, Pod
 from provisioner.quantity import Resources, add, exceeded, format_resources
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling import results as r
 from provisioner.scheduling.hostports import HostPortUsage
 from provisioner.scheduling.poddata import PodData, PodState
+from provisioner.scheduling.reservations import (
+    CANNOT_RESERVE,
+    RESERVATION_FALLBACK,
+    RESERVATION_STRICT,
+    WOULD_REMOVE,
+    ReservationManager,
+)
+from provisioner.scheduling.satisfiable import type_labelled_keys
 from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologygroup import TopologyGroup
-from provisioner.scheduling.typeindex import TypeIndex
+from provisioner.scheduling.typeindex import TypeIndex, declared_devices
 from provisioner.taints import PREFER_NO_SCHEDULE, TOLERATE_PREFER_NO_SCHEDULE, untolerated
-
-STRICT, BEST_EFFORT = "Strict", "BestEffort"
 
 
 class Unfit(Exception):
@@ -41,6 +48,14 @@ class Unfit(Exception):
         if callable(self._message):
             self._message = self._message()
         return self._message
+
+
+UNDEFINED_KEY = "defines no "
+
+
+def drifts_at_once(key: str) -> str:
+    """Why a type is left out for a NodePool that requires `key` on every node and gives it no value itself."""
+    return f"{UNDEFINED_KEY}{key}, which the NodePool requires: its node would be Drifted the moment it launched"
 
 
 # Failures that stay failures for the same pod class: requirements only narrow, capacity only shrinks.
@@ -73,6 +88,14 @@ class NodeClaimTemplate:
             for i, it in enumerate(instance_types)
             if not mask >> i & 1
         }
+        # A type that leaves a required key undefined passes the index (a well-known key may be undefined), but a
+        # node of it would be Drifted the moment it launched and replaced by another such node, over and over.
+        needed = type_labelled_keys(nodepool)
+        for i, it in enumerate(instance_types):
+            missing = sorted(key for key in needed if key not in it.requirements)
+            if missing and mask >> i & 1:
+                mask &= ~(1 << i)
+                excluded[it.name] = drifts_at_once(missing[0])
         survivors = everything.members(mask)
         index = TypeIndex(survivors)
         if min_values == STRICT:
@@ -120,10 +143,22 @@ def daemon_fits_template(daemon: Pod, nodepool: NodePool, requirements: Requirem
     return any(requirements.compatible(base.merged(term)) for term in terms)
 
 
-class PlannedNodeClaim:
-    """A NodeClaim being filled during one simulation: its options shrink as pods are added."""
+Fit = tuple[Requirements, int, bool, tuple[Offering, ...]]  # requirements, options, minValues relaxed, reserved
 
-    def __init__(self, seq: int, template: NodeClaimTemplate, mask: int, topology: Topology) -> None:
+
+class PlannedNodeClaim:
+    """A NodeClaim being filled during one simulation: its options shrink as pods are added, and while any of them
+    can launch into a capacity reservation it holds one instance of each such reservation."""
+
+    def __init__(
+        self,
+        seq: int,
+        template: NodeClaimTemplate,
+        mask: int,
+        topology: Topology,
+        reservations: ReservationManager | None = None,
+        reservation_mode: str = RESERVATION_FALLBACK,
+    ) -> None:
         self.seq = seq
         self.template = template
         self.hostname = f"hostname-placeholder-{seq:04d}"
@@ -136,6 +171,9 @@ class PlannedNodeClaim:
         self.min_values_relaxed = False
         self.stamp = 0  # position in the scheduler's orders; refreshed whenever the claim moves
         self.device_requests: list[DeviceRequest] = []
+        self.reservations = reservations
+        self.reservation_mode = reservation_mode
+        self.reserved: tuple[Offering, ...] = ()  # the reserved offerings it holds
 
     def fit(
         self,
@@ -145,8 +183,9 @@ class PlannedNodeClaim:
         groups: list[TopologyGroup],
         min_values: str,
         classes: Mapping[str, DeviceClass] | None = None,
-    ) -> tuple[Requirements, int, bool]:
-        """Check the pod against this NodeClaim; the new requirements, options and minValues flag, or Unfit."""
+    ) -> Fit:
+        """Check the pod against this NodeClaim; the new requirements, options, minValues flag and the reserved
+        offerings it would hold, or Unfit."""
         pod, template = state.pod, self.template
         blocking = untolerated(template.nodepool.taints, data.tolerations)
         if blocking:
@@ -196,23 +235,66 @@ class PlannedNodeClaim:
         if pod.device_requests:
             # Devices already promised to this NodeClaim's pods count: one device serves one request.
             wanted = (*self.device_requests, *pod.device_requests)
+            fitting = mask
             mask &= index.device_mask(wanted, classes or {})
             if not mask:
-                raise Unfit(r.DEVICES, _device_reason(pod.device_requests, classes or {}, len(self.device_requests)))
+                claimed = len(self.device_requests)
+                raise Unfit(
+                    r.DEVICES,
+                    lambda: _device_reason(pod.device_requests, classes or {}, claimed, index.members(fitting)),
+                )
         relaxed = self.min_values_relaxed
+        lowered = []
         for requirement in requirements.values():
-            if requirement.min_values and index.distinct_values(mask, requirement) < requirement.min_values:
+            achievable = index.distinct_values(mask, requirement) if requirement.min_values else 0
+            if requirement.min_values and achievable < requirement.min_values:
                 if min_values == STRICT:
                     raise Unfit(
                         r.MIN_VALUES,
                         f"minValues requirement is not met for {requirement.key} "
-                        f"({index.distinct_values(mask, requirement)} < {requirement.min_values})",
+                        f"({achievable} < {requirement.min_values})",
                     )
+                # BestEffort: the NodeClaim asks for what its types can give, as Karpenter's CanAdd lowers it.
+                lowered.append(replace(requirement, min_values=achievable))
                 relaxed = True
-        return requirements, mask, relaxed
+        if lowered:
+            keys = {requirement.key for requirement in lowered}
+            requirements = Requirements([*(v for k, v in requirements.items() if k not in keys), *lowered])
+        return requirements, mask, relaxed, self._offerings_to_reserve(mask, requirements)
 
-    def commit(self, state: PodState, data: PodData, fit: tuple[Requirements, int, bool], topology: Topology) -> None:
-        requirements, mask, relaxed = fit
+    def _offerings_to_reserve(self, mask: int, requirements: Requirements) -> tuple[Offering, ...]:
+        """Karpenter's offeringsToReserve: every compatible reserved offering of the surviving types that a
+        reservation still has an instance for. Strict (provisioning) refuses the pod when such offerings exist but
+        none can be held, or when the pod would take away every reservation this NodeClaim held."""
+        index = self.template.index
+        if self.reservations is None or not mask & index.reserved:
+            chosen: tuple[Offering, ...] = ()
+            compatible = False
+        else:
+            zone, capacity = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
+            reservation = requirements.get(wk.RESERVATION_ID)
+            offered = [
+                o
+                for it in index.members(mask & index.reserved)
+                for o in it.offerings
+                if o.reserved and o.available and o.compatible(zone, capacity, reservation)
+            ]
+            compatible = bool(offered)
+            chosen = tuple(o for o in offered if self.reservations.can_reserve(self.hostname, o))
+        if self.reservation_mode == RESERVATION_STRICT:
+            if compatible and not chosen:
+                raise Unfit(r.RESERVED, CANNOT_RESERVE)
+            if self.reserved and not chosen:
+                raise Unfit(r.RESERVED, WOULD_REMOVE)
+        return chosen
+
+    def commit(self, state: PodState, data: PodData, fit: Fit, topology: Topology) -> None:
+        requirements, mask, relaxed, offerings = fit
+        if self.reservations is not None:
+            self.reservations.reserve(self.hostname, offerings)
+            kept = {o.reservation_id for o in offerings}
+            self.reservations.release(self.hostname, [o for o in self.reserved if o.reservation_id not in kept])
+        self.reserved = offerings
         self.pods.append(state.pod)
         self.device_requests.extend(state.pod.device_requests)
         self.requests = add(self.requests, data.requests)
@@ -223,12 +305,26 @@ class PlannedNodeClaim:
         topology.record(state.pod, requirements, self.template.nodepool.taints)
 
 
-def _device_reason(requests: tuple[DeviceRequest, ...], classes: Mapping[str, DeviceClass], claimed: int) -> str:
+def _device_reason(
+    requests: tuple[DeviceRequest, ...],
+    classes: Mapping[str, DeviceClass],
+    claimed: int,
+    types: Sequence[InstanceType] = (),
+) -> str:
+    """Why no type's declared devices serve the requests; where a selector could not decide on a declared device
+    (a CEL runtime error such as a division by zero), that error, since no device will ever match it."""
     missing = next((r for r in requests if r.device_class not in classes), None)
     if missing is not None:
         return f'DeviceClass "{missing.device_class}" not found ({missing.describe()})'
     already = f" beside the {claimed} device request(s) already on this NodeClaim" if claimed else ""
-    return f"no instance type declares devices for {requests[0].describe()}{already}"
+    reason = f"no instance type declares devices for {requests[0].describe()}{already}"
+    for it in types:
+        if not it.devices:
+            continue
+        why = allocate(requests, declared_devices(it), classes)
+        if isinstance(why, str) and '; device "' in why:  # allocate's note of a selector's error on a device
+            return f"{reason}; on {it.name}: {why}"
+    return reason
 
 
 def _max_allocatable(index: TypeIndex, mask: int) -> dict[str, int]:

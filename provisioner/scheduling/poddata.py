@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from provisioner.options import RESPECT
 from provisioner.pods import DO_NOT_SCHEDULE, HostPort, Pod, PodAffinityTerm, TopologySpreadConstraint
 from provisioner.quantity import MILLI, Resources
 from provisioner.requirements import Requirements
 from provisioner.taints import TOLERATE_PREFER_NO_SCHEDULE, Toleration
-
-RESPECT, IGNORE = "Respect", "Ignore"
 
 
 @dataclass

@@ -17,6 +17,8 @@ from provisioner.taints import Taint
 VALIDATION = "validation"
 NO_NODEPOOL = "no-nodepool"
 REQUIREMENTS = "requirements"
+# The pod's own karpenter.sh/nodepool selection leaves this NodePool out: nothing to fix on the NodePool.
+NOT_SELECTED = "not-selected"
 TAINTS = "taints"
 RESOURCES = "resources"
 LIMITS = "limits"
@@ -25,6 +27,9 @@ HOST_PORTS = "host-ports"
 MIN_VALUES = "min-values"
 NO_INSTANCE_TYPES = "no-instance-types"
 DEVICES = "devices"
+# Reserved capacity that exists but is held by other NodeClaims: the pod waits for the next simulation (never relaxed,
+# never a FailedScheduling, as Karpenter's ReservedOfferingError).
+RESERVED = "reserved-capacity"
 
 
 @dataclass(frozen=True)
@@ -72,10 +77,16 @@ class NodeClaimPlan:
     min_values_relaxed: bool = False
     hostname: str = ""  # the placeholder used during the simulation
     excluded: Mapping[str, str] = field(default_factory=dict)  # type name -> why the NodePool's type was dropped
+    static: bool = False  # a static NodePool's NodeClaim: the cloud provider picks among the template's types
 
     @property
     def instance_type_names(self) -> list[str]:
         return sorted(o.instance_type.name for o in self.options)
+
+    @property
+    def launch_price(self) -> float:
+        """What the cheapest option costs an hour; 0 for a static NodeClaim, priced only once launched."""
+        return self.options[0].price if self.options else 0.0
 
     @property
     def cheapest(self) -> InstanceTypeOption:
@@ -116,6 +127,7 @@ class SchedulingResult:
     relaxations: dict[str, list[str]] = field(default_factory=dict)  # pod id -> preferences relaxed
     pods_considered: list[Pod] = field(default_factory=list)  # in queue order
     skipped_nodepools: dict[str, str] = field(default_factory=dict)  # nodepool -> why it cannot launch anything
+    timed_out: bool = False  # the simulation hit its time limit: pods after the last one tried were not tried
 
     def scheduled_count(self) -> int:
         return sum(len(nc.pods) for nc in self.new_nodeclaims) + sum(len(p) for p in self.placements.values())

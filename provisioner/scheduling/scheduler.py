@@ -10,7 +10,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from provisioner import labels as wk
@@ -19,16 +20,19 @@ from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass
 from provisioner.nodes import DaemonSet, Node
 from provisioner.objects import NodePool
+from provisioner.options import RESPECT, STRICT
 from provisioner.pods import Pod, validation_errors
-from provisioner.quantity import MILLI, Resources, add, format_resources
-from provisioner.requirements import Requirement, Requirements
+from provisioner.quantity import Resources, format_resources
+from provisioner.scheduling import finalize
+from provisioner.scheduling import limits as pool_limits
 from provisioner.scheduling import results as r
 from provisioner.scheduling.existing import CLASS_VERDICTS, ExistingNode, never_fits
 from provisioner.scheduling.improve import Simulation, improve
 from provisioner.scheduling.improve import enabled as improve_enabled
-from provisioner.scheduling.nodeclaim import PERMANENT, STRICT, NodeClaimTemplate, PlannedNodeClaim, Unfit
-from provisioner.scheduling.poddata import RESPECT, PodData, PodState
-from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan, PodFailure, Reason, SchedulingResult
+from provisioner.scheduling.nodeclaim import PERMANENT, UNDEFINED_KEY, NodeClaimTemplate, PlannedNodeClaim, Unfit
+from provisioner.scheduling.poddata import PodData, PodState
+from provisioner.scheduling.reservations import RESERVATION_FALLBACK, ReservationManager
+from provisioner.scheduling.results import NodeClaimPlan, PodFailure, Reason, SchedulingResult
 from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologygroup import TopologyGroup
 from provisioner.taints import PREFER_NO_SCHEDULE
@@ -56,6 +60,13 @@ class SchedulingInput:
     max_instance_types: int = MAX_INSTANCE_TYPES
     device_classes: Mapping[str, DeviceClass] = field(default_factory=dict)
     node_devices: Mapping[str, Sequence[Device]] = field(default_factory=dict)  # free devices per existing node
+    # Karpenter (v1.4+) stops a provisioning simulation after a minute and launches what it planned so far; the pods
+    # it never reached stay pending for the next batch. None: no cap (disruption's simulations have their own).
+    time_limit: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    # Karpenter's ReservedCapacity gate and ReservedOfferingMode (provisioning is Strict, disruption falls back).
+    reserved_capacity: bool = True
+    reservation_mode: str = RESERVATION_FALLBACK
 
 
 def queue_order(pod: Pod) -> tuple[int, int, float, str]:
@@ -110,24 +121,26 @@ def _order_key(claim: PlannedNodeClaim) -> tuple[int, int]:
 class Scheduler:
     def __init__(self, request: SchedulingInput) -> None:
         self.request = request
+        self.started = request.clock()
         self.result = SchedulingResult()
         self.templates: list[NodeClaimTemplate] = []
         for offer in sorted(request.pools, key=lambda o: o.nodepool.ordering_key(), reverse=True):
             template = _template(offer, request.daemonsets, request.min_values_policy)
             if len(template.index) == 0:
-                self.result.skipped_nodepools[offer.nodepool.name] = (
-                    "no instance type satisfies the NodePool's requirements"
-                    if offer.instance_types
-                    else "the NodePool's node class offers no instance types"
-                )
+                self.result.skipped_nodepools[offer.nodepool.name] = _why_no_types(offer, template)
             self.templates.append(template)
+        self.reservations = (
+            ReservationManager(offer.instance_types for offer in request.pools) if request.reserved_capacity else None
+        )
         self.remaining: dict[str, Resources] = {}
         self.limits_version: dict[str, int] = {}
         self._limits_cache: dict[tuple[str, int], tuple[int, str | None]] = {}
         for template in self.templates:
             limits = template.nodepool.limits
             if limits:
-                self.remaining[template.name] = _limited_subtract(limits, _pool_usage(template.name, request.nodes))
+                self.remaining[template.name] = pool_limits.limited_subtract(
+                    limits, pool_limits.pool_usage(template.name, request.nodes)
+                )
             self.limits_version[template.name] = 0
         self.limits_before = {name: dict(remaining) for name, remaining in self.remaining.items()}
         schedulable = [n for n in request.nodes if not n.marked_for_deletion and not n.unschedulable]
@@ -193,6 +206,11 @@ class Scheduler:
             pod = queue[head]
             if last_pushed.get(pod.id) == len(queue) - head:
                 break
+            if self._out_of_time():
+                # What was planned so far is launched; the pods not reached keep no verdict and wait for the next
+                # batch, as Karpenter's Solve returns its results with the context's DeadlineExceeded.
+                self.result.timed_out = True
+                break
             head += 1
             failure = self._try_schedule(pod)
             if failure is None:
@@ -203,6 +221,10 @@ class Scheduler:
             last_pushed[pod.id] = len(queue) - head
         self._finalize()
         return self.result
+
+    def _out_of_time(self) -> bool:
+        limit = self.request.time_limit
+        return limit is not None and self.request.clock() - self.started >= limit
 
     def _try_schedule(self, pod: Pod) -> PodFailure | None:
         fresh = self._fresh.pop(pod.id, None)
@@ -219,6 +241,9 @@ class Scheduler:
                 if state.relaxations:
                     self.result.relaxations[pod.id] = list(state.relaxations)
                 return None
+            if any(reason.kind == r.RESERVED for reason in reasons):
+                # Reserved capacity may free up later in this simulation or the next: relaxing would give it up.
+                return PodFailure(pod, tuple(reasons))
             relaxed = state.relax(self.tolerate_prefer_no_schedule)
             if relaxed is None:
                 return PodFailure(pod, tuple(reasons))
@@ -292,7 +317,7 @@ class Scheduler:
         key = (template.name, self.limits_version[template.name])
         cached = self._limits_cache.get(key)
         if cached is None:
-            cached = self._limits_cache[key] = _within_limits(template, remaining)
+            cached = self._limits_cache[key] = pool_limits.within_limits(template, remaining)
         return cached
 
     def _existing_candidates(
@@ -394,29 +419,33 @@ class Scheduler:
             if known is not None:
                 reasons.append(Reason(name, known.kind, known.message, known.details))
                 continue
-            claim = PlannedNodeClaim(next(self.seq), template, mask, self.topology)
+            claim = PlannedNodeClaim(
+                next(self.seq), template, mask, self.topology, self.reservations, self.request.reservation_mode
+            )
             try:
                 fit = claim.fit(
                     state, data, self.topology, groups, self.request.min_values_policy, self.request.device_classes
                 )
             except Unfit as unfit:
                 if unfit.kind == r.RESOURCES and remaining is not None and mask != template.index.all:
-                    unfit = _blamed_on_limits(template, data, remaining, unfit)
+                    unfit = pool_limits.blamed_on_limits(template, data, remaining, unfit)
                 if unfit.kind in PERMANENT:
                     self.fresh_dead[fresh_key] = unfit
                 reasons.append(Reason(name, unfit.kind, unfit.message, unfit.details))
+                if unfit.kind == r.RESERVED:
+                    break  # Karpenter never falls back to a lower-weight NodePool past reserved capacity
                 continue
             claim.commit(state, data, fit, self.topology)
             self._index(claim)
             self.planned_by_hostname[claim.hostname] = claim
             if remaining is not None:
                 # Pessimistic: the NodeClaim may launch as its largest remaining option.
-                self.remaining[name] = _limited_subtract(remaining, template.index.max_capacity(claim.mask))
+                self.remaining[name] = pool_limits.limited_subtract(remaining, template.index.max_capacity(claim.mask))
                 self.limits_version[name] += 1
             return None
         if not self.templates:
             reasons.append(Reason("", r.NO_NODEPOOL, "no NodePool is ready to provision nodes"))
-        return reasons
+        return _not_selected(reasons, data)
 
     # After the loop ---------------------------------------------------------------------------------------------
 
@@ -450,8 +479,11 @@ class Scheduler:
         """A NodePool asked for plan improvement, and this is a provisioning batch: a disruption simulation moves
         running pods and accepts at most one replacement NodeClaim, priced against the candidates, which a re-pack
         into several cheaper nodes would turn from a saving into a refusal."""
-        return any(improve_enabled(t.nodepool) for t in self.templates) and not any(
-            p.node_name for p in self.request.pods
+        return (
+            any(improve_enabled(t.nodepool) for t in self.templates)
+            and not any(p.node_name for p in self.request.pods)
+            # A re-pack would give up the reservations the planned NodeClaims hold.
+            and not any(t.index.reserved for t in self.templates)
         )
 
     def _placed_state(self, pod: Pod) -> tuple[PodState, PodData]:
@@ -463,114 +495,41 @@ class Scheduler:
         return state, state.data()
 
     def _plan(self, claim: PlannedNodeClaim) -> NodeClaimPlan | Reason:
-        template = claim.template
-        index = template.index
-        requirements = Requirements(v for k, v in claim.requirements.items() if k != wk.HOSTNAME)
-        table = index.priced(requirements)
-        bits = index.bits(claim.mask)
-        positions = [p for p in table.order if bits[p] == "1"][: self.request.max_instance_types]
-        kept = [InstanceTypeOption(index.types[p], table.prices[p]) for p in positions]
-        kept_mask = 0
-        capacity_types: set[str] = set()
-        for position in positions:
-            kept_mask |= 1 << position
-            capacity_types |= table.capacity_types[position]
-        relaxed = claim.min_values_relaxed
-        for requirement in requirements.values():
-            if requirement.min_values and index.distinct_values(kept_mask, requirement) < requirement.min_values:
-                if self.request.min_values_policy == STRICT:
-                    return Reason(
-                        template.name,
-                        r.MIN_VALUES,
-                        "pod didn't schedule because NodePool couldn't meet minValues requirements",
-                    )
-                relaxed = True
-        final = requirements.merged(
-            [
-                Requirement(
-                    wk.INSTANCE_TYPE,
-                    frozenset(o.instance_type.name for o in kept),
-                    min_values=_min_values(requirements, wk.INSTANCE_TYPE),
-                ),
-                Requirement(wk.CAPACITY_TYPE, frozenset(capacity_types)),
-            ]
-        )
-        requests = add(claim.requests, template.daemon_requests)
-        return NodeClaimPlan(
-            nodepool=template.name,
-            pods=tuple(claim.pods),
-            requests=requests,
-            requirements=final,
-            options=tuple(kept),
-            labels=_labels(template, final),
-            taints=template.nodepool.taints,
-            startup_taints=template.nodepool.startup_taints,
-            min_values_relaxed=relaxed,
-            hostname=claim.hostname,
-            excluded=dict(template.excluded),
+        return finalize.plan(
+            claim,
+            max_instance_types=self.request.max_instance_types,
+            min_values_policy=self.request.min_values_policy,
         )
 
 
-def _min_values(requirements: Requirements, key: str) -> int | None:
-    requirement = requirements.get(key)
-    return requirement.min_values if requirement is not None else None
+def _not_selected(reasons: list[Reason], data: PodData) -> list[Reason]:
+    """Karpenter's reasons, with those of the NodePools the pod's own karpenter.sh/nodepool selection leaves out
+    marked NOT_SELECTED (whatever stopped the pod there first, a taint say): nothing on them is the fix, and the
+    dashboard folds them into one line."""
+    selected = data.requirements.get(wk.NODEPOOL)
+    if selected is None:
+        return reasons
+    return [
+        Reason(reason.nodepool, r.NOT_SELECTED, reason.message, {"selection": str(selected)})
+        if reason.nodepool and not selected.has(reason.nodepool)
+        else reason
+        for reason in reasons
+    ]
 
 
-def _labels(template: NodeClaimTemplate, requirements: Requirements) -> dict[str, str]:
-    """Template labels plus a value for each single-valued or custom requirement, as Karpenter stamps NodeClaims."""
-    labels = dict(template.labels)
-    for key, requirement in requirements.items():
-        if key in labels or (wk.is_restricted_label(key) and key != wk.NODEPOOL):
-            continue
-        if key in wk.WELL_KNOWN_LABELS:
-            if requirement.operator == "In" and len(requirement.values) == 1:
-                labels[key] = next(iter(requirement.values))
-        else:
-            value = requirement.any_value()
-            if value:
-                labels[key] = value
-    return labels
-
-
-def _pool_usage(nodepool: str, nodes: Sequence[Node]) -> Resources:
-    usage: Resources = {}
-    for node in nodes:
-        if node.nodepool == nodepool:
-            usage = add(usage, node.capacity or node.allocatable, {"nodes": MILLI})
-    return usage
-
-
-def _limited_subtract(remaining: Resources, used: Resources) -> Resources:
-    """Subtract usage from limits, only for the resources that are limited (others are unlimited, not negative)."""
-    return {name: amount - used.get(name, 0) for name, amount in remaining.items()}
-
-
-def _within_limits(template: NodeClaimTemplate, remaining: Resources) -> tuple[int, str | None]:
-    """Options whose capacity fits the remaining limits; `nodes` exhausted blocks the pool outright."""
-    if "nodes" in remaining and remaining["nodes"] < MILLI:
-        return 0, "all available instance types exceed limits for nodepool: the nodes limit is reached"
-    mask = template.index.within({k: v for k, v in remaining.items() if k != "nodes"})
-    if not mask:
-        return 0, f"all available instance types exceed limits for nodepool (remaining {_remaining_text(remaining)})"
-    return mask, None
-
-
-def _remaining_text(remaining: Resources) -> str:
-    shown = format_resources({k: max(v, 0) for k, v in remaining.items() if k != "nodes"})
-    return ", ".join(f"{k}={v}" for k, v in shown.items())
-
-
-def _blamed_on_limits(template: NodeClaimTemplate, data: PodData, remaining: Resources, unfit: Unfit) -> Unfit:
-    """A resource failure is really a limits failure when a type the limits excluded would have fitted."""
-    index = template.index
-    needed = add(data.requests, template.daemon_requests)
-    if not index.fitting(needed) & index.compatible(data.requirements):
-        return unfit
-    return Unfit(
-        r.LIMITS,
-        f"all instance types that fit exceed the NodePool's remaining limits ({_remaining_text(remaining)})",
-        {"remaining": format_resources({k: max(v, 0) for k, v in remaining.items()})},
-    )
+def _why_no_types(offer: PoolOffer, template: NodeClaimTemplate) -> str:
+    if not offer.instance_types:
+        return "the NodePool's node class offers no instance types"
+    drifting = sorted({reason for reason in template.excluded.values() if reason.startswith(UNDEFINED_KEY)})
+    if drifting:
+        # The types the requirements allowed all lack a key the NodePool requires: name it, and say why no node
+        # is launched all the same.
+        key = drifting[0].removeprefix(UNDEFINED_KEY).split(",", 1)[0]
+        return (
+            f"no instance type of the NodePool's node class defines {key}, which the NodePool requires: "
+            "a node would be Drifted the moment it launched"
+        )
+    return "no instance type satisfies the NodePool's requirements"
 
 
 def _template(offer: PoolOffer, daemonsets: Sequence[DaemonSet], min_values: str) -> NodeClaimTemplate:

@@ -29,6 +29,14 @@ def declared_devices(instance_type: InstanceType) -> list[Device]:
     return devices
 
 
+# What decides which of a type's offerings a NodeClaim can launch into: its zone, capacity type and reservation id.
+_OfferingKey = tuple[Requirement | None, Requirement | None, Requirement | None]
+
+
+def _offering_key(requirements: Requirements) -> _OfferingKey:
+    return (requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE), requirements.get(wk.RESERVATION_ID))
+
+
 class PriceTable(NamedTuple):
     order: list[int]  # positions with a compatible offering, cheapest first
     prices: list[float]  # by position; inf where nothing is compatible
@@ -39,6 +47,8 @@ class TypeIndex:
     def __init__(self, instance_types: Sequence[InstanceType]) -> None:
         self.types = tuple(instance_types)
         self.all = (1 << len(self.types)) - 1
+        # Types with reserved offerings: only then does a NodeClaim hold reservations (most catalogs have none).
+        self.reserved = _or(1 << p for p, it in enumerate(self.types) if any(o.reserved for o in it.offerings))
         self._by_resource: dict[str, tuple[list[int], list[int]]] = {}
         self._by_capacity: dict[str, tuple[list[int], list[int], list[int]]] = {}
         for resource in {name for it in self.types for name in it.capacity}:
@@ -48,7 +58,7 @@ class TypeIndex:
             for j, position in enumerate(order):
                 prefix[j + 1] = prefix[j] | (1 << position)
             self._by_capacity[resource] = (values, prefix, order)
-        self._price_cache: dict[tuple[Requirement | None, Requirement | None], PriceTable] = {}
+        self._price_cache: dict[_OfferingKey, PriceTable] = {}
         self._device_cache: dict[tuple[object, ...], int] = {}
         resources = {name for it in self.types for name in it.allocatable}
         for resource in resources:
@@ -68,7 +78,7 @@ class TypeIndex:
         self._with_key = {key: _or(by_value.values()) for key, by_value in self._values.items()}
         self.keys = frozenset(self._values)
         self._requirement_cache: dict[Requirement, int] = {}
-        self._offering_cache: dict[tuple[Requirement | None, Requirement | None], int] = {}
+        self._offering_cache: dict[_OfferingKey, int] = {}
 
     def __len__(self) -> int:
         return len(self.types)
@@ -97,7 +107,7 @@ class TypeIndex:
                 mask &= self._requirement_mask(requirement)
                 if not mask:
                     return 0
-        return mask & self._offering_mask(requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE))
+        return mask & self._offering_mask(_offering_key(requirements))
 
     def _requirement_mask(self, requirement: Requirement) -> int:
         cached = self._requirement_cache.get(requirement)
@@ -111,21 +121,14 @@ class TypeIndex:
         self._requirement_cache[requirement] = mask
         return mask
 
-    def _offering_mask(self, zone: Requirement | None, capacity_type: Requirement | None) -> int:
-        key = (zone, capacity_type)
+    def _offering_mask(self, key: _OfferingKey) -> int:
         cached = self._offering_cache.get(key)
         if cached is not None:
             return cached
         mask = 0
         for position, it in enumerate(self.types):
-            for offering in it.offerings:
-                if (
-                    offering.available
-                    and (zone is None or zone.has(offering.zone))
-                    and (capacity_type is None or capacity_type.has(offering.capacity_type))
-                ):
-                    mask |= 1 << position
-                    break
+            if any(o.available and o.compatible(*key) for o in it.offerings):
+                mask |= 1 << position
         self._offering_cache[key] = mask
         return mask
 
@@ -143,21 +146,14 @@ class TypeIndex:
         """Positions with a compatible available offering, cheapest first (ties by name), with prices and the
         capacity types on offer. Only zone and capacity type decide which offerings count, so one table serves
         every NodeClaim pinned the same way."""
-        key = (requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE))
+        key = _offering_key(requirements)
         cached = self._price_cache.get(key)
         if cached is not None:
             return cached
-        zone, capacity_type = key
         prices = [float("inf")] * len(self.types)
         capacity_types: list[frozenset[str]] = [frozenset()] * len(self.types)
         for position, it in enumerate(self.types):
-            compatible = [
-                o
-                for o in it.offerings
-                if o.available
-                and (zone is None or zone.has(o.zone))
-                and (capacity_type is None or capacity_type.has(o.capacity_type))
-            ]
+            compatible = [o for o in it.offerings if o.available and o.compatible(*key)]
             if compatible:
                 prices[position] = min(o.price for o in compatible)
                 capacity_types[position] = frozenset(o.capacity_type for o in compatible)

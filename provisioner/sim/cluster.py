@@ -10,7 +10,7 @@ from typing import Any
 
 from provisioner.cluster import pdb
 from provisioner.cluster.memory import ObjectStore
-from provisioner.sim import dra, kubelet, kubescheduler, workloads
+from provisioner.sim import daemonsets, deployments, dra, garbage, kubelet, kubescheduler, replicasets, workloads
 
 # Components whose every decision follows from the stored objects alone (no clock, no schedule): one that wrote
 # nothing and reported no change at some resourceVersion has nothing to do until something is written again, or
@@ -71,11 +71,11 @@ class SimulatedCluster:
         components: tuple[tuple[str, Callable[[], bool]], ...] = (
             (
                 "deployments",
-                lambda: workloads.reconcile_deployments(store, now, self._deployments, wakes["deployments"]),
+                lambda: deployments.reconcile_deployments(store, now, self._deployments, wakes["deployments"]),
             ),
             (
                 "replicasets",
-                lambda: workloads.reconcile_replicasets(
+                lambda: replicasets.reconcile_replicasets(
                     store, rng, now, self._replicasets, bursts["replicasets"], wakes["replicasets"]
                 ),
             ),
@@ -83,10 +83,10 @@ class SimulatedCluster:
             # follows them within the step, as its informer would have it notice them, not one settle later.
             (
                 "deployment-status",
-                lambda: workloads.reconcile_deployments(store, now, self._deployments, wakes["deployments"]),
+                lambda: deployments.reconcile_deployments(store, now, self._deployments, wakes["deployments"]),
             ),
-            ("daemonsets", lambda: workloads.reconcile_daemonsets(store, rng, now, wakes["daemonsets"])),
-            ("garbage-collector", lambda: workloads.collect_garbage(store, self.nodepool_uids)),
+            ("daemonsets", lambda: daemonsets.reconcile_daemonsets(store, rng, now, wakes["daemonsets"])),
+            ("garbage-collector", lambda: garbage.collect_garbage(store, self.nodepool_uids)),
             ("resourceclaims", self._make_claims),
             ("dra-driver", lambda: self._publish(now)),
             ("kube-scheduler", lambda: self.scheduler.schedule(store, store.views, now, bursts["kube-scheduler"])),

@@ -19,6 +19,7 @@ from provisioner.cluster.conditions import set_condition
 from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.objects import Obj
 from provisioner.cluster.views import Views, is_ready
+from provisioner.labels import NODE_NAME_FIELD
 from provisioner.pods import DO_NOT_SCHEDULE, Pod, PodAffinityTerm
 from provisioner.quantity import Resources, add, fits, parse_resources
 from provisioner.requirements import Requirements
@@ -281,7 +282,8 @@ def _node_states(store: ObjectStore, views: Views, cache: NodeStates) -> list[_N
             pods=pods,
             requested=add(*(_requests(p) for p in pods)) if pods else {},
             scored=add(*(_scored(p) for p in pods)) if pods else {},
-            requirements=Requirements.from_labels(node["metadata"].get("labels") or {}),
+            # The node's name answers the DaemonSet controller's matchFields pin (wk.NODE_NAME_FIELD).
+            requirements=Requirements.from_labels({**(node["metadata"].get("labels") or {}), NODE_NAME_FIELD: name}),
         )
         cache[name] = (key, state)
         states.append(state)

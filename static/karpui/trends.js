@@ -1,5 +1,5 @@
-/* The trends charts: pending pods, nodes per NodePool (stacked), pod start latency (p50, p95) and nodes disrupted
-   per hour (stacked bars). Redrawn whenever htmx swaps in a fresh #trends section (htmx.onLoad also runs once). */
+/* The trends charts: pending pods, nodes per NodePool (stacked), pod start latency (p50, p95) and the nodes each
+   bucket disrupted (stacked bars, counted, never scaled to a rate). Redrawn whenever htmx swaps in a fresh #trends section (htmx.onLoad also runs once). */
 (function () {
   "use strict";
   var palette = ["#2456c7", "#1f9d8a", "#c77d24", "#8a3fb8", "#c72456", "#5b8c1f", "#6b7280", "#0e7490"];
@@ -29,7 +29,7 @@
       ] };
     },
     disruptions: function (s) {
-      return { type: "bar", y: "nodes per hour", stacked: true, datasets: s.disruptions.map(function (reason, i) {
+      return { type: "bar", y: "nodes per " + s.bucket, stacked: true, datasets: s.disruptions.map(function (reason, i) {
         return { label: reason.name, data: reason.values, backgroundColor: colour(i + 3) };
       }) };
     }

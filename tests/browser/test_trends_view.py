@@ -43,3 +43,39 @@ def test_the_trends_page_draws_its_four_charts_and_follows_the_cluster(
     page.wait_for_function(f"() => {_datasets('latency')}[0]?.data.some(v => v !== null)", timeout=WAIT_MS)
     assert page.evaluate("window.karpuiTestMarker === 'kept'")
     live_karpui.karp("scale", "deploy/inflate", "--replicas", "0")
+
+
+def test_dragging_across_a_chart_zooms_both_pages_to_those_buckets(live_karpui: LiveKarpui, browser_page: Page) -> None:
+    page = browser_page
+    for path, canvas in (("trends", 'canvas[data-trend="pending"]'), ("savings", "#cost-chart")):
+        page.goto(f"{live_karpui.url}/{path}/?window=1h")
+        page.wait_for_function(
+            f"() => typeof Chart !== 'undefined' && !!Chart.getChart(document.querySelector('{canvas}'))"
+        )
+        source = "trend-series" if path == "trends" else "cost-series"
+        series = page.evaluate(f"JSON.parse(document.getElementById('{source}').textContent)")
+        edges = series["edges"]
+        assert len(edges) == len(series["labels"]) + 1 >= 61  # an hour of 1-minute buckets, and the last one's end
+        assert edges[1:3] == [edges[1][:14] + edges[1][14:16] + ":00Z", edges[2][:17] + "00Z"]  # on whole minutes
+        box = page.locator(canvas).bounding_box()
+        assert box is not None
+        left, right = (
+            page.evaluate(f"Chart.getChart(document.querySelector('{canvas}')).scales.x.getPixelForValue({i})")
+            for i in (40, 52)
+        )
+        page.mouse.move(box["x"] + left, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] + (left + right) / 2, box["y"] + box["height"] / 2)
+        expect(page.locator(".zoom-band")).to_be_visible()
+        page.mouse.move(box["x"] + right, box["y"] + box["height"] / 2)
+        with page.expect_navigation():
+            page.mouse.up()
+        query = dict(part.split("=", 1) for part in page.url.split("?", 1)[1].split("&"))
+        assert (query["from"], query["to"]) == (edges[40].replace(":", "%3A"), edges[53].replace(":", "%3A"))
+        page.wait_for_function(
+            f"() => typeof Chart !== 'undefined' && !!Chart.getChart(document.querySelector('{canvas}'))"
+        )
+        assert page.evaluate(f"Chart.getChart(document.querySelector('{canvas}')).data.labels.length") == 13
+        expect(page.locator("form.filters input[name=from]")).to_have_value(edges[40])
+        page.locator("#zoom-out").click()
+        page.wait_for_url(f"{live_karpui.url}/{path}/?window=1h")

@@ -1,6 +1,6 @@
 """deploy/: every overlay renders with kubectl's kustomize, every object is one a real API server takes (strict fields
 and required fields by the official client's models, the API's own schemas; workloads as the lab's API validates
-them), and the RBAC of each mode is what it says: observe reads and deletes NodeClaims, nothing more."""
+them), and the RBAC of each mode is what it says: observe reads, updates the NodePools it gates, patches Nodes' annotations and deletes NodeClaims, nothing more."""
 
 from __future__ import annotations
 
@@ -104,11 +104,28 @@ def rules(objects: list[dict[str, Any]], kind: str) -> list[tuple[str, str, list
     )
 
 
-def test_observe_mode_reads_and_deletes_nodeclaims_and_writes_nothing_else() -> None:
+def test_observe_mode_reads_and_writes_only_what_its_gate_and_approved_requests_need() -> None:
     objects = rendered("observe")
-    for group, resource, verbs in rules(objects, "ClusterRole"):
-        expected = sorted([*READ, "delete"]) if (group, resource) == ("karpenter.sh", "nodeclaims") else READ
-        assert verbs == expected, (group, resource, verbs)
+    writes = {
+        (group, resource, verb)
+        for group, resource, verbs in rules(objects, "ClusterRole")
+        for verb in verbs
+        if verb not in READ
+    }
+    assert writes == {
+        ("karpenter.sh", "nodepools", "update"),  # the gate's hold budgets
+        ("", "nodes", "patch"),  # do-not-disrupt on the nodes an approved command does not name, while released
+        ("karpenter.sh", "nodeclaims", "delete"),  # a person's approved request to remove a node
+    }
+    assert {
+        (group, resource) for group, resource, verbs in rules(objects, "ClusterRole") if set(READ) <= set(verbs)
+    } >= {
+        ("", "pods"),
+        ("", "nodes"),
+        ("", "events"),
+        ("karpenter.sh", "nodepools"),
+        ("karpenter.sh", "nodeclaims"),
+    }
     assert ("coordination.k8s.io", "leases", ["create", "get", "list", "update", "watch"]) in rules(objects, "Role")
     [config] = [o for o in objects if o["kind"] == "ConfigMap"]
     assert config["data"]["KARPUI_MODE"] == "observe"
@@ -127,7 +144,10 @@ def test_kwok_mode_writes_only_what_a_provisioner_writes() -> None:
         ("karpenter.sh", "nodeclaims"),
         ("karpenter.sh", "nodepools/status"),
         ("karpenter.sh", "nodeclaims/status"),
+        ("karpenter.sh", "nodeoverlays/status"),  # their ValidationSucceeded condition, as Karpenter writes it
+        ("autoscaling.x-k8s.io", "capacitybuffers/status"),  # ReadyForProvisioning and Provisioning, as Karpenter's
         ("karpenter.kwok.sh", "kwoknodeclasses"),
+        ("karpenter.k8s.aws", "ec2nodeclasses"),  # a NodePool may launch from an EC2NodeClass (seed 004)
     }
     assert not any(resource in ("secrets", "deployments") for _, resource in writable)
     pods = [verbs for group, resource, verbs in rules(objects, "ClusterRole") if (group, resource) == ("", "pods")]

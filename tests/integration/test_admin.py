@@ -109,7 +109,15 @@ def test_the_admin_refuses_a_nodepool_no_instance_type_can_satisfy(admin_client,
 
 def test_the_admin_hides_managed_fields_and_a_save_keeps_them(admin_client, lab):
     call_command("karp", "apply", "-f", str(ROOT / "examples" / "nodepool-kwok.yaml"), stdout=None)
-    owned = [{"manager": "ci", "operation": "Apply", "apiVersion": "karpenter.sh/v1", "fieldsType": "FieldsV1"}]
+    owned = [
+        {
+            "manager": "ci",
+            "operation": "Apply",
+            "apiVersion": "karpenter.sh/v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:template": {}}},
+        }
+    ]
     models.NodePool.objects.filter(name="default").update(managed_fields=owned)
     row = models.NodePool.objects.get(name="default")
     page = admin_client.get(f"/admin/karpui/nodepool/{row.id}/change/")
@@ -121,4 +129,9 @@ def test_the_admin_hides_managed_fields_and_a_save_keeps_them(admin_client, lab)
     )
     assert response.status_code == 302
     row.refresh_from_db()
-    assert (row.spec["weight"], row.managed_fields) == (7, owned)
+    # Hidden is not cleared: ci keeps what it owns, and the save is recorded as the admin's (issue 27).
+    assert row.spec["weight"] == 7
+    assert [(e["manager"], e["fieldsV1"]) for e in row.managed_fields] == [
+        ("ci", {"f:spec": {"f:template": {}}}),
+        ("karpui-admin", {"f:spec": {"f:weight": {}}}),
+    ]

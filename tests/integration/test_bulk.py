@@ -1,4 +1,4 @@
-"""Rows in bulk (karpui.bulk): COPY on PostgreSQL, executemany on SQLite; both must insert, and upsert must
+"""Rows in bulk (karpui.clusters.bulk): COPY on PostgreSQL, executemany on SQLite; both must insert, and upsert must
 replace the non-key columns of existing rows, also twice in one transaction. CI runs this on PostgreSQL."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import json
 
 from django.db import transaction
 
-from karpui import bulk, models
+from karpui import models
+from karpui.clusters import bulk
 
 COLUMNS = ("cluster_id", "kind", "namespace", "name", "uid", "resource_version", "body", "updated_at")
 COLUMNS += models.KubeObject.SUMMARY_FIELDS  # phase, node_name, unschedulable, cpu_millis, memory_bytes

@@ -66,3 +66,19 @@ def test_a_catalog_file_that_is_not_utf8_is_refused_naming_the_file(db, tmp_path
     path.write_bytes("metadata: {name: café}\n".encode("latin-1"))
     with pytest.raises(CommandError, match=rf"^error: {path}: not UTF-8 text \(byte 0xe9 at offset 20\)$"):
         run("import", str(path))
+
+
+def test_importing_over_a_built_in_catalog_needs_the_flag_and_generate_load_restores_it(db, tmp_path):
+    manifest = yaml.safe_load(run("export", "kwok"))
+    manifest["spec"]["instanceTypes"] = manifest["spec"]["instanceTypes"][:2]
+    path = tmp_path / "kwok.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    with pytest.raises(CommandError, match=r'^catalog "kwok" is built in: replacing it changes'):
+        run("import", str(path))
+    assert models.InstanceType.objects.filter(catalog__name="kwok").count() == 144
+    assert run("import", "--overwrite-builtin", str(path)) == "catalog kwok: 2 instance types imported\n"
+    assert models.AuditEvent.objects.get(action="import", target_name="kwok", via="cli").reason == (
+        "overwrote the built-in catalog"
+    )
+    assert run("generate", "kwok", "--load") == "catalog kwok: 144 instance types loaded\n"
+    assert models.InstanceType.objects.filter(catalog__name="kwok").count() == 144

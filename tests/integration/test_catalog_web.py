@@ -91,7 +91,9 @@ def test_a_downloaded_catalog_imports_back_unchanged(lab):
     assert (manifest["metadata"]["name"], len(manifest["spec"]["instanceTypes"])) == ("kwok", 144)
     before = list(models.Offering.objects.filter(instance_type__catalog__name="kwok").values_list("price", flat=True))
 
-    page = client.post("/catalog/import", {"text": response.content.decode()}, follow=True).content.decode()
+    page = client.post(
+        "/catalog/import", {"text": response.content.decode(), "overwrite_builtin": "on"}, follow=True
+    ).content.decode()
 
     assert "catalog kwok: 144 instance types imported" in page
     after = list(models.Offering.objects.filter(instance_type__catalog__name="kwok").values_list("price", flat=True))
@@ -123,3 +125,29 @@ def test_an_editor_deletes_a_catalog_by_typing_its_name_and_it_is_audited(lab):
         None,
     )
     assert deleter.post("/catalog/tiny/delete", {"confirm": "tiny"}).status_code == 404
+
+
+def test_an_editor_cannot_replace_a_built_in_catalog_without_saying_so_and_doing_so_is_audited(lab):
+    """Issue 27, point 10: an editor's import named kwok replaced Karpenter's kwok catalog for every cluster,
+    without a word."""
+    client = editor()
+    mine = CATALOG.replace("name: tiny", "name: kwok")
+    response = client.post("/catalog/import", {"text": mine})
+    assert response.status_code == 400
+    assert (
+        "overwrite_builtin: catalog &quot;kwok&quot; is built in: replacing it changes the instance types of every "
+        "cluster&#x27;s NodePools of KWOKNodeClass"
+    ) in response.content.decode()
+    assert models.InstanceType.objects.filter(catalog__name="kwok").count() == 144
+    assert not models.AuditEvent.objects.filter(action="import", target_name="kwok", via="web").exists()
+
+    page = client.post("/catalog/import", {"text": mine, "overwrite_builtin": "on"}, follow=True).content.decode()
+    assert "catalog kwok: 2 instance types imported" in page
+    assert models.InstanceType.objects.filter(catalog__name="kwok").count() == 2
+    event = models.AuditEvent.objects.get(action="import", target_name="kwok", via="web")
+    assert (event.actor_name, event.reason, event.before, event.after) == (
+        "erin",
+        "overwrote the built-in catalog",
+        {"instanceTypes": 144},
+        {"instanceTypes": 2},
+    )

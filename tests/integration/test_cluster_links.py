@@ -11,13 +11,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.contrib.auth.models import Permission
 
-from karpui import disruption, models, services
+from karpui import models
+from karpui.gate import disruption
+from karpui.people.audit import Actor
 from tests.integration.test_dashboard import PAGES, awaiting_command, logged_in, user
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, table
 
 URL_ATTRIBUTES = ("href", "action", "hx-get", "hx-post", "hx-push-url")
 # Pages that are the same whichever cluster is shown: they take no `?cluster=`.
-CLUSTER_INDEPENDENT = ("/admin/", "/accounts/", "/static/", "/metrics", "/k8s/")
+CLUSTER_INDEPENDENT = ("/admin/", "/accounts/", "/static/", "/metrics", "/k8s/", "/clusters/")
 STRANDED = """\
 apiVersion: v1
 kind: Pod
@@ -81,7 +83,7 @@ def command_on(cluster: models.Cluster, approver) -> None:
     ok(*on, "scale", "deploy/inflate", "--replicas", "2")
     ok(*on, "advance", "5s")
     disruption.nodepool_approval_mode_set(
-        cluster=cluster, nodepool="default", mode="manual", actor=services.Actor.for_user(approver, "web")
+        cluster=cluster, nodepool="default", mode="manual", actor=Actor.for_user(approver, "web")
     )
     ok(*on, "scale", "deploy/inflate", "--replicas", "1")
     ok(*on, "advance", "40s")
@@ -99,7 +101,7 @@ def two_clusters(lab, tmp_path):
     stranded.write_text(STRANDED)
     ok("--cluster", "b", "apply", "-f", str(stranded))
     ok("--cluster", "b", "advance", "5s")
-    [[b_command, *_, phase, _]] = rows("--cluster", "b", "get", "disruptioncommands")
+    [(b_command, phase)] = [(r["NAME"], r["PHASE"]) for r in table("--cluster", "b", "get", "disruptioncommands")]
     assert phase == "AwaitingApproval"
     approver.user_permissions.add(Permission.objects.get(codename="request_disruption"))
     return logged_in(approver), b_command, lab_command
@@ -113,10 +115,10 @@ def approvals(cluster: str) -> dict[str, object]:
 
 def test_every_link_poll_and_form_of_cluster_bs_pages_stays_on_cluster_b(two_clusters):
     client, *_ = two_clusters
-    nodes = [row[0] for row in rows("--cluster", "b", "get", "nodes")]
-    pods = [row[0] for row in rows("--cluster", "b", "get", "pods")]
+    nodes = [row["NAME"] for row in table("--cluster", "b", "get", "nodes")]
+    pods = [row["NAME"] for row in table("--cluster", "b", "get", "pods")]
     pages = [
-        *PAGES,
+        *(page for page in PAGES if page != "/clusters/"),  # every cluster's page: it links to each
         *(f"/nodes/{node}/" for node in nodes),
         f"/nodes/{nodes[0]}/?why=1",
         *(f"/objects/Pod/default/{pod}/" for pod in pods),
@@ -126,6 +128,9 @@ def test_every_link_poll_and_form_of_cluster_bs_pages_stays_on_cluster_b(two_clu
         "/pods/pending/?group=none",
         "/pods/pending/?group=reason",
         "/events/?group=none",
+        "/pods/?pending=1",
+        "/workloads/",
+        f"/search/?q={nodes[0]}",
     ]
     wrong = {}
     for page in pages:
@@ -152,12 +157,14 @@ def test_deciding_a_command_on_cluster_bs_page_decides_bs_command(two_clusters, 
 
 def test_cordoning_a_node_on_cluster_bs_node_page_cordons_bs_node(two_clusters):
     client, *_ = two_clusters
-    node = rows("--cluster", "b", "get", "nodes")[0][0]
+    node = table("--cluster", "b", "get", "nodes")[0]["NAME"]
     [url] = [u for u in form_urls(client, f"/nodes/{node}/?cluster=b") if u.startswith(f"/nodes/{node}/cordon")]
     response = client.post(url)
     assert (response.status_code, response["Location"]) == (302, f"/nodes/{node}/?cluster=b")
-    assert {row[0]: row[1] for row in rows("--cluster", "b", "get", "nodes")}[node] == "Ready,SchedulingDisabled"
-    assert {row[1] for row in rows("get", "nodes")} == {"Ready"}
+    assert {row["NAME"]: row["STATUS"] for row in table("--cluster", "b", "get", "nodes")}[
+        node
+    ] == "Ready,SchedulingDisabled"
+    assert {row["STATUS"] for row in table("get", "nodes")} == {"Ready"}
 
 
 def test_pausing_and_resuming_on_cluster_bs_page_pauses_and_resumes_b_alone(lab):
@@ -177,7 +184,7 @@ def test_saving_a_nodepool_in_cluster_bs_editor_changes_bs_and_comes_back_to_it(
     client, *_ = two_clusters
     form = client.get("/nodepools/default/?cluster=b").context["form"]
     data = {field: ("" if value is None else value) for field, value in form.initial.items()}
-    response = client.post("/nodepools/default/?cluster=b", {**data, "weight": "7", "action": "save"})
+    response = client.post("/nodepools/default/?cluster=b", {**data, "spec.weight": "7", "action": "save"})
     assert (response.status_code, response["Location"]) == (302, "/nodepools/default/?cluster=b")
     weights = {row.cluster.name: row.spec.get("weight") for row in models.NodePool.objects.filter(name="default")}
     assert weights == {"lab": None, "b": 7}
@@ -195,11 +202,17 @@ def test_templates_build_their_dashboard_urls_with_cluster_url():
     assert bare == [
         ("karpui/base.html", "admin:index"),
         ("karpui/base.html", "banners"),  # ?cluster= its own, the lab's included
+        ("karpui/base.html", "clusters"),  # every cluster's page
         ("karpui/base.html", "events"),  # a reconcile error's cluster, which may be another
         ("karpui/base.html", "logout"),
+        ("karpui/base.html", "search"),  # a GET form: a hidden cluster field
+        ("karpui/browse/clusters.html", "clusters"),  # every cluster's page
+        ("karpui/browse/pods.html", "pods"),  # ?{{ narrowed }}, built with the cluster
+        ("karpui/browse/workloads.html", "workloads"),  # ?{{ narrowed }}, built with the cluster
         ("karpui/catalog/list.html", "catalog-export"),  # catalogs are global
         ("karpui/catalog/list.html", "catalog-export"),
-        ("karpui/events/list.html", "events"),  # ?{{ query }}, the request's own
+        ("karpui/events/_logs_poll.html", "events"),  # ?{{ narrowed }}, built with the cluster
+        ("karpui/events/list.html", "events"),  # ?{{ narrowed }}, built with the cluster
         ("karpui/nodes/_simulate.html", "node-detail"),  # a GET form: {% cluster_field %}
         ("karpui/nodes/_simulate.html", "node-detail"),
         ("karpui/nodes/list.html", "nodes"),  # ?{{ narrowed }}, built with the cluster
@@ -238,19 +251,44 @@ def switcher(client, page: str) -> tuple[str | None, list[tuple[str, str]]]:
     return parsed.action, parsed.fields
 
 
+def switched(client, page: str, to: str) -> str:
+    """Where the switcher on `page` lands when cluster `to` is chosen."""
+    action, fields = switcher(client, page)
+    assert action == "/switch/"
+    query = {name: value for name, value in fields if name != "cluster"}
+    response = client.get(action, {**query, "cluster": to})
+    assert response.status_code == 302
+    return response["Location"]
+
+
 def test_switching_cluster_keeps_the_pages_filters_and_leaves_its_page_number_behind(two_clusters):
     client, *_ = two_clusters
-    action, fields = switcher(client, "/nodes/?cluster=b&nodepool=default&zone=test-zone-a&zone=x&page=1&sort=-age")
-    assert (action, fields) == (
-        "/nodes/",
-        [("nodepool", "default"), ("zone", "test-zone-a"), ("zone", "x"), ("sort", "-age"), ("cluster", "")],
+    page = "/nodes/?cluster=b&nodepool=default&zone=test-zone-a&zone=x&page=1&sort=-age"
+    assert switched(client, page, "lab") == "/nodes/?nodepool=default&zone=test-zone-a&zone=x&sort=-age"
+    assert switched(client, "/events/?q=Reconciler+error", "b") == "/events/?q=Reconciler+error&cluster=b"
+    assert switched(client, "/pods/pending/?group=none&namespace=default", "b") == (
+        "/pods/pending/?group=none&namespace=default&cluster=b"
     )
-    assert switcher(client, "/events/?q=Reconciler+error") == ("/events/", [("q", "Reconciler error"), ("cluster", "")])
 
 
-def test_switching_cluster_from_an_objects_page_lands_on_its_list_in_the_other_cluster(two_clusters):
+def test_switching_cluster_from_an_objects_page_lands_on_it_there_or_on_its_list_never_a_404(two_clusters):
     client, *_ = two_clusters
-    [node, *_] = [row[0] for row in rows("--cluster", "b", "get", "nodes")]
-    assert switcher(client, f"/nodes/{node}/?cluster=b&why=1") == ("/nodes/", [("cluster", "")])
-    assert switcher(client, "/nodepools/default/?cluster=b") == ("/nodepools/", [("cluster", "")])
-    assert client.get(f"/nodes/{node}/").status_code == 404  # why the switch does not stay on the page
+    [node, *_] = [row["NAME"] for row in table("--cluster", "b", "get", "nodes")]
+    assert client.get(f"/nodes/{node}/").status_code == 404  # not in the lab: the switch does not stay on the page
+    assert switched(client, f"/nodes/{node}/?cluster=b&why=1", "lab") == f"/nodes/?q={node}"
+    assert switched(client, "/nodepools/default/?cluster=b", "lab") == "/nodepools/default/"  # in both
+    gone = client.get("/switch/", {"from": "/objects/Pod/default/nowhere/?cluster=b", "cluster": "lab"})
+    assert gone["Location"] == "/search/?q=nowhere"
+    away = client.get("/switch/", {"from": "https://elsewhere.example/nodes/", "cluster": "b"})
+    assert away["Location"] == "/?cluster=b"  # only this site's own pages are followed
+
+
+def test_a_flash_message_waits_for_a_page_of_the_cluster_it_is_about(lab):
+    ok("cluster", "create", "b")
+    client = logged_in(user("alice", "pause_disruption"))
+    client.post("/disruption/pause?cluster=b", {"duration": "1h", "reason": "incident 4711"})
+    client.post("/disruption/resume?cluster=b")
+    said = '<div class="message success">voluntary disruption resumed</div>'  # the cluster tag routes, never shows
+    assert said not in client.get("/nodes/").content.decode()  # the lab's page, in another tab
+    assert said in client.get("/nodes/?cluster=b").content.decode()
+    assert said not in client.get("/nodes/?cluster=b").content.decode()  # said once

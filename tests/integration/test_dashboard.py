@@ -1,5 +1,8 @@
 """Dashboard pages: login required, real data, htmx partials, decisions as audited POSTs, bounded queries."""
 
+import re
+from urllib.parse import quote
+
 import pytest
 import yaml
 from django.contrib.auth.models import Permission, User
@@ -8,11 +11,18 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from karpui import disruption, models, services
-from tests.karp import EXAMPLES, ok, rows
+from karpui import models
+from karpui.clusters import ticks
+from karpui.gate import disruption
+from karpui.people.audit import Actor
+from tests.karp import EXAMPLES, ok, rows, table
 
 PAGES = [
     "/",
+    "/clusters/",
+    "/workloads/",
+    "/pods/",
+    "/search/?q=inflate",
     "/pods/pending/",
     "/nodes/",
     "/disruption/",
@@ -41,7 +51,7 @@ def logged_in(account, **kwargs):
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_needs_a_login(client, lab, page):
     response = client.get(page)
-    assert response.status_code == 302 and response["Location"] == f"/accounts/login/?next={page}"
+    assert response.status_code == 302 and response["Location"] == f"/accounts/login/?next={quote(page, safe='/')}"
 
 
 def awaiting_command():
@@ -54,13 +64,13 @@ def awaiting_command():
         cluster=models.Cluster.objects.get(name="lab"),
         nodepool="default",
         mode="manual",
-        actor=services.Actor.for_user(approver, "web"),
+        actor=Actor.for_user(approver, "web"),
     )
     ok("scale", "deploy/inflate", "--replicas", "0")
     ok("advance", "40s")
-    [command] = rows("get", "disruptioncommands")
-    assert command[5] == "AwaitingApproval"
-    return approver, command[0]
+    [command] = table("get", "disruptioncommands")
+    assert command["PHASE"] == "AwaitingApproval"
+    return approver, command["NAME"]
 
 
 def test_pages_show_the_lab(lab):
@@ -116,7 +126,10 @@ def test_pause_shows_a_banner_on_every_page_and_resume_clears_it(lab):
     client = logged_in(approver)
     client.post("/disruption/pause", {"duration": "2h", "reason": "incident 4711"})
     for page in PAGES:
-        assert "incident 4711" in client.get(page).content.decode()
+        body = client.get(page).content.decode()
+        assert "incident 4711" in body
+        # A span as people say it: "2h" (kubectl's AGE would print "120m"), less the seconds since the pause.
+        assert re.search(r"is paused for another <b>(2h|1h59m)</b> by alice: incident 4711", body), page
     client.post("/disruption/resume")
     assert "incident 4711" not in client.get("/").content.decode()
 
@@ -154,7 +167,7 @@ def test_the_devices_page_shows_allocations(lab):
     ok("advance", "40s")
     client = logged_in(user())
     response = client.get("/devices/")
-    nodes = sorted(n[0] for n in rows("get", "nodes"))
+    nodes = sorted(n["NAME"] for n in table("get", "nodes"))
     allocated = sorted((a["driver"], a["pool"], a["device"], a["node"]) for a in response.context["allocations"])
     assert allocated == [("gpu.example.com", f"gpu.example.com/{node}", "gpu-0", node) for node in nodes]
     [gpu] = response.context["classes"]
@@ -176,15 +189,17 @@ def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_g
     client = logged_in(user())
     ok("apply", "-f", str(EXAMPLES / "disruption"))
     ok("advance", "10s")
-    big = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-8x-amd64-linux")
-    small = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-2x-amd64-linux")
+    big = next(n["NODE"] for n in table("get", "nodeclaims") if n["TYPE"] == "c-8x-amd64-linux")
+    small = next(n["NODE"] for n in table("get", "nodeclaims") if n["TYPE"] == "c-2x-amd64-linux")
     page = client.get(f"/nodes/{big}/")
     assert page.context["why"] is None  # the page itself does not simulate; a button asks for it
     # What the last disruption passes said is there at once.
-    assert page.context["known"] == {
-        "said": ["SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"],
-        "countdown": None,
-    }
+    known = page.context["known"]
+    assert (known["said"], known["countdown"]) == (
+        ["SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"],
+        None,
+    )
+    assert [e["message"] for e in known["events"]] == known["said"]  # the event, with its time, folded below
     body = page.content.decode()
     # A button (a GET form without JavaScript) with a spinner while the engine runs; its answer replaces the card
     # and stays: the URL becomes ?why=1, so a reload shows it again.
@@ -219,7 +234,7 @@ def test_a_node_page_explains_why_it_is_kept_and_keeps_its_history_after_it_is_g
 def _counting_simulations(monkeypatch) -> list[str]:
     """Each loading of the whole cluster into the engine (the part of a node page's simulation that takes seconds
     at scale), by cluster."""
-    from karpui import lab as lab_module
+    from karpui.clusters import lab as lab_module
 
     loads: list[str] = []
     load = lab_module.load
@@ -237,7 +252,7 @@ def test_a_nodes_simulation_is_kept_until_the_cluster_changes(lab, monkeypatch):
     client = logged_in(user())
     ok("apply", "-f", str(EXAMPLES / "disruption"))
     ok("advance", "10s")
-    big = next(n[0] for n in rows("get", "nodeclaims") if n[1] == "c-8x-amd64-linux")
+    big = next(n["NODE"] for n in table("get", "nodeclaims") if n["TYPE"] == "c-8x-amd64-linux")
     simulations = _counting_simulations(monkeypatch)
 
     card = client.get(f"/nodes/{big}/", {"why": "1"}, HTTP_HX_REQUEST="true")
@@ -259,7 +274,7 @@ def test_a_kept_not_yet_counts_down_and_is_simulated_again_once_consolidate_afte
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")
-    [[node, *_]] = rows("get", "nodes")
+    [node] = [r["NAME"] for r in table("get", "nodes")]
     client = logged_in(user())
     simulations = _counting_simulations(monkeypatch)
     first = client.get(f"/nodes/{node}/", {"why": "1"}).context["why"]
@@ -281,17 +296,18 @@ def test_a_fresh_node_counts_down_its_consolidate_after(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")
-    [node] = rows("get", "nodes")
+    [node] = table("get", "nodes")
     client = logged_in(user())
-    known = client.get(f"/nodes/{node[0]}/").context["known"]
+    known = client.get(f"/nodes/{node['NAME']}/").context["known"]
     assert known["said"] == [] and 0 < known["countdown"] <= 10
-    why = client.get(f"/nodes/{node[0]}/", {"why": "1"}).context["why"]
+    why = client.get(f"/nodes/{node['NAME']}/", {"why": "1"}).context["why"]
     assert why["verdict"] == "not yet" and 0 < why["countdown"] <= 10
     assert why["reasons"] == ["consolidateAfter (10s) has not elapsed since the last pod event"]
 
 
 def test_the_catalog_pages_through_every_type_and_keeps_the_filters(lab, monkeypatch):
-    from karpui import models, selectors
+    from karpui import models
+    from karpui.insight import selectors
 
     monkeypatch.setattr(selectors, "CATALOG_PAGE_SIZE", 10)
     amd64 = set(models.InstanceType.objects.filter(arch="amd64").values_list("name", flat=True))
@@ -401,13 +417,13 @@ def test_events_and_logs_filter_and_link_to_the_objects_they_name(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")
-    [[node, *_]] = rows("get", "nodes")
+    [(claim, node)] = [(r["NAME"], r["NODE"]) for r in table("get", "nodeclaims")]
     client = logged_in(user())
 
     response = client.get("/events/", {"kind": "NodeClaim"})
     launched = [(e["reason"], e["objects"]) for e in response.context["events"]]
-    assert launched == [("Launched", [{"label": f"NodeClaim/{node}", "url": f"/nodes/{node}/"}])]
-    assert f'<a href="/nodes/{node}/">NodeClaim/{node}</a>' in response.content.decode()
+    assert launched == [("Launched", [{"label": f"NodeClaim/{claim}", "url": f"/nodes/{node}/"}])]
+    assert f'<a href="/nodes/{node}/">NodeClaim/{claim}</a>' in response.content.decode()
     pods = client.get("/events/", {"kind": "Pod"}).context["events"]
     assert {o["label"].split("/")[0] for e in pods for o in e["objects"]} == {"Pod"}
     assert client.get("/events/", {"type": "Warning"}).context["events"] == []
@@ -415,13 +431,17 @@ def test_events_and_logs_filter_and_link_to_the_objects_they_name(lab):
     logs = client.get("/events/", {"logger": "controller.provisioner"}).context["logs"]
     assert {entry["logger"] for entry in logs} == {"controller.provisioner"}
     lifecycle = client.get("/events/", {"logger": "controller.nodeclaim.lifecycle"}).context["logs"]
-    assert {"label": f"NodeClaim/{node}", "url": f"/nodes/{node}/"} in lifecycle[0]["objects"]
-    partial = client.get("/events/?kind=NodeClaim&logger=x", HTTP_HX_REQUEST="true").content.decode()
-    assert 'hx-get="/events/?kind=NodeClaim&amp;logger=x"' in partial
+    # The NodeClaim's first records name no node yet: its link is the NodeClaim's, which leads to its node's page.
+    assert {"label": f"NodeClaim/{claim}", "url": f"/nodes/{claim}/"} in lifecycle[0]["objects"]
+    assert client.get(f"/nodes/{claim}/").url == f"/nodes/{node}/"
+    body = client.get("/events/?kind=NodeClaim&logger=x").content.decode()
+    # The polls keep the filters and ask only for what is newer than the page.
+    assert 'hx-get="/events/?kind=NodeClaim&amp;logger=x&amp;group=reason&amp;part=events&amp;since=' in body
+    assert 'hx-get="/events/?kind=NodeClaim&amp;logger=x&amp;group=reason&amp;part=logs&amp;after=0"' in body
 
 
 def test_pending_pods_page_through_with_a_total_and_keep_the_filters(lab, monkeypatch):
-    from karpui import pending
+    from karpui.insight import pending
 
     monkeypatch.setattr(pending, "PAGE_SIZE", 4)
     ok("apply", "-f", str(EXAMPLES / "limits"))
@@ -441,7 +461,15 @@ def test_pending_pods_page_through_with_a_total_and_keep_the_filters(lab, monkey
     )
     assert 'group=none&amp;page=2" hx-trigger="every 2s"' in second.content.decode()  # the poll stays on page 2
     assert {v["nodepool"] for p in first.context["pods"] for v in p["verdicts"]} == {"capped"}
-    assert client.get("/pods/pending/", {"group": "none", "page": "99"}).context["page"] == 2  # the last page
+    past = client.get("/pods/pending/", {"group": "none", "page": "99"})
+    assert (past.status_code, past.content.decode()) == (400, "page: 99 is past the last page, 2\n")
+    polled = client.get("/pods/pending/", {"group": "none", "page": "99"}, HTTP_HX_REQUEST="true")
+    assert polled.context["page"] == 2  # a live poll of a list that shrank gets the last page
+    refused = client.get("/pods/pending/", {"group": "namespace"})
+    assert (refused.status_code, refused.content.decode()) == (
+        400,
+        "group: must be one of owner, reason, none, got 'namespace'\n",
+    )
 
 
 def test_people_who_are_not_staff_log_in_on_karpuis_own_page_and_out_again(client, lab):
@@ -486,7 +514,7 @@ def test_every_page_says_which_clock_its_times_are_on_and_the_clock_is_live(lab)
         body = client.get(page).content.decode()
         assert "Times on this page: <b>lab time</b> of cluster <b>lab</b> (lab (simulated))" in body, page
         assert 'id="banners" hx-get="/banners/?cluster=lab" hx-trigger="every 5s"' in body, page
-    services.clusters_tick(now=timezone.now())  # in step with wall time (the row was made when the tests began)
+    ticks.clusters_tick(now=timezone.now())  # in step with wall time (the row was made when the tests began)
     ok("advance", "10m")  # now ten minutes ahead of it
     lab.refresh_from_db()
     live = client.get("/banners/?cluster=lab", HTTP_HX_REQUEST="true").content.decode()
@@ -509,7 +537,7 @@ def test_every_page_says_which_cluster_and_mode_and_its_links_stay_on_that_clust
 
 def test_a_pause_banner_and_the_resume_button_go_by_themselves_when_the_ttl_passes(lab):
     client = logged_in(user("alice", "pause_disruption"))
-    services.clusters_tick(now=timezone.now())
+    ticks.clusters_tick(now=timezone.now())
     ok("advance", "10m")  # the lab is ahead of wall time: a pause's end is on its clock, the audit on wall time
     client.post("/disruption/pause", {"duration": "5m", "reason": "incident 4711"})
     banner = client.get("/banners/", HTTP_HX_REQUEST="true").content.decode()

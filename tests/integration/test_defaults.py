@@ -1,4 +1,5 @@
 from karpui import models
+from karpui.writes import setup
 
 
 def test_a_fresh_database_has_the_lab_cluster_and_both_catalogs(db):
@@ -9,7 +10,7 @@ def test_a_fresh_database_has_the_lab_cluster_and_both_catalogs(db):
 
 
 def test_stored_types_keep_exact_prices_and_allocatable(db):
-    from karpui import store
+    from karpui.clusters import store
 
     row = models.InstanceType.objects.get(catalog__name="kwok", name="c-8x-amd64-linux")
     domain = store.instance_type_domain(row)
@@ -24,10 +25,9 @@ def test_stored_types_keep_exact_prices_and_allocatable(db):
 
 
 def test_defaults_do_not_overwrite_an_imported_catalog(db):
-    from karpui import services
 
     models.Offering.objects.filter(instance_type__catalog__name="kwok").update(price=1.0)
-    services.defaults_ensure()
+    setup.defaults_ensure()
     assert set(models.Offering.objects.filter(instance_type__catalog__name="kwok").values_list("price", flat=True)) == {
         1.0
     }

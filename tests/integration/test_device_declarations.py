@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from karpui import models
-from tests.karp import EXAMPLES, karp, ok, rows
+from tests.karp import EXAMPLES, karp, ok, rows, table
 
 DECLARATION = (EXAMPLES / "dra" / "declaration.yaml").read_text()
 
@@ -40,7 +40,7 @@ def test_declared_devices_steer_provisioning_without_a_dra_config(lab):
     without_config = "\n---\n".join(doc for doc in gpu.split("\n---\n") if "kind: DRAConfig" not in doc)
     ok("apply", "-f", "-", stdin=without_config + "\n---\n" + DECLARATION)
     ok("advance", "5s")
-    assert [c[1] for c in rows("get", "nodeclaims")] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]
+    assert [c["TYPE"] for c in table("get", "nodeclaims")] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]
 
 
 @pytest.mark.parametrize(

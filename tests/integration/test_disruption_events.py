@@ -4,7 +4,7 @@ its NodeClaim, each repeated at most every 15 minutes."""
 import yaml
 
 from karpui import models
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, table
 
 
 def events(reason):
@@ -23,7 +23,7 @@ def test_a_do_not_disrupt_pod_blocks_its_node_with_an_event_on_node_and_nodeclai
     deployment["spec"]["template"]["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
     ok("apply", "-f", "-", stdin=yaml.safe_dump(deployment))
     ok("advance", "30s")
-    [[pod, *_]] = rows("get", "pods")
+    [pod] = [r["NAME"] for r in table("get", "pods")]
     why = f'pod "default/{pod}" has "karpenter.sh/do-not-disrupt" annotation'
 
     assert events("DisruptionBlocked") == [
@@ -52,7 +52,7 @@ def test_a_node_page_lists_its_events_newest_first(lab):
 
     ok("apply", "-f", str(EXAMPLES / "disruption"))
     ok("advance", "30s")
-    node = rows("get", "nodes")[0][0]
+    node = table("get", "nodes")[0]["NAME"]
     listed = logged_in(user()).get(f"/nodes/{node}/").context["events"]
 
     assert [(e["involvedObject"]["kind"], e["reason"]) for e in listed] == [

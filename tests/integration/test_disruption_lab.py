@@ -6,8 +6,10 @@ import pytest
 import yaml
 from django.contrib.auth.models import Permission, User
 
-from karpui import disruption, models, services
-from tests.karp import EXAMPLES, karp, ok, rows
+from karpui import models
+from karpui.gate import disruption
+from karpui.people.audit import Actor
+from tests.karp import EXAMPLES, karp, ok, rows, table
 
 
 def logs(message):
@@ -15,7 +17,7 @@ def logs(message):
 
 
 def commands():
-    return rows("get", "disruptioncommands")
+    return table("get", "disruptioncommands")
 
 
 def approver(name="alice", *perms):
@@ -33,7 +35,7 @@ def provisioned(replicas="5"):
 
 def test_an_empty_node_is_deleted_between_25_and_40_seconds_after_its_pods_go(lab):
     provisioned()
-    [node] = rows("get", "nodes")
+    [node] = table("get", "nodes")
     ok("scale", "deploy/inflate", "--replicas", "0")
     elapsed = 0
     while rows("get", "nodes") and elapsed < 60:
@@ -42,7 +44,7 @@ def test_an_empty_node_is_deleted_between_25_and_40_seconds_after_its_pods_go(la
     assert 25 <= elapsed <= 40
     [disrupting] = logs("disrupting node(s)")
     assert disrupting["command"].startswith("Empty/") and disrupting["command"].endswith(
-        f"delete: nodepools=[default]: [{node[0]}] (savings: $0.22)"
+        f"delete: nodepools=[default]: [{node['NAME']}] (savings: $0.22)"
     )
     assert (
         disrupting["decision"],
@@ -53,23 +55,25 @@ def test_an_empty_node_is_deleted_between_25_and_40_seconds_after_its_pods_go(la
     order = [json.loads(line)["message"] for line in ok("logs").splitlines()]
     assert order.index("disrupting node(s)") < order.index("tainted node") < order.index("deleted nodeclaim")
     [command] = commands()
-    assert command[1:4] == ["Empty", "delete", node[0]] and command[5] == "Succeeded"
+    assert [command["REASON"], command["DECISION"], command["NODES"]] == ["Empty", "delete", node["NAME"]] and command[
+        "PHASE"
+    ] == "Succeeded"
 
 
 def spot_lab():
     ok("apply", "-f", str(EXAMPLES / "disruption"))
     ok("advance", "10s")
-    assert sorted(c[1] for c in rows("get", "nodeclaims")) == ["c-2x-amd64-linux", "c-8x-amd64-linux"]
+    assert sorted(c["TYPE"] for c in table("get", "nodeclaims")) == ["c-2x-amd64-linux", "c-8x-amd64-linux"]
     ok("scale", "deploy/inflate", "--replicas", "4")
 
 
 def test_spot_consolidation_deletes_the_smaller_node_and_never_replaces_spot_with_spot(lab):
     spot_lab()
     ok("advance", "60s")
-    assert [c[1] for c in rows("get", "nodeclaims")] == ["c-8x-amd64-linux"]
-    assert {p[5] for p in rows("get", "pods", "-o", "wide")} == {rows("get", "nodeclaims")[0][0]}
+    assert [c["TYPE"] for c in table("get", "nodeclaims")] == ["c-8x-amd64-linux"]
+    assert {p["NODE"] for p in table("get", "pods", "-o", "wide")} == {table("get", "nodeclaims")[0]["NAME"]}
     [command] = commands()
-    assert command[1:3] == ["Underutilized", "delete"] and command[5] == "Succeeded"
+    assert [command["REASON"], command["DECISION"]] == ["Underutilized", "delete"] and command["PHASE"] == "Succeeded"
     ok("scale", "deploy/inflate", "--replicas", "3")
     ok("advance", "60s")
     assert len(commands()) == 1 and len(rows("get", "nodeclaims")) == 1
@@ -81,11 +85,11 @@ def test_with_the_spot_to_spot_gate_a_spot_node_is_replaced_by_the_fifteen_cheap
     ok("advance", "60s")
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "90s")
-    replace_command = next(c for c in commands() if c[2] == "replace")
-    spec = json.loads(ok("get", "dc", replace_command[0], "-o", "json"))["spec"]
+    replace_command = next(c for c in commands() if c["DECISION"] == "replace")
+    spec = json.loads(ok("get", "dc", replace_command["NAME"], "-o", "json"))["spec"]
     assert len(spec["replacements"][0]["instanceTypes"]) == 15
     assert spec["replacements"][0]["instanceTypes"][0] == "c-2x-amd64-linux"
-    assert [c[1] for c in rows("get", "nodeclaims")] == ["c-2x-amd64-linux"]
+    assert [c["TYPE"] for c in table("get", "nodeclaims")] == ["c-2x-amd64-linux"]
 
 
 def manual_pool(mode="manual", threshold=None):
@@ -96,7 +100,7 @@ def manual_pool(mode="manual", threshold=None):
         nodepool="default",
         mode=mode,
         threshold=threshold,
-        actor=services.Actor.for_user(user, "web"),
+        actor=Actor.for_user(user, "web"),
     )
     return user
 
@@ -110,26 +114,31 @@ def test_manual_mode_waits_for_a_person_then_executes(lab):
     manual_pool()
     scale_down_and_wait()
     [command] = commands()
-    assert command[5] == "AwaitingApproval"
+    assert command["PHASE"] == "AwaitingApproval"
     ok("advance", "5m")
     assert len(rows("get", "nodes")) == 1
-    assert ok("approve", command[0], "--as", "alice") == f"disruptioncommand.karpui.dev/{command[0]} approved\n"
+    assert (
+        ok("approve", command["NAME"], "--as", "alice") == f"disruptioncommand.karpui.dev/{command['NAME']} approved\n"
+    )
     ok("advance", "10s")
     assert rows("get", "nodes") == []
-    assert commands()[0][5] == "Succeeded"
+    assert commands()[0]["PHASE"] == "Succeeded"
     event = models.AuditEvent.objects.get(action="approve")
-    assert (event.actor_name, event.target_name, event.via) == ("alice", command[0], "cli")
+    assert (event.actor_name, event.target_name, event.via) == ("alice", command["NAME"], "cli")
 
 
 def test_a_denial_needs_a_reason_keeps_the_node_and_is_not_asked_again(lab):
     manual_pool()
     scale_down_and_wait()
     [command] = commands()
-    assert karp("deny", command[0], "--as", "alice")[2] == "error: a reason is required to deny a disruption command\n"
-    ok("deny", command[0], "--as", "alice", "--reason", "keep warm for the release")
+    assert (
+        karp("deny", command["NAME"], "--as", "alice")[2]
+        == "error: a reason is required to deny a disruption command\n"
+    )
+    ok("deny", command["NAME"], "--as", "alice", "--reason", "keep warm for the release")
     ok("advance", "2m")
     assert len(rows("get", "nodes")) == 1
-    assert [c[5] for c in commands()] == ["Denied"]
+    assert [c["PHASE"] for c in commands()] == ["Denied"]
     assert models.AuditEvent.objects.get(action="deny").reason == "keep warm for the release"
 
 
@@ -137,7 +146,7 @@ def test_dry_run_records_the_forgone_saving_and_never_executes(lab):
     manual_pool("dry-run")
     scale_down_and_wait("3m")
     assert len(rows("get", "nodes")) == 1
-    phases = {c[5] for c in commands()}
+    phases = {c["PHASE"] for c in commands()}
     assert phases == {"DryRun"}
     assert rows("savings") == [["default", "1", "0.0000", "0.0000", "0.0543"]]  # one c-2x on-demand, $0.0543/h
 
@@ -146,7 +155,7 @@ def test_dry_run_records_the_forgone_saving_and_never_executes(lab):
 def test_auto_below_approves_savings_under_the_threshold_and_asks_above_it(lab, threshold, phase):
     manual_pool("auto-below", threshold=threshold)  # the empty c-2x saves $0.0543/h
     scale_down_and_wait()
-    assert [c[5] for c in commands()] == [phase]
+    assert [c["PHASE"] for c in commands()] == [phase]
 
 
 def test_only_approvers_decide_and_requesters_cannot_approve_their_own_request(lab):
@@ -154,23 +163,23 @@ def test_only_approvers_decide_and_requesters_cannot_approve_their_own_request(l
     viewer = User.objects.create_user("victor", password="pw-only-for-tests")
     bob = approver("bob")
     approver("alice")
-    [node] = rows("get", "nodes")
+    [node] = table("get", "nodes")
     assert (
-        karp("disrupt", "node", node[0], "--as", "victor", "--reason", "x")[2]
+        karp("disrupt", "node", node["NAME"], "--as", "victor", "--reason", "x")[2]
         == "error: victor may not request disruption\n"
     )
-    ok("disrupt", "node", node[0], "--as", "bob", "--reason", "noisy neighbour")
+    ok("disrupt", "node", node["NAME"], "--as", "bob", "--reason", "noisy neighbour")
     ok("advance", "20s")
     [command] = commands()
-    assert command[5] == "AwaitingApproval"
-    assert karp("approve", command[0], "--as", "victor")[2] == "error: victor may not approve disruption\n"
+    assert command["PHASE"] == "AwaitingApproval"
+    assert karp("approve", command["NAME"], "--as", "victor")[2] == "error: victor may not approve disruption\n"
     assert (
-        karp("approve", command[0], "--as", "bob")[2]
+        karp("approve", command["NAME"], "--as", "bob")[2]
         == "error: bob asked for this disruption and may not approve it alone (four eyes)\n"
     )
-    ok("approve", command[0], "--as", "alice")
+    ok("approve", command["NAME"], "--as", "alice")
     ok("advance", "30s")
-    assert node[0] not in {n[0] for n in rows("get", "nodes")}
+    assert node["NAME"] not in {n["NAME"] for n in table("get", "nodes")}
     assert viewer.pk and bob.pk
 
 
@@ -192,7 +201,7 @@ def test_a_do_not_disrupt_pod_that_arrives_during_validation_cancels_the_command
     provisioned("1")
     ok("scale", "deploy/inflate", "--replicas", "0")
     ok("advance", "20s")  # the node is empty and a command is being validated
-    assert [c[5] for c in commands()] == ["Proposed"]
+    assert [c["PHASE"] for c in commands()] == ["Proposed"]
     guard = yaml.safe_load((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
     guard["metadata"]["name"] = "guard"
     guard["spec"]["replicas"] = 1
@@ -203,8 +212,8 @@ def test_a_do_not_disrupt_pod_that_arrives_during_validation_cancels_the_command
     ok("advance", "30s")
     assert len(rows("get", "nodes")) == 1
     [command] = commands()
-    assert command[5] == "Rejected"
-    assert "do-not-disrupt" in json.loads(ok("get", "dc", command[0], "-o", "json"))["status"]["message"]
+    assert command["PHASE"] == "Rejected"
+    assert "do-not-disrupt" in json.loads(ok("get", "dc", command["NAME"], "-o", "json"))["status"]["message"]
 
 
 def test_a_pdb_makes_the_drain_wait_and_retry(lab):
@@ -222,16 +231,16 @@ spec:
   selector: {matchLabels: {app: inflate}}
 """,
     )
-    [node] = rows("get", "nodes")
-    ok("delete", "nodeclaim", node[0])
+    [node] = table("get", "nodes")
+    ok("delete", "nodeclaim", node["NAME"])
     ok("advance", "10s")
-    assert [n[0] for n in rows("get", "nodes")] == [node[0]]  # draining: evictions answered 429
+    assert [n["NAME"] for n in table("get", "nodes")] == [node["NAME"]]  # draining: evictions answered 429
     events = [e for e in rows("get", "events") if "FailedDraining" in e]
     assert events, "the eviction refusals are recorded as FailedDraining events"
     ok("delete", "pdb", "inflate")
     ok("advance", "30s")
-    assert node[0] not in {n[0] for n in rows("get", "nodes")}
-    assert sorted(p[2] for p in rows("get", "pods")) == ["Running", "Running"]  # recreated elsewhere
+    assert node["NAME"] not in {n["NAME"] for n in table("get", "nodes")}
+    assert sorted(p["STATUS"] for p in table("get", "pods")) == ["Running", "Running"]  # recreated elsewhere
 
 
 # consolidateAfter on destinations (Karpenter >= 1.14, kubernetes-sigs/karpenter#3006) -------------------------------
@@ -278,7 +287,7 @@ def test_consolidation_moves_no_pod_onto_a_node_still_inside_its_own_consolidate
     the c-8x. (Moving it at 20 s, as before #3006, is what this test catches.)"""
     ok("apply", "-f", "-", stdin=WAITING_POOL + "---" + deployment("old", 1, "1"))
     ok("advance", "50s")
-    [[old, old_type, *_]] = rows("get", "nodeclaims")
+    [(old, old_type)] = [(r["NAME"], r["TYPE"]) for r in table("get", "nodeclaims")]
     ok("apply", "-f", "-", stdin=deployment("new", 3, "1500m"))
     proposed_at = None
     for second in range(1, 91):
@@ -286,11 +295,11 @@ def test_consolidation_moves_no_pod_onto_a_node_still_inside_its_own_consolidate
         if commands():
             proposed_at = second
             break
-    [fresh] = [claim for claim in rows("get", "nodeclaims") if claim[0] != old]
-    assert (old_type, fresh[1]) == ("c-2x-amd64-linux", "c-8x-amd64-linux")
+    [fresh] = [claim for claim in table("get", "nodeclaims") if claim["NAME"] != old]
+    assert (old_type, fresh["TYPE"]) == ("c-2x-amd64-linux", "c-8x-amd64-linux")
     assert proposed_at == 70
     [command] = commands()
-    assert command[1:4] == ["Underutilized", "delete", old]
+    assert [command["REASON"], command["DECISION"], command["NODES"]] == ["Underutilized", "delete", old]
     ok("advance", "30s")
-    assert [claim[0] for claim in rows("get", "nodeclaims")] == [fresh[0]]
-    assert {pod[5] for pod in rows("get", "pods", "-o", "wide")} == {fresh[0]}
+    assert [claim["NAME"] for claim in table("get", "nodeclaims")] == [fresh["NAME"]]
+    assert {pod["NODE"] for pod in table("get", "pods", "-o", "wide")} == {fresh["NAME"]}

@@ -4,15 +4,15 @@ import json
 
 import yaml
 
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, rows, table
 
 
 def commands():
-    return rows("get", "disruptioncommands")
+    return table("get", "disruptioncommands")
 
 
 def nodes():
-    return [n[0] for n in rows("get", "nodes")]
+    return [n["NAME"] for n in table("get", "nodes")]
 
 
 def provisioned(replicas="1"):
@@ -37,9 +37,9 @@ def test_nothing_is_deleted_before_the_15_second_validation_wait(lab):
     while not commands():
         ok("advance", "1s")
     ok("advance", "14s")
-    assert len(nodes()) == 1 and commands()[0][5] == "Proposed"
+    assert len(nodes()) == 1 and commands()[0]["PHASE"] == "Proposed"
     ok("advance", "17s")
-    assert nodes() == [] and commands()[0][5] == "Succeeded"
+    assert nodes() == [] and commands()[0]["PHASE"] == "Succeeded"
 
 
 def drift_pool():
@@ -59,11 +59,11 @@ def test_a_drifted_node_is_replaced_and_deleted_once_the_replacement_is_initiali
     assert (drifted["status"], drifted["reason"]) == ("True", "NodePoolDrifted")
     ok("advance", "30s")
     [command] = commands()
-    assert command[1:3] == ["Drifted", "replace"] and command[5] == "Succeeded"
+    assert [command["REASON"], command["DECISION"]] == ["Drifted", "replace"] and command["PHASE"] == "Succeeded"
     [new] = nodes()
     assert new != old
     assert json.loads(ok("get", "node", new, "-o", "json"))["metadata"]["labels"]["team"] == "payments"
-    assert [p[2] for p in rows("get", "pods")] == ["Running"]
+    assert [p["STATUS"] for p in table("get", "pods")] == ["Running"]
 
 
 def test_a_replacement_that_disappears_before_initializing_fails_the_command_and_untaints(lab):
@@ -73,13 +73,13 @@ def test_a_replacement_that_disappears_before_initializing_fails_the_command_and
     ok("apply", "-f", "-", stdin=drift_pool())
     ok("advance", "30s")  # proposed, validated, replacement launched (its node needs 30 s)
     [command] = commands()
-    assert command[5] == "Executing"
-    replacement = json.loads(ok("get", "dc", command[0], "-o", "json"))["status"]["replacementNodeClaims"][0]
+    assert command["PHASE"] == "Executing"
+    replacement = json.loads(ok("get", "dc", command["NAME"], "-o", "json"))["status"]["replacementNodeClaims"][0]
     taints = json.loads(ok("get", "node", old, "-o", "json"))["spec"]["taints"]
     assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in taints
     ok("delete", "nodeclaim", replacement)
     ok("advance", "2s")
-    status = json.loads(ok("get", "dc", command[0], "-o", "json"))["status"]
+    status = json.loads(ok("get", "dc", command["NAME"], "-o", "json"))["status"]
     assert status["phase"] == "Failed"
     assert json.loads(ok("get", "node", old, "-o", "json"))["spec"]["taints"] == []
     assert old in nodes()
@@ -91,9 +91,9 @@ def test_a_replacement_that_never_initializes_times_out_after_ten_minutes(lab):
     [old] = nodes()
     ok("apply", "-f", "-", stdin=drift_pool())
     ok("advance", "9m")
-    assert commands()[0][5] == "Executing"
+    assert commands()[0]["PHASE"] == "Executing"
     ok("advance", "2m")
-    assert commands()[0][5] == "Failed"
+    assert commands()[0]["PHASE"] == "Failed"
     assert json.loads(ok("get", "node", old, "-o", "json"))["spec"]["taints"] == []
 
 
@@ -142,7 +142,7 @@ def grace_lab(pod_grace):
 
 
 def pods_on(node):
-    return [p[0] for p in rows("get", "pods", "-o", "wide") if p[5] == node]
+    return [p["NAME"] for p in table("get", "pods", "-o", "wide") if p["NODE"] == node]
 
 
 def test_a_do_not_disrupt_pod_is_deleted_when_the_grace_period_runs_out(lab):
@@ -171,4 +171,4 @@ def test_deleting_a_nodepool_drains_and_removes_its_nodes_and_its_pods_wait(lab)
     ok("advance", "60s")
 
     assert rows("get", "nodeclaims") == [] and rows("get", "nodes") == []
-    assert [p[2] for p in rows("get", "pods")] == ["Pending"] * 3
+    assert [p["STATUS"] for p in table("get", "pods")] == ["Pending"] * 3

@@ -2,7 +2,8 @@
 
 from datetime import UTC, datetime
 
-from karpui import models, selectors
+from karpui import models
+from karpui.insight import selectors
 from tests.integration.test_dashboard import awaiting_command, logged_in
 from tests.karp import ok
 
@@ -25,7 +26,7 @@ def test_a_live_command_shows_the_time_it_has_left(lab):
     [command] = selectors.disruption_queue(models.Cluster.objects.get(name="lab"))["live"]
     assert command["expires_in"] == 3590.0
     page = logged_in(approver).get("/disruption/").content.decode()
-    assert '<div class="muted">expires in 59m</div>' in row(page, name)
+    assert '<div class="muted">expires in 59m50s</div>' in row(page, name)
 
 
 def test_a_command_past_its_deadline_has_no_time_left(lab):
@@ -68,7 +69,7 @@ def test_an_approval_during_a_pause_says_it_waits_and_how_long_the_command_has(l
         '<span class="tag">Approved</span><div class="muted">Approved by alice, waiting for the pause to end</div>'
         in mine
     )
-    assert '<div class="muted">expires in 49m</div>' in mine
+    assert '<div class="muted">expires in 49m50s</div>' in mine
 
 
 def test_the_audit_trail_is_shown_once_with_its_rows_filled_in(lab):

@@ -4,11 +4,13 @@ resumed; a command already executing goes on; resuming when nothing is paused ch
 import json
 from datetime import UTC, datetime
 
-from karpui import disruption, models, services
+from karpui import models
+from karpui.gate import disruption
+from karpui.people.audit import Actor
 from tests.integration.test_dashboard import logged_in
 from tests.integration.test_disruption_lab import approver, manual_pool, scale_down_and_wait
 from tests.integration.test_disruption_lifecycle import drift_pool, provisioned, slow_registration
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, rows, table
 
 START = datetime(2030, 1, 1, tzinfo=UTC)  # a whole second, so every time below is exact
 
@@ -16,7 +18,7 @@ START = datetime(2030, 1, 1, tzinfo=UTC)  # a whole second, so every time below 
 def command(name=None):
     """The DisruptionCommand called `name`, or the lab's only one, as stored."""
     if name is None:
-        [[name, *_]] = rows("get", "disruptioncommands")
+        [name] = [r["NAME"] for r in table("get", "disruptioncommands")]
     return json.loads(ok("get", "dc", name, "-o", "json"))
 
 
@@ -102,18 +104,18 @@ def test_a_command_already_executing_when_the_pause_begins_goes_on(lab):
     approver("alice")
     provisioned()
     slow_registration("30s")
-    [[old, *_]] = rows("get", "nodes")
+    [old] = [r["NAME"] for r in table("get", "nodes")]
     ok("apply", "-f", "-", stdin=drift_pool())
     ok("advance", "30s")  # proposed, validated, candidate tainted, replacement launched (its node needs 30 s)
     assert command()["status"]["phase"] == "Executing"
     ok("pause", "--as", "alice", "--for", "1h", "--reason", "x")
     ok("advance", "1m")
     assert phase_and_message() == ("Succeeded", "command succeeded")
-    assert old not in [n[0] for n in rows("get", "nodes")]
+    assert old not in [n["NAME"] for n in table("get", "nodes")]
 
 
 def test_resuming_when_nothing_is_paused_writes_nothing_and_answers_false(lab):
-    actor = services.Actor.for_user(approver("alice"), "web")
+    actor = Actor.for_user(approver("alice"), "web")
     assert disruption.disruption_resume(cluster=lab, actor=actor) is False
     assert list(models.AuditEvent.objects.filter(target_kind="Cluster").values_list("action", flat=True)) == []
     assert models.Cluster.objects.get(pk=lab.pk).paused_until is None
@@ -143,7 +145,7 @@ def test_karp_resume_says_whether_anything_was_paused(lab):
 
 
 def test_resuming_a_lapsed_pause_changes_nothing_either(lab):
-    actor = services.Actor.for_user(approver("alice"), "web")
+    actor = Actor.for_user(approver("alice"), "web")
     disruption.disruption_pause(cluster=lab, actor=actor, reason="incident 4711", seconds=60)
     ok("advance", "2m")
     assert disruption.disruption_resume(cluster=lab, actor=actor) is False
@@ -152,7 +154,7 @@ def test_resuming_a_lapsed_pause_changes_nothing_either(lab):
 
 def test_resuming_a_pause_lifts_it_and_audits_what_it_was(lab):
     models.Cluster.objects.filter(name="lab").update(clock=START)
-    actor = services.Actor.for_user(approver("alice"), "web")
+    actor = Actor.for_user(approver("alice"), "web")
     disruption.disruption_pause(cluster=lab, actor=actor, reason="incident 4711", seconds=3600)
     assert disruption.disruption_resume(cluster=lab, actor=actor) is True
     row = models.Cluster.objects.get(pk=lab.pk)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from karpui import models
-from tests.karp import EXAMPLES, karp, ok, rows, workload_objects
+from tests.karp import EXAMPLES, karp, ok, rows, table, workload_objects
 
 GPU = (EXAMPLES / "dra" / "gpu.yaml").read_text()
 
@@ -13,8 +13,8 @@ GPU = (EXAMPLES / "dra" / "gpu.yaml").read_text()
 def test_two_pods_each_claiming_the_only_device_get_two_nodes_and_their_own_gpu(lab):
     ok("apply", "-f", str(EXAMPLES / "dra" / "gpu.yaml"))
     ok("advance", "5s")
-    claims = rows("get", "nodeclaims")
-    assert [c[1] for c in claims] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]
+    claims = table("get", "nodeclaims")
+    assert [c["TYPE"] for c in claims] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]
     created = [json.loads(line) for line in ok("logs").splitlines() if '"created nodeclaim"' in line]
     assert all(
         r["instance-types"].startswith("m-128x-amd64-linux, m-128x-amd64-windows")
@@ -22,12 +22,12 @@ def test_two_pods_each_claiming_the_only_device_get_two_nodes_and_their_own_gpu(
         for r in created
     )
     assert rows("get", "resourceslices") == []  # nodes exist before their devices do
-    assert [c[5] for c in claims] == ["Unknown", "Unknown"]  # initialization waits for the driver's slices
+    assert [c["READY"] for c in claims] == ["Unknown", "Unknown"]  # initialization waits for the driver's slices
     ok("advance", "30s")
-    slices = rows("get", "resourceslices")
-    assert sorted(s[1] for s in slices) == sorted(c[0] for c in claims)
-    pods = {p[0]: p[5] for p in rows("get", "pods", "-o", "wide")}
-    assert set(pods.values()) == {c[0] for c in claims}
+    slices = table("get", "resourceslices")
+    assert sorted(s["NODE"] for s in slices) == sorted(c["NAME"] for c in claims)
+    pods = {p["NAME"]: p["NODE"] for p in table("get", "pods", "-o", "wide")}
+    assert set(pods.values()) == {c["NAME"] for c in claims}
     for claim in json.loads(ok("get", "resourceclaims", "-o", "json"))["items"]:
         [result] = claim["status"]["allocation"]["devices"]["results"]
         [holder] = claim["status"]["reservedFor"]
@@ -90,3 +90,36 @@ def test_ignore_dra_requests_restores_karpenters_default(lab, settings):
         failures[-1]["error"]
         == "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
     )
+
+
+def test_a_draconfig_and_a_device_declaration_of_the_same_devices_count_them_once(lab):
+    """examples/dra/ applied as a directory: the DRAConfig (what the lab's driver publishes) and the
+    DeviceDeclaration describe the same gpu-0 on the m-family; each m type has one device, not two."""
+    ok("apply", "-f", str(EXAMPLES / "dra"))
+    ok("advance", "5s")
+    claims = table("get", "nodeclaims")
+    assert [c["TYPE"] for c in claims] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]  # one GPU each: two nodes at once
+    ok("advance", "35s")
+    pods = table("get", "pods", "-o", "wide")
+    assert [p["STATUS"] for p in pods] == ["Running", "Running"]
+    assert len({p["NODE"] for p in pods}) == 2
+    from karpui.insight.device_selectors import declared_devices
+
+    assert declared_devices(lab)["m-1x-amd64-linux"] == ["gpu.example.com: gpu-0"]
+
+
+def test_the_devices_page_shows_both_sources_and_where_the_draconfig_replaces_the_declaration(lab, admin_client):
+    ok("apply", "-f", str(EXAMPLES / "dra"))
+    page = admin_client.get("/devices/").content.decode()
+    table = page[page.index('id="device-declarations"') :]
+    assert (
+        "<td>DeviceDeclaration <b>m-family-gpu</b></td><td>gpu.example.com</td>"
+        "<td><code>karpenter.kwok.sh/instance-family=m,kubernetes.io/arch=amd64</code></td><td>gpu-0</td>"
+    ) in table
+    assert '<td>24 <span class="muted">(on 24 of them a DRAConfig of the same driver publishes instead)</span>' in table
+    assert (
+        "<td>DRAConfig <b>gpu (pool gpu)</b></td><td>gpu.example.com</td>"
+        "<td><code>karpenter.kwok.sh/instance-family in (m),kubernetes.io/arch in (amd64)</code></td><td>gpu-0</td>"
+        "\n  <td>24</td>"
+    ) in table
+    assert "{&#x27;" not in page  # no Python dict repr anywhere

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from django.contrib.auth.models import Permission, User
 
-from karpui import disruption, models, services
+from karpui import models
+from karpui.gate import disruption
+from karpui.people.audit import Actor
 from tests.integration.test_dashboard import logged_in, user
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, rows, table
 
 
-def test_a_node_page_shows_what_and_where_the_node_is_and_its_pods_requests(node):
+def test_a_node_page_shows_what_and_where_the_node_is_and_its_pods_requests(node, nodeclaim):
     response = logged_in(user()).get(f"/nodes/{node}/")
     facts = response.context["facts"]
     assert (facts["instance_type"], facts["capacity_type"], facts["nodepool"], facts["nodeclaim"]) == (
         "c-4x-amd64-linux",
         "on-demand",
         "default",
-        node,
+        nodeclaim,
     )
     assert facts["zone"].startswith("test-zone-") and round(facts["price"], 6) == 0.10859
     assert (facts["state"], facts["cordoned"], facts["taints"]) == ("initialized", False, [])
@@ -48,7 +50,7 @@ def test_a_node_page_shows_what_and_where_the_node_is_and_its_pods_requests(node
     assert "<th>3 pods</th><th></th><th></th><th>3.00</th><th>0</th>" in body
 
 
-def test_any_object_has_a_page_with_its_yaml_and_events(node):
+def test_any_object_has_a_page_with_its_yaml_and_events(node, nodeclaim):
     client = logged_in(user())
     [pod, *_] = [p["name"] for p in client.get(f"/nodes/{node}/").context["pods"]]
     page = client.get(f"/objects/Pod/default/{pod}/")
@@ -58,7 +60,7 @@ def test_any_object_has_a_page_with_its_yaml_and_events(node):
     assert page.context["yaml"].startswith("apiVersion: v1\nkind: Pod\nmetadata:\n")
     assert f"\n  name: {pod}\n  namespace: default\n" in page.context["yaml"]
     assert [(e["reason"], e["message"]) for e in page.context["events"]] == [
-        ("Nominated", f"Pod should schedule on: nodeclaim/{node}")
+        ("Nominated", f"Pod should schedule on: nodeclaim/{nodeclaim}")
     ]
     assert page.context["node_url"] == f"/nodes/{node}/"
     replicaset = page.context["owners"][0]
@@ -70,7 +72,7 @@ def test_any_object_has_a_page_with_its_yaml_and_events(node):
     assert deployment.context["kind"] == "Deployment" and "replicas: 3" in deployment.context["yaml"]
     nodepool = client.get("/objects/NodePool/default/")
     assert nodepool.context["manifest"]["spec"]["disruption"]["consolidateAfter"] == "10s"
-    claim = client.get(f"/objects/NodeClaim/{node}/")
+    claim = client.get(f"/objects/NodeClaim/{nodeclaim}/")
     assert [e["reason"] for e in claim.context["events"]][-1] == "Launched"
     assert client.get("/objects/NoSuchKind/x/").status_code == 404
     assert client.get("/objects/Pod/default/no-such-pod/").status_code == 404
@@ -86,14 +88,14 @@ def test_cordon_and_uncordon_need_the_permission_and_are_audited(node):
     viewer = logged_in(user())
     assert viewer.post(f"/nodes/{node}/cordon").status_code == 403
     assert "Cordon</button>" not in viewer.get(f"/nodes/{node}/").content.decode()
-    assert rows("get", "nodes")[0][1] == "Ready"
+    assert table("get", "nodes")[0]["STATUS"] == "Ready"
 
     operator = logged_in(user("olga", "request_disruption"))
     assert operator.get(f"/nodes/{node}/cordon").status_code == 405  # a GET never writes
     response = operator.post(f"/nodes/{node}/cordon", follow=True)
     assert f"node {node} cordoned" in response.content.decode()
     assert response.context["facts"]["cordoned"] is True and response.context["facts"]["state"] == "cordoned"
-    assert rows("get", "nodes")[0][1] == "Ready,SchedulingDisabled"
+    assert table("get", "nodes")[0]["STATUS"] == "Ready,SchedulingDisabled"
     audit = models.AuditEvent.objects.get(action="cordon")
     assert (audit.actor_name, audit.via, audit.target_kind, audit.target_name, audit.after) == (
         "olga",
@@ -111,7 +113,7 @@ def test_cordon_and_uncordon_need_the_permission_and_are_audited(node):
     assert f"node {node} was already cordoned" in again.content.decode()
     assert models.AuditEvent.objects.filter(action="cordon").count() == 1
     operator.post(f"/nodes/{node}/uncordon")
-    assert [r[1] for r in rows("get", "nodes") if r[0] == node] == ["Ready"]
+    assert [r["STATUS"] for r in table("get", "nodes") if r["NAME"] == node] == ["Ready"]
     assert models.AuditEvent.objects.get(action="uncordon").after == {"unschedulable": False}
     assert operator.post("/nodes/no-such-node/cordon").status_code == 404
 
@@ -131,7 +133,7 @@ def test_disrupting_a_node_from_its_page_needs_another_persons_approval(node):
     assert rows("get", "disruptioncommands") == []
 
     done = asking.post(f"/nodes/{node}/disrupt", {"reason": "noisy neighbour"}, follow=True)
-    [command] = [r[0] for r in rows("get", "disruptioncommands")]
+    [command] = [r["NAME"] for r in table("get", "disruptioncommands")]
     assert f"disruption command {command} created" in done.content.decode()
     assert command in done.content.decode()  # the node page lists it
     request = models.AuditEvent.objects.get(action="request")
@@ -182,9 +184,9 @@ def test_asking_for_a_node_with_pods_to_go_prices_the_replacement_its_pods_need(
     ok("advance", "15s")
     logged_in(user("alice", "approve_disruption")).post(f"/disruption/{spec['fingerprint']}/approve")
     ok("advance", "60s")  # the replacement launches first, then the node is drained
-    [[_, instance_type, *_]] = rows("get", "nodeclaims")
-    assert instance_type == "c-4x-amd64-linux" and [n[0] for n in rows("get", "nodes")] != [node]
-    assert [p[2] for p in rows("get", "pods")] == ["Running"] * 3
+    [instance_type] = [r["TYPE"] for r in table("get", "nodeclaims")]
+    assert instance_type == "c-4x-amd64-linux" and [n["NAME"] for n in table("get", "nodes")] != [node]
+    assert [p["STATUS"] for p in table("get", "pods")] == ["Running"] * 3
 
 
 def test_asking_for_a_node_to_go_saves_its_price_less_a_smaller_replacement_and_the_cli_agrees(node):
@@ -194,7 +196,7 @@ def test_asking_for_a_node_to_go_saves_its_price_less_a_smaller_replacement_and_
         cluster=lab,
         nodepool="default",
         mode="manual",
-        actor=services.Actor.for_user(user("ed", "change_nodepool"), "web"),
+        actor=Actor.for_user(user("ed", "change_nodepool"), "web"),
     )
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")

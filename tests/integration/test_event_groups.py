@@ -3,15 +3,18 @@ disruption command would evict grouped by owner."""
 
 from __future__ import annotations
 
-from karpui import disruption, grouping, models, services
-from karpui.owners import Owner
+from karpui import models
+from karpui.gate import disruption
+from karpui.insight import grouping
+from karpui.insight.owners import Owner
+from karpui.people.audit import Actor
 from tests.integration.test_dashboard import logged_in, user
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, table
 
 
-def test_a_node_and_its_nodeclaim_share_one_event_row_with_the_counts_summed(node):
+def test_a_node_and_its_nodeclaim_share_one_event_row_with_the_counts_summed(node, nodeclaim):
     client = logged_in(user())
-    events = client.get("/events/", {"q": "cheaper"}).context["events"]
+    events = client.get("/events/", {"q": "cheaper", "group": "object"}).context["events"]
     [row] = events
     assert (row["reason"], row["message"]) == (
         "Unconsolidatable",
@@ -19,14 +22,14 @@ def test_a_node_and_its_nodeclaim_share_one_event_row_with_the_counts_summed(nod
     )
     assert row["objects"] == [
         {"label": f"Node/{node}", "url": f"/nodes/{node}/"},
-        {"label": f"NodeClaim/{node}", "url": f"/nodes/{node}/"},
+        {"label": f"NodeClaim/{nodeclaim}", "url": f"/nodes/{node}/"},
     ]
     assert (row["events"], row["count"]) == (2, 2)
-    body = client.get("/events/", {"q": "cheaper"}).content.decode()
+    body = client.get("/events/", {"q": "cheaper", "group": "object"}).content.decode()
     assert body.count(f'<a href="/nodes/{node}/">') == 2 and body.count('<tr id="fold-') == 1
 
 
-def test_events_group_by_reason_with_their_objects_folded(node):
+def test_events_group_by_reason_with_their_objects_folded(node, nodeclaim):
     client = logged_in(user())
     response = client.get("/events/", {"group": "reason", "kind": "Pod"})
     [nominated] = response.context["events"]
@@ -37,8 +40,12 @@ def test_events_group_by_reason_with_their_objects_folded(node):
     )
     body = response.content.decode()
     assert f'<details data-fold="{nominated["id"]}"><summary>3 objects</summary>' in body
-    assert f'Pod should schedule on: nodeclaim/{node} <span class="muted">(latest of 3)</span>' in body
-    assert client.get("/events/", {"group": "nonsense"}).context["group"] == "object"
+    assert f'Pod should schedule on: nodeclaim/{nodeclaim} <span class="muted">(latest of 3)</span>' in body
+    refused = client.get("/events/", {"group": "nonsense"})
+    assert (refused.status_code, refused.content.decode()) == (
+        400,
+        "group: must be one of reason, object, none, got 'nonsense'\n",
+    )
 
 
 def test_the_pods_a_command_would_evict_are_grouped_by_owner(lab):
@@ -47,11 +54,11 @@ def test_the_pods_a_command_would_evict_are_grouped_by_owner(lab):
     ok("apply", "-f", str(EXAMPLES / "disruption"))
     ok("advance", "10s")
     disruption.nodepool_approval_mode_set(
-        cluster=lab, nodepool="spot", mode="manual", actor=services.Actor.for_user(approver, "web")
+        cluster=lab, nodepool="spot", mode="manual", actor=Actor.for_user(approver, "web")
     )
     ok("scale", "deploy/inflate", "--replicas", "4")
     ok("advance", "60s")
-    [command] = [r[0] for r in rows("get", "disruptioncommands")]
+    [command] = [r["NAME"] for r in table("get", "disruptioncommands")]
     response = logged_in(approver).get("/disruption/")
     [group] = response.context["evictions"][command]
     [pod] = group["names"]

@@ -7,7 +7,7 @@ from django.core.management import call_command
 
 from karpui import models
 from tests.integration.test_dashboard import logged_in, user
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, rows, table
 
 
 def test_a_node_never_seen_is_a_404_and_a_node_that_is_gone_keeps_its_page(lab):
@@ -15,7 +15,7 @@ def test_a_node_never_seen_is_a_404_and_a_node_that_is_gone_keeps_its_page(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")
-    [[node, *_]] = rows("get", "nodes")
+    [node] = [r["NAME"] for r in table("get", "nodes")]
     ok("scale", "deploy/inflate", "--replicas", "0")
     ok("advance", "60s")
     assert rows("get", "nodes") == []
@@ -64,11 +64,13 @@ def test_the_limits_example_beside_the_provisioning_one_leaves_two_pods_pending_
     ok("apply", "-f", str(EXAMPLES / "limits"))
     ok("advance", "60s")
 
-    pods = rows("get", "pods", "-l", "app=big", "-o", "wide")
-    assert sorted(pod[2] for pod in pods) == ["Pending", "Pending", "Running", "Running", "Running", "Running"]
-    pools = {pool[0]: pool[2] for pool in rows("get", "nodepools")}
+    pods = table("get", "pods", "-l", "app=big", "-o", "wide")
+    assert sorted(pod["STATUS"] for pod in pods) == ["Pending", "Pending", "Running", "Running", "Running", "Running"]
+    pools = {pool["NAME"]: pool["NODES"] for pool in table("get", "nodepools")}
     assert pools == {"capped": "4", "default": "0"}
-    assert {pod[5] for pod in pods if pod[2] == "Running"} == {c[0] for c in rows("get", "nodeclaims")}
+    assert {pod["NODE"] for pod in pods if pod["STATUS"] == "Running"} == {
+        c["NAME"] for c in table("get", "nodeclaims")
+    }
 
 
 def test_the_disruption_readmes_annotate_command_sets_the_approval_mode(lab):

@@ -7,8 +7,9 @@ import pytest
 import yaml
 
 from karpui import models
+from karpui.people.audit import Actor
 from provisioner.apimachinery.apply import LAST_APPLIED
-from tests.karp import karp, ok, rows
+from tests.karp import columns, karp
 
 ROOT = Path(__file__).parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -85,44 +86,6 @@ def test_v1beta1_example_is_stored_as_v1(lab):
     assert manifest["spec"]["template"]["spec"]["nodeClassRef"]["group"] == "karpenter.kwok.sh"
 
 
-KWOK_V1BETA1_NODEPOOL = """\
-apiVersion: karpenter.sh/v1beta1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {name: %s}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-"""
-
-
-def test_a_v1beta1_nodeclassref_naming_only_a_name_is_the_providers_first_node_class(lab):
-    """Karpenter's conversion gives a kind-less v1beta1 nodeClassRef the cloud provider's first node class: karpui's
-    is kwok's, so the kwok provider's v1beta1 NodePools (a name only) provision in the lab."""
-    nodeclass = "apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: default}\n---\n"
-    ok("apply", "-f", "-", stdin=nodeclass + KWOK_V1BETA1_NODEPOOL % "default")
-    manifest = json.loads(ok("get", "nodepool", "default", "-o", "json"))
-    assert manifest["spec"]["template"]["spec"]["nodeClassRef"] == {
-        "group": "karpenter.kwok.sh",
-        "kind": "KWOKNodeClass",
-        "name": "default",
-    }
-    ok("apply", "-f", str(ROOT / "examples" / "provisioning" / "deployment.yaml"))
-    ok("scale", "deploy/inflate", "--replicas", "2")
-    ok("advance", "30s")
-    assert [row[2] for row in rows("get", "pods")] == ["Running", "Running"]
-    ok("apply", "-f", "-", stdin=KWOK_V1BETA1_NODEPOOL % "missing")
-    ok("advance", "1s")  # the NodePool's status is its controller's, at the next run
-    assert json.loads(ok("get", "nodepool", "default", "-o", "json"))["status"]["conditions"][0] == {
-        "type": "Ready",
-        "status": "False",
-        "reason": "NodeClassNotReady",
-        "message": "KWOKNodeClass missing not found",
-    }
-
-
 BAD_DOCUMENTS = [
     ("spec: [1, 2\n", "error: malformed YAML"),
     (
@@ -192,7 +155,7 @@ def test_get_tables_selectors_and_not_found(lab):
     code, out, _ = karp("get", "nodepools")
     assert code == 0
     assert out.splitlines()[0].split() == ["NAME", "NODECLASS", "NODES", "READY", "AGE"]
-    assert [line.split()[0] for line in out.splitlines()[1:]] == ["default", "spot-v1beta1"]
+    assert [row["NAME"] for row in columns(out)] == ["default", "spot-v1beta1"]
     assert karp("get", "nodepool", "missing") == (
         1,
         "",
@@ -287,13 +250,13 @@ def test_a_nodepool_no_instance_type_can_satisfy_is_refused_naming_the_requireme
 
 
 def test_get_hides_managed_fields_as_kubectl_does_unless_asked_and_so_does_the_objects_page(lab):
-    from karpui import objects, services
+    from karpui.writes import objects
     from tests.integration.test_dashboard import logged_in, user
     from tests.karp import EXAMPLES
 
     config = yaml.safe_load((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
     config["metadata"]["namespace"] = "default"
-    operator = services.Actor(name="operator", via="cli")
+    operator = Actor(name="operator", via="cli")
     objects.object_apply(cluster=lab, config=config, namespace="default", manager="ci", force=False, actor=operator)
     code, shown, _ = karp("get", "deployment", "inflate", "-o", "json")
     assert (code, "managedFields" in json.loads(shown)["metadata"]) == (0, False)

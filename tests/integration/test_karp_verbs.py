@@ -7,10 +7,12 @@ import json
 
 from django.contrib.auth.models import User
 
-from karpui import disruption, models, services
-from karpui import lab as lab_module
+from karpui import models
+from karpui.clusters import lab as lab_module
+from karpui.gate import disruption
+from karpui.people.audit import Actor
 from provisioner.apimachinery.apply import LAST_APPLIED
-from tests.karp import EXAMPLES, karp, ok, rows
+from tests.karp import EXAMPLES, columns, karp, ok, table
 
 
 def deployment() -> dict[str, object]:
@@ -22,7 +24,7 @@ def test_karp_apply_keeps_the_approval_mode_set_on_the_disruption_page(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     admin = User.objects.create_superuser("ada", password="ada-pass-1")
     disruption.nodepool_approval_mode_set(
-        cluster=lab, nodepool="default", mode="manual", actor=services.Actor.for_user(admin, "web")
+        cluster=lab, nodepool="default", mode="manual", actor=Actor.for_user(admin, "web")
     )
     assert ok("apply", "-f", str(EXAMPLES / "provisioning")) == (
         "kwoknodeclass.karpenter.kwok.sh/default unchanged\n"
@@ -85,7 +87,7 @@ def test_cordon_uncordon_and_drain_a_node(lab):
     ok("apply", "-f", str(EXAMPLES / "static-nodes" / "nodes.yaml"))
     ok("apply", "-f", str(EXAMPLES / "static-nodes" / "web.yaml"))
     ok("advance", "1s")
-    on_worker = sorted(r[0] for r in rows("get", "pods", "-o", "wide") if r[5] == "kind-worker")
+    on_worker = sorted(r["NAME"] for r in table("get", "pods", "-o", "wide") if r["NODE"] == "kind-worker")
     assert len(on_worker) == 2
     assert ok("cordon", "kind-worker") == "node/kind-worker cordoned\n"
     assert ok("cordon", "node/kind-worker") == "node/kind-worker already cordoned\n"
@@ -96,7 +98,7 @@ def test_cordon_uncordon_and_drain_a_node(lab):
         + "node/kind-worker drained\n"
     )
     ok("advance", "2s")
-    placed = [r[5] for r in rows("get", "pods", "-o", "wide")]
+    placed = [r["NODE"] for r in table("get", "pods", "-o", "wide")]
     assert len(placed) == 4 and "kind-worker" not in placed  # the ReplicaSet made new pods elsewhere
     assert ok("uncordon", "kind-worker") == "node/kind-worker uncordoned\n"
     assert "unschedulable" not in models.KubeObject.objects.get(kind="Node", name="kind-worker").body["spec"]
@@ -126,23 +128,28 @@ def test_get_of_several_kinds_prints_each_table_with_kind_prefixed_names(lab):
     out = ok("get", "nodeclaims,nodes")
     [claim_table, node_table] = out.strip().split("\n\n")
     assert claim_table.splitlines()[0].split() == ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"]
-    [claim] = [line.split() for line in claim_table.splitlines()[1:]]
-    assert claim[0].startswith("nodeclaim.karpenter.sh/default-") and claim[1] == "c-2x-amd64-linux"
-    [node] = [line.split() for line in node_table.splitlines()[1:]]
-    assert node[0] == f"node/{claim[4]}"
+    [claim] = columns(claim_table)
+    assert claim["NAME"].startswith("nodeclaim.karpenter.sh/default-") and claim["TYPE"] == "c-2x-amd64-linux"
+    [node] = columns(node_table)
+    assert node["NAME"] == f"node/{claim['NODE']}"
     names = ok("get", "nodepools,kwoknodeclasses", "-o", "name")
     assert names == "nodepool.karpenter.sh/default\nkwoknodeclass.karpenter.kwok.sh/default\n"
 
 
 def test_namespaces_are_those_of_a_cluster_and_a_missing_one_refuses_writes(lab):
-    assert [r[0] for r in rows("get", "namespaces")] == ["default", "kube-node-lease", "kube-public", "kube-system"]
+    assert [r["NAME"] for r in table("get", "namespaces")] == [
+        "default",
+        "kube-node-lease",
+        "kube-public",
+        "kube-system",
+    ]
     refused = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: nowhere}\nspec: {containers: [{name: c, image: x}]}\n"
     assert karp("apply", "-f", "-", stdin=refused)[2] == (
         'error: document 1 Pod/p: metadata.namespace: namespaces "nowhere" not found\n'
     )
     assert not models.KubeObject.objects.filter(kind="Pod").exists()
     ok("apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: nowhere}\n---\n" + refused)
-    assert [r[0] for r in rows("get", "pods", "-n", "nowhere")] == ["p"]
+    assert [r["NAME"] for r in table("get", "pods", "-n", "nowhere")] == ["p"]
     assert ok("delete", "namespace", "nowhere") == 'namespace "nowhere" deleted\n'
     assert not models.KubeObject.objects.filter(kind="Pod").exists()  # a namespace's objects go with it
 

@@ -4,7 +4,7 @@ import json
 
 import yaml
 
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, rows, table
 
 
 def test_a_nodepool_template_do_not_disrupt_annotation_protects_its_empty_node(lab):
@@ -16,12 +16,12 @@ def test_a_nodepool_template_do_not_disrupt_annotation_protects_its_empty_node(l
     ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))
     ok("scale", "deploy/inflate", "--replicas", "2")
     ok("advance", "5s")
-    [node] = [n[0] for n in rows("get", "nodes")]
+    [node] = [n["NAME"] for n in table("get", "nodes")]
     annotations = json.loads(ok("get", "node", node, "-o", "json"))["metadata"]["annotations"]
     assert annotations["karpenter.sh/do-not-disrupt"] == "true"
     ok("scale", "deploy/inflate", "--replicas", "0")
     ok("advance", "2m")
-    assert [n[0] for n in rows("get", "nodes")] == [node]
+    assert [n["NAME"] for n in table("get", "nodes")] == [node]
     assert rows("get", "disruptioncommands") == []
 
 
@@ -55,7 +55,7 @@ def test_pods_applied_together_bind_in_arrival_order_not_name_order(lab):
     manifest = "---".join([*(ZONE_PODS % {"zone": z} for z in "abc"), ANTI_POD])
     ok("apply", "-f", "-", stdin=manifest)
     ok("advance", "30s")
-    pods = {p[0]: p[2] for p in rows("get", "pods")}
+    pods = {p["NAME"]: p["STATUS"] for p in table("get", "pods")}
     assert pods == {"a-anti": "Running", "z-a": "Running", "z-b": "Running", "z-c": "Running"}
     zones = {
         n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"]

@@ -3,7 +3,7 @@
 import json
 
 from karpui import models
-from tests.karp import EXAMPLES, karp, ok, rows, workload_objects
+from tests.karp import EXAMPLES, karp, ok, rows, table, workload_objects
 
 
 def logs(message: str) -> list[dict]:
@@ -16,9 +16,13 @@ def test_scaling_a_deployment_provisions_the_cheapest_node_that_fits_all_five(la
     assert rows("get", "nodeclaims") == []
     ok("scale", "deploy/inflate", "--replicas", "5")
     assert ok("advance", "5s").startswith("advanced 5s to ")
-    [claim] = rows("get", "nodeclaims")
-    assert claim[1:4] == ["c-8x-amd64-linux", "on-demand", claim[3]] and claim[5] == "True"
-    node = json.loads(ok("get", "node", claim[4], "-o", "json"))
+    [claim] = table("get", "nodeclaims")
+    assert [claim["TYPE"], claim["CAPACITY"], claim["ZONE"]] == [
+        "c-8x-amd64-linux",
+        "on-demand",
+        claim["ZONE"],
+    ] and claim["READY"] == "True"
+    node = json.loads(ok("get", "node", claim["NODE"], "-o", "json"))
     assert node["status"]["allocatable"] == {
         "cpu": "7900m",
         "ephemeral-storage": "20Gi",
@@ -26,13 +30,13 @@ def test_scaling_a_deployment_provisions_the_cheapest_node_that_fits_all_five(la
         "pods": "128",
     }
     assert node["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
-    pods = rows("get", "pods", "-o", "wide")
-    assert [(p[2], p[5]) for p in pods] == [("Running", claim[0])] * 5
+    pods = table("get", "pods", "-o", "wide")
+    assert [(p["STATUS"], p["NODE"]) for p in pods] == [("Running", claim["NAME"])] * 5
     [found] = logs("found provisionable pod(s)")
     assert found["Pods"].count("default/inflate-") == 5
     [created] = logs("created nodeclaim")
     assert created["requests"] == {"cpu": "5", "pods": "5"}
-    assert created["NodePool"] == {"name": "default"} and created["NodeClaim"] == {"name": claim[0]}
+    assert created["NodePool"] == {"name": "default"} and created["NodeClaim"] == {"name": claim["NAME"]}
     assert created["instance-types"].endswith("and 49 other(s)")
     assert [r["message"] for r in logs("launched nodeclaim")] == ["launched nodeclaim"]
 
@@ -55,8 +59,8 @@ def test_replaying_the_same_history_gives_the_same_names(lab):
 
 def placement(selector: str = "app=web") -> dict[str, int]:
     counts: dict[str, int] = {}
-    for pod in rows("get", "pods", "-o", "wide", "-l", selector):
-        counts[pod[5]] = counts.get(pod[5], 0) + 1
+    for pod in table("get", "pods", "-o", "wide", "-l", selector):
+        counts[pod["NODE"]] = counts.get(pod["NODE"], 0) + 1
     return counts
 
 
@@ -81,17 +85,17 @@ def test_hostname_anti_affinity_gets_one_nodeclaim_per_pod(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning" / "nodepool.yaml"))
     ok("apply", "-f", str(EXAMPLES / "anti-affinity" / "deployment.yaml"))
     ok("advance", "5s")
-    claims = rows("get", "nodeclaims")
+    claims = table("get", "nodeclaims")
     assert len(claims) == 3
-    assert {p[5] for p in rows("get", "pods", "-o", "wide")} == {c[0] for c in claims}
+    assert {p["NODE"] for p in table("get", "pods", "-o", "wide")} == {c["NAME"] for c in claims}
 
 
 def test_pods_beyond_the_cpu_limit_stay_pending_with_the_limit_named(lab):
     ok("apply", "-f", str(EXAMPLES / "limits"))
     ok("advance", "60s")
-    claims = rows("get", "nodeclaims")
-    assert [c[1] for c in claims] == ["c-4x-amd64-linux"] * 4  # 16 CPU of 4-CPU nodes
-    phases = sorted(p[2] for p in rows("get", "pods"))
+    claims = table("get", "nodeclaims")
+    assert [c["TYPE"] for c in claims] == ["c-4x-amd64-linux"] * 4  # 16 CPU of 4-CPU nodes
+    phases = sorted(p["STATUS"] for p in table("get", "pods"))
     assert phases == ["Pending", "Pending", "Running", "Running", "Running", "Running"]
     status = models.NodePool.objects.get(name="capped").status
     assert status["resources"]["cpu"] == "16" and status["nodes"] == 4
@@ -100,7 +104,7 @@ def test_pods_beyond_the_cpu_limit_stay_pending_with_the_limit_named(lab):
         failures[-1]["error"]
         == 'incompatible with nodepool "capped", all available instance types exceed limits for nodepool (remaining cpu=0)'
     )
-    pending = next(p[0] for p in rows("get", "pods") if p[2] == "Pending")
+    pending = next(p["NAME"] for p in table("get", "pods") if p["STATUS"] == "Pending")
     assert "FailedScheduling  " in ok("describe", "pod", pending)
 
 
@@ -153,15 +157,15 @@ def test_jsonpath_and_namespaces(lab):
     ok("apply", "-f", "-", stdin=namespace + other)
     assert rows("get", "pods") == []
     assert len(rows("get", "pods", "-n", "team-a")) == 4
-    assert {r[0] for r in rows("get", "pods", "-A")} == {"team-a"}
+    assert {r["NAMESPACE"] for r in table("get", "pods", "-A")} == {"team-a"}
 
 
 def test_nodepools_show_their_nodes_and_tables_can_drop_headers(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "5")
     ok("advance", "5s")
-    [pool] = rows("get", "nodepools", "-o", "wide")
-    assert pool[:4] == ["default", "default", "1", "True"]
-    assert pool[6:] == ["8", "16Gi"]  # capacity of the launched c-8x (CPU, memory)
+    [pool] = table("get", "nodepools", "-o", "wide")
+    assert [pool["NAME"], pool["NODECLASS"], pool["NODES"], pool["READY"]] == ["default", "default", "1", "True"]
+    assert [pool["CPU"], pool["MEMORY"]] == ["8", "16Gi"]  # capacity of the launched c-8x (CPU, memory)
     assert ok("get", "pods", "--no-headers").count("Running") == 5
     assert not ok("get", "pods", "--no-headers").startswith("NAME")

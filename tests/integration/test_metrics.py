@@ -3,6 +3,7 @@
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.karp import EXAMPLES, ok
+from tests.lab_manifests import nodepool
 
 
 def scrape(client, **headers):
@@ -57,3 +58,38 @@ def test_every_cluster_is_reported_with_its_mode(client, lab):
     values = scrape(client)
     assert of(values, "karpui_cluster_info", cluster="prod", mode="observe") == 1.0
     assert of(values, "karpenter_scheduler_unschedulable_pods_count", cluster="prod") == 0.0
+
+
+# Karpenter's NodePool metrics (pkg/controllers/metrics/nodepool/suite_test.go) ---------------------------------------
+
+LIMITED = nodepool("limited", limits={"cpu": "10", "memory": "10Mi", "ephemeral-storage": "100Gi"})
+
+
+def test_nodepool_limit_metrics_are_named_as_karpenters(client, lab):
+    """should update the nodepool limit metrics (resource_type lower case, dashes as underscores)"""
+    ok("apply", "-f", "-", stdin=LIMITED)
+    values = scrape(client)
+    assert {labels: v for (n, labels), v in values.items() if n == "karpenter_nodepools_limit"} == {
+        (("cluster", "lab"), ("nodepool", "limited"), ("resource_type", "cpu")): 10.0,
+        (("cluster", "lab"), ("nodepool", "limited"), ("resource_type", "ephemeral_storage")): 100 * 2**30,
+        (("cluster", "lab"), ("nodepool", "limited"), ("resource_type", "memory")): 10 * 2**20,
+    }
+
+
+def test_the_nodepool_cost_is_its_nodeclaims_offering_prices(client, lab):
+    """karpenter_nodepools_cost_total (v1.10): each NodePool's NodeClaims at their offering's price, 0 with none"""
+    ok("apply", "-f", str(EXAMPLES / "limits"))
+    ok("apply", "-f", "-", stdin=LIMITED)
+    ok("advance", "60s")  # four c-4x-amd64-linux on demand at $0.10859/h in the capped pool; nothing in limited
+    values = scrape(client)
+    assert of(values, "karpenter_nodepools_cost_total", nodepool="capped") == round(4 * 0.10859, 6)
+    assert of(values, "karpenter_nodepools_cost_total", nodepool="limited") == 0.0
+
+
+def test_a_deleted_nodepool_has_no_metrics(client, lab):
+    """should delete the nodepool state metrics on nodepool delete"""
+    ok("apply", "-f", "-", stdin=LIMITED)
+    names = ("karpenter_nodepools_limit", "karpenter_nodepools_cost_total")
+    assert {n for (n, labels) in scrape(client) if ("nodepool", "limited") in labels} == set(names)
+    ok("delete", "nodepool", "limited")
+    assert not [n for (n, labels) in scrape(client) if ("nodepool", "limited") in labels]

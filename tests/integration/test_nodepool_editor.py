@@ -6,7 +6,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from karpui import models
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, rows, table
 
 
 def editor(*perms):
@@ -26,13 +26,13 @@ def form_for(client, name):
 def capped_lab():
     ok("apply", "-f", str(EXAMPLES / "limits"))
     ok("advance", "60s")
-    assert sorted(p[2] for p in rows("get", "pods")).count("Pending") == 2
+    assert sorted(p["STATUS"] for p in table("get", "pods")).count("Pending") == 2
 
 
 def test_raising_a_limit_previews_the_pods_it_would_schedule_and_saves_with_an_audit_row(lab):
     capped_lab()
     client = editor("change_nodepool")
-    data = {**form_for(client, "capped"), "cpu_limit": "32", "action": "preview"}
+    data = {**form_for(client, "capped"), "spec.limits": "cpu=32", "action": "preview"}
     response = client.post("/nodepools/capped/", data)
     preview = response.context["whatif"]
     assert len(preview["newly_schedulable"]) == 2 and preview["newly_unschedulable"] == []
@@ -52,7 +52,9 @@ def test_a_limit_raised_by_exactly_two_nodes_previews_both_pods_as_the_next_roun
     8 free CPU; the next round counts the c-4x that launched and takes the second pod. The preview said one pod."""
     capped_lab()
     client = editor("change_nodepool")
-    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "preview"})
+    response = client.post(
+        "/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=24", "action": "preview"}
+    )
     preview = response.context["whatif"]
     assert len(preview["newly_schedulable"]) == 2 and preview["newly_unschedulable"] == []
     assert [(pool, name, pods) for pool, name, pods in preview["new_nodeclaims_after"]] == [
@@ -60,20 +62,24 @@ def test_a_limit_raised_by_exactly_two_nodes_previews_both_pods_as_the_next_roun
         ("capped", "c-4x-amd64-linux", 1),
     ]
     assert round(preview["cost_after"] - preview["cost_before"], 6) == round(2 * 0.10859, 6)
-    client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "save"})
+    client.post("/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=24", "action": "save"})
     ok("advance", "30s")
-    assert sorted(p[2] for p in rows("get", "pods")) == ["Running"] * 6  # as previewed
+    assert sorted(p["STATUS"] for p in table("get", "pods")) == ["Running"] * 6  # as previewed
 
 
 def test_lowering_a_limit_below_what_runs_warns_that_nodes_stay_and_nothing_more_launches(lab):
     capped_lab()  # four c-4x nodes: 16 CPU in use
     client = editor("change_nodepool")
-    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "8", "action": "preview"})
+    response = client.post(
+        "/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=8", "action": "preview"}
+    )
 
     assert response.context["whatif"]["over_limits"] == [{"resource": "cpu", "usage": "16", "limit": "8"}]
     assert response.context["whatif"]["drifting"] == []
     assert "Already over the new cpu limit: 16 in use, limit 8." in response.content.decode()
-    raised = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "32", "action": "preview"})
+    raised = client.post(
+        "/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=32", "action": "preview"}
+    )
     assert raised.context["whatif"]["over_limits"] == []
 
 
@@ -85,7 +91,7 @@ def test_a_template_change_previews_which_nodes_would_drift(lab):
     doc["spec"]["template"]["metadata"] = {"labels": {"team": "payments"}}
     response = client.post("/nodepools/capped/", {**data, "manifest": yaml.safe_dump(doc), "action": "preview"})
     drifting = response.context["whatif"]["drifting"]
-    assert sorted(d["node"] for d in drifting) == sorted(n[0] for n in rows("get", "nodes"))
+    assert sorted(d["node"] for d in drifting) == sorted(n["NAME"] for n in table("get", "nodes"))
     assert {d["reason"] for d in drifting} == {"NodePoolDrifted"}
 
 
@@ -94,15 +100,16 @@ def test_errors_are_shown_at_the_field_and_nothing_is_saved(lab):
     before = models.NodePool.objects.get(name="capped").resource_version
     client = editor("change_nodepool")
     data = form_for(client, "capped")
-    response = client.post("/nodepools/capped/", {**data, "weight": "0", "action": "save"})
+    response = client.post("/nodepools/capped/", {**data, "spec.weight": "0", "action": "save"})
     assert response.status_code == 400
-    assert response.context["form"].errors["weight"] == ["must be greater than or equal to 1, got 0"]
+    assert response.context["form"].errors["spec.weight"] == ["must be greater than or equal to 1, got 0"]
     bad_yaml = data["manifest"].replace("operator: Lt", "operator: Below")
     response = client.post("/nodepools/capped/", {**data, "manifest": bad_yaml, "action": "save"})
+    # An error the YAML's value causes is shown at the form field of that value: the requirement's operator.
     assert (
         response.context["form"]
-        .errors["manifest"][0]
-        .startswith("spec.template.spec.requirements[2].operator: Unsupported value")
+        .errors["spec.template.spec.requirements[2].operator"][0]
+        .startswith('Unsupported value: "Below"')
     )
     assert models.NodePool.objects.get(name="capped").resource_version == before  # nothing written
 
@@ -119,7 +126,7 @@ def test_saving_outside_a_test_transaction_commits_the_pool_and_its_audit_row_to
     # Requests run in autocommit; select_for_update there is an error on PostgreSQL (SQLite ignores it).
     ok("apply", "-f", str(EXAMPLES / "limits"))
     client = editor("change_nodepool")
-    data = {**form_for(client, "capped"), "cpu_limit": "24", "action": "save"}
+    data = {**form_for(client, "capped"), "spec.limits": "cpu=24", "action": "save"}
     assert client.post("/nodepools/capped/", data).status_code == 302
     assert models.NodePool.objects.get(name="capped").spec["limits"]["cpu"] == "24"
     assert models.AuditEvent.objects.filter(action="update", target_name="capped", actor_name="erin").count() == 1
@@ -142,7 +149,7 @@ def test_a_new_nodepool_is_previewed_then_created_and_audited(lab):
         "name": "default",
     }
     doc["metadata"]["name"] = "batch"
-    data = {**data, "manifest": yaml.safe_dump(doc), "weight": "20"}
+    data = {**data, "manifest": yaml.safe_dump(doc), "spec.weight": "20"}
 
     preview = client.post("/nodepools/new/", {**data, "action": "preview"})
     diff = preview.context["diff"].splitlines()
@@ -204,10 +211,13 @@ def test_a_change_no_instance_type_can_satisfy_is_refused_at_the_requirement(lab
     response = client.post("/nodepools/capped/", {**data, "manifest": impossible, "action": "save"})
 
     assert response.status_code == 400
-    assert response.context["form"].errors["manifest"] == [
-        "spec.template.spec.requirements[1]: no instance type of the 144 this NodePool's node class offers "
-        "satisfies karpenter.sh/capacity-type In [reserved] together with the requirements before it"
-    ]
+    assert response.context["form"].errors == {
+        # The requirement's row, at its first field.
+        "spec.template.spec.requirements[1].key": [
+            "no instance type of the 144 this NodePool's node class offers "
+            "satisfies karpenter.sh/capacity-type In [reserved] together with the requirements before it"
+        ]
+    }
     assert models.NodePool.objects.get(name="capped").resource_version == before  # nothing written
 
 
@@ -218,7 +228,7 @@ def test_restricting_a_nodepool_so_its_node_drifts_prices_the_replacement_instea
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "5")
     ok("advance", "30s")
-    [[_, instance_type, _, _, node, *_]] = rows("get", "nodeclaims")
+    [(instance_type, node)] = [(r["TYPE"], r["NODE"]) for r in table("get", "nodeclaims")]
     assert instance_type == "c-8x-amd64-linux"
     client = editor("change_nodepool")
     data = form_for(client, "default")
@@ -240,10 +250,12 @@ def test_restricting_a_nodepool_so_its_node_drifts_prices_the_replacement_instea
 def test_a_form_save_writes_only_the_fields_that_changed(lab):
     capped_lab()
     client = editor("change_nodepool")
-    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "preview"})
+    response = client.post(
+        "/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=24", "action": "preview"}
+    )
     changed = [line for line in response.context["diff"].splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
     assert changed == ["-    cpu: '16'", "+    cpu: '24'"]  # no approval-mode annotation the YAML never had
-    client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "24", "action": "save"})
+    client.post("/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=24", "action": "save"})
     annotations = models.NodePool.objects.get(name="capped").annotations
     assert list(annotations) == ["kubectl.kubernetes.io/last-applied-configuration"]  # karp apply's, kept as it was
 
@@ -263,38 +275,49 @@ def test_every_invalid_field_shows_its_error_at_once(lab):
     before = models.NodePool.objects.get(name="capped").resource_version
     client = editor("change_nodepool")
     data = form_for(client, "capped")
-    bad = {**data, "weight": "0", "consolidate_after": "soon", "cpu_limit": "-5", "action": "preview"}
+    bad = {
+        **data,
+        "spec.weight": "0",
+        "spec.disruption.consolidateAfter": "soon",
+        "spec.limits": "cpu=-5",
+        "action": "preview",
+    }
     bad["manifest"] = data["manifest"].replace("operator: Lt", "operator: Below")
     response = client.post("/nodepools/capped/", bad)
 
     assert response.status_code == 400 and "whatif" not in response.context
     assert response.context["form"].errors == {
-        "weight": ["must be greater than or equal to 1, got 0"],
-        "consolidate_after": ["invalid duration 'soon': expected \"Never\" or a sequence like 720h, 1h30m or 10s"],
-        "cpu_limit": ["must be greater than or equal to 0, got -5"],
-        "manifest": [
-            'spec.template.spec.requirements[2].operator: Unsupported value: "Below": supported values: In, NotIn, '
-            "Exists, DoesNotExist, Gt, Lt, Gte, Lte"
+        "spec.weight": ["must be greater than or equal to 1, got 0"],
+        "spec.disruption.consolidateAfter": [
+            "invalid duration 'soon': expected \"Never\" or a sequence like 720h, 1h30m or 10s"
+        ],
+        "spec.limits": ["cpu: must be greater than or equal to 0, got -5"],
+        "spec.template.spec.requirements[2].operator": [
+            'Unsupported value: "Below": supported values: In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte'
         ],
     }
-    typed = client.post("/nodepools/capped/", {**bad, "weight": "many"}).context["form"].errors
-    assert typed["weight"] == ["Enter a whole number."] and len(typed) == 4  # a form error hides none of the others
+    typed = client.post("/nodepools/capped/", {**bad, "spec.weight": "many"}).context["form"].errors
+    assert typed["spec.weight"] == ["must be a whole number, got 'many'"] and len(typed) == 4  # it hides no other
     assert models.NodePool.objects.get(name="capped").resource_version == before
 
 
 def test_a_preview_refuses_a_negative_cpu_limit(lab):
     capped_lab()
     client = editor("change_nodepool")
-    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "-5", "action": "preview"})
+    response = client.post(
+        "/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=-5", "action": "preview"}
+    )
     assert response.status_code == 400 and "whatif" not in response.context
-    assert response.context["form"].errors == {"cpu_limit": ["must be greater than or equal to 0, got -5"]}
+    assert response.context["form"].errors == {"spec.limits": ["cpu: must be greater than or equal to 0, got -5"]}
 
 
 def test_an_unchanged_limit_is_not_warned_about_even_when_usage_is_over_it(lab):
     capped_lab()  # 16 CPU in use
     client = editor("change_nodepool")
-    client.post("/nodepools/capped/", {**form_for(client, "capped"), "cpu_limit": "8", "action": "save"})
-    response = client.post("/nodepools/capped/", {**form_for(client, "capped"), "weight": "7", "action": "preview"})
+    client.post("/nodepools/capped/", {**form_for(client, "capped"), "spec.limits": "cpu=8", "action": "save"})
+    response = client.post(
+        "/nodepools/capped/", {**form_for(client, "capped"), "spec.weight": "7", "action": "preview"}
+    )
     assert response.context["whatif"]["over_limits"] == []
     assert "Already over" not in response.content.decode()
 
@@ -310,14 +333,27 @@ def test_the_preview_comes_right_under_the_form_before_the_delete_section(lab):
 
 def test_the_editor_hides_managed_fields_and_a_save_keeps_them(lab):
     capped_lab()
-    owned = [{"manager": "ci", "operation": "Apply", "apiVersion": "karpenter.sh/v1", "fieldsType": "FieldsV1"}]
+    owned = [
+        {
+            "manager": "ci",
+            "operation": "Apply",
+            "apiVersion": "karpenter.sh/v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:template": {}}},
+        }
+    ]
     models.NodePool.objects.filter(name="capped").update(managed_fields=owned)
     client = editor("change_nodepool")
     data = form_for(client, "capped")
     assert "managedFields" not in data["manifest"]
-    client.post("/nodepools/capped/", {**data, "cpu_limit": "24", "action": "save"})
+    client.post("/nodepools/capped/", {**data, "spec.limits": "cpu=24", "action": "save"})
     row = models.NodePool.objects.get(name="capped")
-    assert (row.spec["limits"]["cpu"], row.managed_fields) == ("24", owned)
+    # Hidden is not cleared: ci keeps what it owns, and the save is recorded as the dashboard's (issue 27).
+    assert row.spec["limits"]["cpu"] == "24"
+    assert [(e["manager"], e["fieldsV1"]) for e in row.managed_fields] == [
+        ("ci", {"f:spec": {"f:template": {}}}),
+        ("karpui-dashboard", {"f:spec": {"f:limits": {"f:cpu": {}}}}),
+    ]
 
 
 def test_a_save_over_a_nodepool_changed_since_the_editor_opened_is_refused_and_loses_nothing(lab):
@@ -329,13 +365,13 @@ def test_a_save_over_a_nodepool_changed_since_the_editor_opened_is_refused_and_l
     ok("label", "nodepool", "capped", "team=a")
     ok("annotate", "nodepool", "capped", "karpui.dev/approval-mode=dry-run", "--overwrite")
 
-    preview = client.post("/nodepools/capped/", {**data, "cpu_limit": "30", "action": "preview"})
+    preview = client.post("/nodepools/capped/", {**data, "spec.limits": "cpu=30", "action": "preview"})
     message = (
         f"NodePool capped was changed by someone else since you opened it (resourceVersion {opened_at}, now "
         f"{opened_at + 2}): saving would undo their change. Reload the page to edit the current version."
     )
     assert preview.status_code == 200 and preview.context["conflict"] == message
-    saved = client.post("/nodepools/capped/", {**data, "cpu_limit": "30", "action": "save"})
+    saved = client.post("/nodepools/capped/", {**data, "spec.limits": "cpu=30", "action": "save"})
     assert saved.status_code == 409
     assert saved.context["conflict"] == (
         'Operation cannot be fulfilled on nodepools.karpenter.sh "capped": the object has been modified '
@@ -350,7 +386,7 @@ def test_a_save_over_a_nodepool_changed_since_the_editor_opened_is_refused_and_l
     assert not models.AuditEvent.objects.filter(action="update", target_name="capped", via="web").exists()
 
     reopened = form_for(client, "capped")
-    assert client.post("/nodepools/capped/", {**reopened, "cpu_limit": "30", "action": "save"}).status_code == 302
+    assert client.post("/nodepools/capped/", {**reopened, "spec.limits": "cpu=30", "action": "save"}).status_code == 302
     row = models.NodePool.objects.get(name="capped")
     assert (row.labels, row.annotations["karpui.dev/approval-mode"], row.spec["limits"]["cpu"]) == (
         {"team": "a"},

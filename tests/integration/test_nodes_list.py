@@ -57,7 +57,7 @@ def test_the_count_says_which_nodes_a_page_of_several_shows(lab, viewer):
 
     assert count_text("page=5") == "Nodes 301–375 of 400"
     assert count_text("page=6") == "Nodes 376–400 of 400"
-    assert count_text("page=99") == "Nodes 376–400 of 400"  # past the end: the last page
+    assert viewer.get("/nodes/?page=99").content.decode() == "page: 99 is past the last page, 6\n"
     assert count_text("nodepool=general&page=2") == "Nodes 76–150 of 390 matching the filters (400 in all)"
     assert count_text("nodepool=gpu") == "10 of 400 nodes shown"  # one page: all that match
     assert count_text("min_util=100") == "1 of 400 nodes shown"

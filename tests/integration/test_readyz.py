@@ -10,6 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from karpui import models
+from karpui.clusters import ticks
 
 CLOSED = "redis://:s3cret-password@127.0.0.1:1/0"  # nothing listens on port 1
 
@@ -77,14 +78,13 @@ def test_a_missing_broker_folder_is_a_503(ticked, filesystem_broker):
 
 
 def test_a_stale_tick_is_a_503_and_the_next_tick_makes_it_ready(lab, filesystem_broker, settings):
-    from karpui import services
 
     models.Cluster.objects.filter(pk=lab.pk).update(ticked_at=timezone.now() - timedelta(seconds=31))
     status, body = readyz()
     assert status == 503
     assert body["ticks"]["lab"]["ok"] is False and body["ticks"]["lab"]["age_seconds"] >= 31
 
-    services.clusters_tick()
+    ticks.clusters_tick()
 
     assert readyz()[0] == 200
 

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from karpui import lab as lab_runner
-from karpui import models, services
-from tests.karp import EXAMPLES, ok
+from karpui import models
+from karpui.clusters import ticks, warm
+from tests.karp import EXAMPLES, ok, table
 
 
 def provisioned(replicas="3"):
@@ -64,7 +64,7 @@ def test_a_bad_nodeclaim_is_logged_and_skipped_and_the_other_pods_still_get_node
     poison_nodeclaim(lab)
     provisioned()
     ok("advance", "10s")
-    assert [p.split()[2] for p in ok("get", "pods").splitlines()[1:]] == ["Running"] * 3
+    assert [p["STATUS"] for p in table("get", "pods")] == ["Running"] * 3
     errors = [json.loads(line) for line in ok("logs").splitlines() if '"Reconciler error"' in line]
     assert errors[0]["controller"] == "nodeclaim.lifecycle"
     assert errors[0]["NodeClaim"] == {"name": "poison", "namespace": ""}
@@ -80,7 +80,7 @@ def test_a_cluster_whose_tick_fails_does_not_stop_the_others(lab):
     start = timezone.now()
     models.Cluster.objects.filter(name="lab").update(clock=start, ticked_at=start)
     models.Cluster.objects.filter(name="broken").update(clock=start, ticked_at=start)
-    services.clusters_tick(now=start + timedelta(seconds=10))
+    ticks.clusters_tick(now=start + timedelta(seconds=10))
     healthy = models.Cluster.objects.get(name="lab")
     assert healthy.clock == start + timedelta(seconds=10)
     assert models.KubeObject.objects.filter(cluster=healthy, kind="NodeClaim").count() == 1
@@ -107,12 +107,18 @@ def test_a_stored_nodepool_that_no_longer_parses_is_left_out_and_the_good_one_st
     ok("apply", "-f", "-", stdin=nodepool.replace("  name: default\n", "  name: other\n", 1))
     models.NodePool.objects.filter(pk=bad.pk).update(annotations={"karpui.dev/approval-threshold": "lots"})
     ok("advance", "10s")
-    assert [p.split()[2] for p in ok("get", "pods").splitlines()[1:]] == ["Running"] * 3
-    assert {c.split()[0].rsplit("-", 1)[0] for c in ok("get", "nodeclaims").splitlines()[1:]} == {"other"}
+    assert [p["STATUS"] for p in table("get", "pods")] == ["Running"] * 3
+    assert {c["NAME"].rsplit("-", 1)[0] for c in table("get", "nodeclaims")} == {"other"}
     errors = [json.loads(line) for line in ok("logs").splitlines() if '"Reconciler error"' in line]
     assert errors[0]["controller"] == "nodepool"
     assert errors[0]["NodePool"] == {"name": "default", "namespace": ""}
     assert "metadata.annotations" in errors[0]["error"] and "lots" in errors[0]["error"]
+    conditions = {
+        c["type"]: c for c in json.loads(ok("get", "nodepool", "default", "-o", "json"))["status"]["conditions"]
+    }
+    assert (conditions["Ready"]["status"], conditions["ValidationSucceeded"]["status"]) == ("False", "False")
+    assert conditions["ValidationSucceeded"]["reason"] == "NodePoolValidationFailed"
+    assert conditions["ValidationSucceeded"]["message"].startswith("left out until fixed: metadata.annotations")
 
 
 @pytest.mark.django_db(transaction=True)  # the lab is kept warm only when a run commits
@@ -121,7 +127,7 @@ def test_a_nodepool_that_stops_parsing_while_the_lab_is_warm_is_reported(lab):
     when the run began: nothing said why the NodePool stopped provisioning."""
     provisioned()
     ok("advance", "1s")
-    assert lab.pk in lab_runner._warm
+    assert lab.pk in warm._warm
     models.NodePool.objects.filter(name="default").update(annotations={"karpui.dev/approval-threshold": "lots"})
     ok("advance", "10s")
     errors = [json.loads(line) for line in ok("logs").splitlines() if '"Reconciler error"' in line]
@@ -137,7 +143,7 @@ def test_a_stored_pod_that_cannot_be_read_is_reported_once_and_the_others_still_
     provisioned()
     ok("advance", "10s")
     ok("advance", "60s")
-    phases = {p.split()[0]: p.split()[2] for p in ok("get", "pods").splitlines()[1:]}
+    phases = {p["NAME"]: p["STATUS"] for p in table("get", "pods")}
     assert sorted(phases.values()) == ["Pending", "Running", "Running", "Running"]
     assert phases["unreadable"] == "Pending"
     errors = [json.loads(line) for line in ok("logs", "--since", "60s").splitlines() if '"Reconciler error"' in line]
@@ -160,12 +166,12 @@ def test_a_poison_pod_in_one_cluster_leaves_the_healthy_cluster_reconciling_in_t
         ok("scale", "deploy/inflate", "--replicas", "3", "--cluster", cluster)
     start = timezone.now()
     models.Cluster.objects.filter(name__in=("lab", "b")).update(clock=start, ticked_at=start)
-    services.clusters_tick(now=start + timedelta(seconds=10))
+    ticks.clusters_tick(now=start + timedelta(seconds=10))
     healthy, poisoned = models.Cluster.objects.get(name="lab"), models.Cluster.objects.get(name="b")
     assert (healthy.clock, poisoned.clock) == (start + timedelta(seconds=10), start + timedelta(seconds=10))
     assert models.KubeObject.objects.filter(cluster=healthy, kind="NodeClaim").count() == 1
-    assert [p.split()[2] for p in ok("get", "pods").splitlines()[1:]] == ["Running"] * 3
-    phases = {p.split()[0]: p.split()[2] for p in ok("get", "pods", "--cluster", "b").splitlines()[1:]}
+    assert [p["STATUS"] for p in table("get", "pods")] == ["Running"] * 3
+    phases = {p["NAME"]: p["STATUS"] for p in table("get", "pods", "--cluster", "b")}
     assert sorted(phases.values()) == ["Pending", "Running", "Running", "Running"]
     assert phases["unreadable"] == "Pending"
     # Reported once by the tick (the apply and the scale, loading b, reported it before).

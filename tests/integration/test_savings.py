@@ -6,9 +6,10 @@ from datetime import datetime, timedelta
 
 from django.test import override_settings
 
-from karpui import costs, models
+from karpui import models
+from karpui.history import costs
 from tests.integration.test_dashboard import logged_in, user
-from tests.karp import EXAMPLES, ok, rows
+from tests.karp import EXAMPLES, ok, rows, table
 
 PRICE = 0.054295  # c-2x-amd64-linux on demand
 
@@ -24,9 +25,9 @@ def consolidated_lab():
     ok("advance", "60s")
     ok("scale", "deploy/inflate", "--replicas", "0")
     ok("advance", "40s")
-    [command] = rows("get", "disruptioncommands")
-    assert command[5] == "Succeeded"
-    return command[0]
+    [command] = table("get", "disruptioncommands")
+    assert command["PHASE"] == "Succeeded"
+    return command["NAME"]
 
 
 def samples(cluster):
@@ -85,10 +86,12 @@ def test_the_savings_page_draws_cost_against_the_baseline_and_lists_each_command
     chart = response.context["chart"]
 
     [pool] = chart["pools"]
-    # 120 buckets of 3 min: the node's one minute at PRICE is a third of a bucket's average, maybe split over two.
-    assert pool["name"] == "default" and len(pool["cost"]) == 120
-    assert round(sum(pool["cost"]), 5) == round(PRICE / 3, 5)
-    assert chart["baseline"][-1] == PRICE and pool["cost"][-1] == 0.0
+    # 3-minute buckets on :00, :03, ...; none before the first cost sample, when the node launched: it cost PRICE
+    # for a minute, then nothing, while the baseline (without consolidation) goes on at PRICE.
+    known = [cost for cost in pool["cost"] if cost is not None]
+    assert pool["name"] == "default" and len(pool["cost"]) == len(chart["labels"])
+    assert pool["cost"][: len(pool["cost"]) - len(known)] == [None] * (len(pool["cost"]) - len(known))
+    assert known[0] > 0 and set(known[2:]) == {0.0} and chart["baseline"][-1] == PRICE
     assert json.loads(page.split('id="cost-series" type="application/json">')[1].split("</script>")[0]) == chart
     assert 'id="baseline-now">$0.0543<' in page and 'id="cost-now">$0.0000<' in page
     assert 'id="realised">$0.05<' in page  # $0.054295/h for 1 h and some seconds
@@ -115,9 +118,11 @@ def test_the_history_reads_a_fixed_number_of_queries(lab, django_assert_num_quer
     consolidated_lab()
     ok("advance", "2h")
     lab.refresh_from_db()
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         history = costs.history(lab, lab.clock - timedelta(hours=1), lab.clock)
-    assert history.pools == {"default": [0.0] * 60} and history.baseline == [PRICE] * 60
+    # Whole minutes from the one the hour began in, the last cut short at the clock.
+    count = 61 if lab.clock.second or lab.clock.microsecond else 60
+    assert history.pools == {"default": [0.0] * count} and history.baseline == [PRICE] * count
 
 
 def test_a_deleted_nodepools_series_ends_with_one_zero_sample_and_is_then_forgotten(lab):
@@ -141,7 +146,8 @@ def test_the_cards_show_the_cost_now_not_the_last_buckets_average(lab):
     response = logged_in(user()).get("/savings/?window=6h")
 
     assert (response.context["cost_now"], response.context["baseline_now"]) == (PRICE, PRICE)
-    assert response.context["chart"]["pools"][0]["cost"][-1] < PRICE
+    # The bucket the first sample falls in averages only the seconds since it (the time before was not seen).
+    assert response.context["chart"]["pools"][0]["cost"][-1] == PRICE
 
 
 def test_a_denied_saving_stops_counting_once_another_command_removes_its_node(lab):
@@ -150,11 +156,11 @@ def test_a_denied_saving_stops_counting_once_another_command_removes_its_node(la
     approver, denied = awaiting_command()
     logged_in(approver).post(f"/disruption/{denied}/deny", {"reason": "release freeze"})
     ok("advance", "5s")
-    [[node, *_]] = rows("get", "nodes")
+    [node] = [r["NAME"] for r in table("get", "nodes")]
     requester = logged_in(user("olga", "request_disruption"))
     requester.post(f"/nodes/{node}/disrupt", {"reason": "retire it by hand"})
     ok("advance", "15s")  # validated: awaiting a second person
-    [manual] = [r[0] for r in rows("get", "disruptioncommands") if r[0].startswith("manual-")]
+    [manual] = [r["NAME"] for r in table("get", "disruptioncommands") if r["NAME"].startswith("manual-")]
     logged_in(approver).post(f"/disruption/{manual}/approve")
     ok("advance", "30s")
     assert rows("get", "nodes") == []
@@ -178,7 +184,7 @@ def command(name, phase, nodes, finished, savings=0.05, reason="Underutilized"):
 
 
 def test_several_forgone_commands_about_one_node_count_once_the_newest():
-    from karpui.disruption import forgone
+    from karpui.gate.disruption import forgone
 
     commands = [
         command("dry-1", "DryRun", ["a"], "2026-12-01T10:00:00Z", 0.05),

@@ -142,14 +142,39 @@ def test_the_cli_refuses_an_unknown_cluster_until_the_operator_creates_it(lab):
         (["cluster", "create", "a" * 64], "error: cluster: Ensure this value has at most 63 characters (it has 64).\n"),
         (
             ["cluster", "make", "x"],
-            "error: usage: karp cluster create NAME [--mode lab|kwok|observe] [--kubeconfig FILE] [--context CTX]\n",
+            "error: usage: karp cluster create NAME [--mode lab|kwok|observe] [--kubeconfig FILE] [--context CTX] "
+            "[--components all|cluster|none]\n",
         ),
         (
             ["--cluster", "a b", "get", "nodes"],
             "error: cluster: Enter a valid “slug” consisting of letters, numbers, underscores or hyphens.\n",
+        ),
+        (
+            ["cluster", "create", "x", "--components", "some"],
+            "error: components: must be one of all, cluster, none, got 'some'\n",
+        ),
+        (
+            ["cluster", "create", "x", "--mode", "kwok", "--components", "cluster"],
+            "error: components: only a lab cluster runs components of karpui's; this one is reached\n",
         ),
     ],
 )
 def test_the_cli_refuses_bad_cluster_names_naming_the_field(lab, words, error):
     assert karp(*words) == (1, "", error)
     assert clusters() == ["lab"]
+
+
+def test_a_lab_made_with_components_cluster_is_a_plain_cluster_karpui_never_provisions(lab):
+    """`--components cluster`: the lab's cluster side runs (the Deployment's pods are made, and its scheduler finds
+    no node for them), karpui's controllers do not (no NodeClaim for them): a cluster for kwok mode to drive."""
+    assert ok("cluster", "create", "plain", "--components", "cluster") == (
+        "cluster.karpui.dev/plain created (lab, components cluster)\n"
+    )
+    assert models.Cluster.objects.get(name="plain").lab_components == "cluster"
+    event = models.AuditEvent.objects.get(target_kind="Cluster", target_name="plain")
+    assert event.after == {"mode": "lab", "components": "cluster"}
+    ok("--cluster", "plain", "apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("--cluster", "plain", "scale", "deploy/inflate", "--replicas", "3")
+    ok("--cluster", "plain", "advance", "30s")
+    assert rows("--cluster", "plain", "get", "nodeclaims") == []
+    assert {row[2] for row in rows("--cluster", "plain", "get", "pods")} == {"Pending"}

@@ -9,9 +9,11 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection, transaction
 
-from karpui import disruption, models, services
+from karpui import models
+from karpui.gate import disruption
+from karpui.people.audit import Actor
 from tests.integration.test_dashboard import awaiting_command, logged_in, user
-from tests.karp import EXAMPLES, karp, ok, rows
+from tests.karp import EXAMPLES, karp, ok, rows, table
 
 POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
 
@@ -32,7 +34,7 @@ def test_a_denial_is_final_whether_or_not_the_controllers_have_seen_it(lab, late
     if later:
         ok("advance", later)
     # Before the controllers run again only spec.approval holds the denial; the phase still says AwaitingApproval.
-    assert rows("get", "disruptioncommands")[0][5] == ("Denied" if later else "AwaitingApproval")
+    assert table("get", "disruptioncommands")[0]["PHASE"] == ("Denied" if later else "AwaitingApproval")
 
     code, out, err = karp("approve", name, "--as", "bob")
 
@@ -41,7 +43,7 @@ def test_a_denial_is_final_whether_or_not_the_controllers_have_seen_it(lab, late
     assert err.endswith("; the first decision is final\n")
     assert decisions() == [("deny", "alice")]
     ok("advance", "2m")
-    assert [c[5] for c in rows("get", "disruptioncommands")] == ["Denied"]
+    assert [c["PHASE"] for c in table("get", "disruptioncommands")] == ["Denied"]
     assert len(rows("get", "nodes")) == 1
 
 
@@ -49,11 +51,9 @@ def test_a_second_approval_is_refused_and_writes_no_row(lab):
     alice, name = awaiting_command()
     bob = second_approver()
     cluster = models.Cluster.objects.get(name="lab")
-    disruption.command_approve(cluster=cluster, name=name, actor=services.Actor.for_user(alice, "web"))
+    disruption.command_approve(cluster=cluster, name=name, actor=Actor.for_user(alice, "web"))
 
-    approved, refused = disruption.commands_approve(
-        cluster=cluster, names=[name], actor=services.Actor.for_user(bob, "web")
-    )
+    approved, refused = disruption.commands_approve(cluster=cluster, names=[name], actor=Actor.for_user(bob, "web"))
 
     assert approved == []
     assert refused[name].startswith(f'disruption command "{name}" was already approved by alice at ')
@@ -76,13 +76,13 @@ def test_four_eyes_on_a_single_approve_is_a_message_not_an_error_page(lab):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "1")
     ok("advance", "5s")
-    [node] = rows("get", "nodes")
+    [node] = table("get", "nodes")
     bob = user("bob", "approve_disruption", "request_disruption")
-    ok("disrupt", "node", node[0], "--as", "bob", "--reason", "noisy neighbour")
+    ok("disrupt", "node", node["NAME"], "--as", "bob", "--reason", "noisy neighbour")
     ok("advance", "20s")
-    [command] = rows("get", "disruptioncommands")
+    [command] = table("get", "disruptioncommands")
 
-    page = logged_in(bob).post(f"/disruption/{command[0]}/approve", follow=True)
+    page = logged_in(bob).post(f"/disruption/{command['NAME']}/approve", follow=True)
 
     assert page.status_code == 200 and page.redirect_chain == [("/disruption/", 302)]
     assert "bob asked for this disruption and may not approve it alone (four eyes)" in page.content.decode()
@@ -95,7 +95,7 @@ def _decide_on_own_connection(decide, name, person, outcomes, backends):
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             backends.append(cursor.fetchone()[0])
-        actor = services.Actor.for_user(person, "web")
+        actor = Actor.for_user(person, "web")
         cluster = models.Cluster.objects.get(name="lab")
         try:
             if decide == "approve":

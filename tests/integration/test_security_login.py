@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 
-from karpui.login import account_key
+from karpui.web.login import account_key
 
 PASSWORD = "pw-only-for-tests"
 LOCKED = "Too many failed logins for this account; try again in 15 minutes."
@@ -103,27 +103,62 @@ def test_a_right_password_for_an_account_the_admin_does_not_admit_is_not_a_failu
     assert cache.get(account_key("viktor")) is None
 
 
+def concurrently(passwords: list[str]) -> list[tuple[str, int]]:
+    """Log in to tess with each password at once, from threads released together: (password, status) each."""
+    start = threading.Barrier(len(passwords))
+    statuses: list[tuple[str, int]] = []
+
+    def attempt(password):
+        try:
+            start.wait()
+            statuses.append((password, log_in("/accounts/login/", "tess", password).status_code))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=attempt, args=(password,)) for password in passwords]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return statuses
+
+
 @pytest.mark.django_db(transaction=True)
 def test_forty_concurrent_wrong_passwords_get_exactly_the_limit_checked(settings, checked):
     settings.KARPUI_LOGIN_MAX_FAILURES = 5
     # Django's real hasher (the suite's default is MD5): each check takes long enough that the forty overlap in it.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
     User.objects.create_user("tess", password=PASSWORD)
-    start = threading.Barrier(40)
-    statuses: list[int] = []
 
-    def attempt():
-        try:
-            start.wait()
-            statuses.append(log_in("/accounts/login/", "tess", "wrong").status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=attempt) for _ in range(40)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    statuses = [status for _, status in concurrently(["wrong"] * 40)]
 
     assert len(checked) == 5
     assert sorted(statuses) == [200] * 5 + [429] * 35
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ten_concurrent_right_passwords_all_log_in(settings, checked):
+    """Issue 27, point 9: the throttle counted attempts, so ten people (or a deploy's ten replicas of a script)
+    logging in to one account at once had five refused with 429. It counts failures: checks beyond the limit's
+    worth at once wait for the earlier ones to finish, and a right password fails nothing."""
+    settings.KARPUI_LOGIN_MAX_FAILURES = 5
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    User.objects.create_user("tess", password=PASSWORD)
+
+    statuses = [status for _, status in concurrently([PASSWORD] * 10)]
+
+    assert (statuses, checked) == ([302] * 10, [])
+    assert cache.get(account_key("tess")) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_right_and_wrong_passwords_check_no_more_guesses_than_the_limit(settings, checked):
+    settings.KARPUI_LOGIN_MAX_FAILURES = 3
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    User.objects.create_user("tess", password=PASSWORD)
+
+    statuses = concurrently(["wrong"] * 10 + [PASSWORD] * 2)
+
+    wrong = [status for password, status in statuses if password == "wrong"]
+    assert len(checked) <= 3  # never more guesses checked than the limit, however they interleave
+    assert (wrong.count(200), set(wrong) <= {200, 429}) == (len(checked), True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from karpui import services
+from karpui.clusters import ticks
 from karpui.settings import feature_gates
 
 ROOT = Path(__file__).parent.parent.parent
@@ -15,10 +15,10 @@ ROOT = Path(__file__).parent.parent.parent
 
 def test_the_tick_advances_the_lab_clock_by_wall_time(lab):
     start = timezone.now()
-    services.clusters_tick(now=start)
+    ticks.clusters_tick(now=start)
     lab.refresh_from_db()
     clock = lab.clock
-    services.clusters_tick(now=start + timedelta(seconds=7))
+    ticks.clusters_tick(now=start + timedelta(seconds=7))
     lab.refresh_from_db()
     assert lab.clock - clock == timedelta(seconds=7)
     assert lab.ticked_at == start + timedelta(seconds=7)
@@ -28,20 +28,20 @@ def test_a_lab_ahead_of_wall_time_keeps_moving_at_wall_times_rate(lab):
     from tests.karp import ok
 
     start = timezone.now()
-    services.clusters_tick(now=start)
+    ticks.clusters_tick(now=start)
     ok("advance", "10m")  # `karp advance` while the server runs: the lab is now ten minutes ahead
     lab.refresh_from_db()
     ahead = lab.clock
-    services.clusters_tick(now=start + timedelta(seconds=7))
-    services.clusters_tick(now=start + timedelta(seconds=9))
+    ticks.clusters_tick(now=start + timedelta(seconds=7))
+    ticks.clusters_tick(now=start + timedelta(seconds=9))
     lab.refresh_from_db()
     assert lab.clock - ahead == timedelta(seconds=9)  # it did not stand still for ten minutes
 
 
 def test_a_lab_behind_wall_time_catches_up(lab):
     start = timezone.now()
-    services.clusters_tick(now=start)
-    services.clusters_tick(now=start + timedelta(hours=1))
+    ticks.clusters_tick(now=start)
+    ticks.clusters_tick(now=start + timedelta(hours=1))
     lab.refresh_from_db()
     assert lab.clock == start + timedelta(hours=1)
 
@@ -54,12 +54,17 @@ def test_the_tick_task_body_runs(lab):
     assert lab.ticked_at is not None
 
 
-def test_feature_gates_parse_karpenters_syntax():
+def test_feature_gates_parse_karpenters_syntax_over_its_defaults():
+    """Karpenter's ParseFeatureGates: the gates not named keep DefaultFeatureGates() (ReservedCapacity on)."""
     assert feature_gates("SpotToSpotConsolidation=true, NodeRepair=false") == {
-        "SpotToSpotConsolidation": True,
         "NodeRepair": False,
+        "ReservedCapacity": True,
+        "SpotToSpotConsolidation": True,
+        "NodeOverlay": False,
+        "StaticCapacity": False,
+        "CapacityBuffer": False,
     }
-    with pytest.raises(Exception, match="expected Name=true"):
+    with pytest.raises(Exception, match="malformed pair, expect string=bool"):
         feature_gates("SpotToSpotConsolidation")
 
 

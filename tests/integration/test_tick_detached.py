@@ -1,4 +1,4 @@
-"""A tick runs its engine without the cluster's row lock (karpui.lab.run_detached): writes meanwhile commit at once,
+"""A tick runs its engine without the cluster's row lock (karpui.clusters.lab.run_detached): writes meanwhile commit at once,
 come first, and win over the tick's own change of the same object, as the API server answers a stale write 409."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from karpui import lab, models
+from karpui import models
+from karpui.clusters import lab, warm
 from provisioner.lab import Lab
 from tests.karp import EXAMPLES, ok
 
@@ -61,17 +62,21 @@ def body(kind: str, name: str) -> dict[str, Any]:
 
 
 def worker_running() -> int:
-    """examples/provisioning with inflate scaled to 3 while a worker ticks (stored, not reacted to yet); the
-    cluster's resourceVersion after it."""
+    """examples/provisioning with inflate scaled to 3 while a worker ticks, and the tick after the scale (its
+    pods made, Pending, their provisioning batch open: the next tick provisions them); the cluster's
+    resourceVersion after it."""
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     now = timezone.now()
     models.Cluster.objects.filter(name="lab").update(clock=now, ticked_at=now)
     ok("scale", "deploy/inflate", "--replicas", "3")
+    assert lab.tick(models.Cluster.objects.get(name="lab"), now=now + timedelta(seconds=1))
+    assert sorted(row.phase for row in models.KubeObject.objects.filter(kind="Pod")) == ["Pending"] * 3
     return models.Cluster.objects.get(name="lab").resource_version
 
 
 def test_a_write_during_a_ticks_run_commits_at_once_and_wins_over_the_ticks_change_of_the_same_object(monkeypatch):
     before = worker_running()
+    status = body("Deployment", "inflate")["status"]  # 3 replicas, none ready yet
     finished = tick_with_a_write(monkeypatch, lambda: ok("label", "deploy", "inflate", "team=a"), 1)
     assert finished == [True]  # committed while the tick's engine ran, not after its commit
 
@@ -101,18 +106,18 @@ def test_a_write_during_a_ticks_run_commits_at_once_and_wins_over_the_ticks_chan
     deployment = body("Deployment", "inflate")
     assert deployment["metadata"]["labels"] == {"team": "a"}
     assert deployment["metadata"]["resourceVersion"] == str(before + 1)
-    assert deployment["status"]["replicas"] == 0
-    assert sorted(body("ReplicaSet", name)["status"]["replicas"] for name in names("ReplicaSet")) == [3]
+    assert deployment["status"] == status and status["readyReplicas"] == 0
+    assert sorted(body("ReplicaSet", name)["status"]["readyReplicas"] for name in names("ReplicaSet")) == [3]
 
     # The next tick (from memory: the write is in the lab it kept) sees the labelled Deployment and updates it.
-    kept = lab._warm[models.Cluster.objects.get(name="lab").pk].lab
+    kept = warm._warm[models.Cluster.objects.get(name="lab").pk].lab
     assert kept.store.must_get("Deployment", "inflate", "default")["metadata"]["labels"] == {"team": "a"}
     cluster = models.Cluster.objects.get(name="lab")
     assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=1))
-    assert lab._warm[cluster.pk].lab is kept
+    assert warm._warm[cluster.pk].lab is kept
     deployment = body("Deployment", "inflate")
     assert deployment["metadata"]["labels"] == {"team": "a"}
-    assert deployment["status"]["replicas"] == 3
+    assert deployment["status"]["readyReplicas"] == 3
 
 
 def names(kind: str) -> list[str]:
@@ -131,7 +136,7 @@ def test_a_tick_whose_cluster_ran_elsewhere_meanwhile_stores_nothing(monkeypatch
     assert cluster.clock == clock
     assert sorted(row.phase for row in models.KubeObject.objects.filter(kind="Pod")) == ["Pending"] * 3
     assert names("NodeClaim") == []
-    assert lab._warm[cluster.pk].token == cluster.engine_token  # the advance's lab is kept, not the tick's
+    assert warm._warm[cluster.pk].token == cluster.engine_token  # the advance's lab is kept, not the tick's
     assert lab.tick(cluster, now=clock + timedelta(seconds=5))  # the next tick goes on from the advance's lab
     assert names("NodeClaim") == ["default-vgmg7"]
 
@@ -143,12 +148,12 @@ def test_a_scale_during_a_ticks_run_of_the_same_deployment_is_acted_on_by_the_ne
     finished = tick_with_a_write(monkeypatch, lambda: ok("scale", "deploy/inflate", "--replicas", "5"), 1)
     assert finished == [True]
     cluster = models.Cluster.objects.get(name="lab")
-    kept = lab._warm[cluster.pk].lab
+    kept = warm._warm[cluster.pk].lab
     assert kept.store.cache_epoch == 1
     assert body("Deployment", "inflate")["spec"]["replicas"] == 5
     assert models.KubeObject.objects.filter(kind="Pod").count() == 3  # the run's, made from 3 replicas
     assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=1))
-    assert lab._warm[cluster.pk].lab is kept
+    assert warm._warm[cluster.pk].lab is kept
     assert models.KubeObject.objects.filter(kind="Pod").count() == 5
 
 
@@ -165,7 +170,7 @@ def test_a_pause_during_a_ticks_run_drops_the_run(monkeypatch):
     assert finished == [True]
     cluster = models.Cluster.objects.get(name="lab")
     assert cluster.paused_until is not None
-    assert names("NodeClaim") == [] and cluster.pk not in lab._warm  # dropped whole, its lab with it
+    assert names("NodeClaim") == [] and cluster.pk not in warm._warm  # dropped whole, its lab with it
     assert lab.tick(cluster, now=cluster.clock + timedelta(seconds=1))  # provisioning is not paused
     assert names("NodeClaim") == ["default-vgmg7"]
 

@@ -8,9 +8,10 @@ from datetime import timedelta
 import pytest
 from django.test import override_settings
 
-from karpui import lab as karplab
-from karpui import models, trends
-from karpui.timeseries import HOUR
+from karpui import models
+from karpui.clusters import lab as karplab
+from karpui.history import trend_series, trends
+from karpui.history.timeseries import HOUR
 from tests.integration.test_dashboard import logged_in, user
 from tests.karp import EXAMPLES, ok
 
@@ -92,7 +93,7 @@ def test_the_history_averages_gauges_over_each_bucket_and_takes_percentiles_and_
 ):
     m = busy_two_minutes
     with django_assert_num_queries(5):
-        history = trends.history(lab, m, m + timedelta(minutes=3), points=3)
+        history = trend_series.history(lab, m, m + timedelta(minutes=3), points=3)
 
     assert history.labels == [f"{m + timedelta(minutes=i):%H:%M}" for i in range(3)]
     # pod-seconds waiting / bucket seconds: 5 pods for 21 s and 5 for 20 s, then 5 for the first second of M+1
@@ -103,15 +104,15 @@ def test_the_history_averages_gauges_over_each_bucket_and_takes_percentiles_and_
     assert history.disruptions == {}
 
 
-def test_disruptions_are_nodes_per_hour_of_each_bucket(lab):
+def test_disruptions_are_the_nodes_each_bucket_took(lab):
     from tests.integration.test_savings import consolidated_lab
 
     consolidated_lab()
     lab.refresh_from_db()
     minute = lab.clock.replace(second=0, microsecond=0)
-    history = trends.history(lab, minute - timedelta(minutes=3), minute + timedelta(minutes=1), points=4)
-    # One node in a one-minute bucket: 60 an hour. The cluster's first sample is 2 minutes back: none before.
-    assert history.disruptions == {"Empty": [None, None, 0.0, 60.0]}
+    history = trend_series.history(lab, minute - timedelta(minutes=3), minute + timedelta(minutes=1), points=4)
+    # One node in the last one-minute bucket (not "60 an hour"). The cluster's first sample is 2 minutes back.
+    assert history.disruptions == {"Empty": [None, None, 0, 1]}
 
 
 def test_pods_that_start_inside_a_write_are_counted_once_and_a_rollouts_new_pods_again(lab):
@@ -132,8 +133,8 @@ def test_pods_that_start_inside_a_write_are_counted_once_and_a_rollouts_new_pods
 
 def test_percentiles_are_exact_nearest_ranks():
     seconds = Counter({1: 50, 10: 45, 30: 5})
-    assert [trends.percentile(seconds, p) for p in (50, 95, 96, 100)] == [1, 10, 30, 30]
-    assert trends.percentile(Counter(), 50) is None
+    assert [trend_series.percentile(seconds, p) for p in (50, 95, 96, 100)] == [1, 10, 30, 30]
+    assert trend_series.percentile(Counter(), 50) is None
 
 
 def test_the_trends_page_draws_four_charts_and_refreshes_its_live_section(lab, busy_two_minutes):
@@ -215,14 +216,14 @@ def test_a_long_window_read_from_the_hourly_rollup_equals_the_same_window_read_b
     for start in (end - timedelta(days=3), end - timedelta(days=2, hours=5, minutes=17)):
         first_whole_hour = start.replace(minute=0, second=0, microsecond=0) + HOUR  # start is never on the hour
         whole_hours = (end.replace(minute=0, second=0, microsecond=0) - first_whole_hour) / HOUR
-        assert len(trends._rolled_hours(lab, start, end)) == whole_hours  # every whole hour from the rollup
+        assert len(trend_series._rolled_hours(lab, start, end)) == whole_hours  # every whole hour from the rollup
         # Nine, or eight when the buckets start (on the hour before `start`) before the first sample: with no value
         # to carry in, Django skips that read. Which it is depends on the minute the test runs at.
         with django_assert_max_num_queries(9):
-            rolled = trends.history(lab, start, end)
+            rolled = trend_series.history(lab, start, end)
         hours = list(models.TrendHour.objects.all())
         models.TrendHour.objects.all().delete()
-        by_minute = trends.history(lab, start, end)
+        by_minute = trend_series.history(lab, start, end)
         models.TrendHour.objects.bulk_create(hours)
 
         assert rolled == by_minute

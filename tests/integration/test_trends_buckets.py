@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from karpui import models, selectors, trends
-from karpui.timeseries import Buckets
+from karpui import models
+from karpui.history import trend_series
+from karpui.history.timeseries import Buckets
+from karpui.insight import selectors
 
 CLOCK = datetime(2026, 3, 2, 18, 34, 16, tzinfo=UTC)
 
@@ -67,14 +69,14 @@ def test_a_disruption_counts_in_its_own_minute_and_no_rate_is_drawn_before_the_f
 
     chart = selectors.trends_overview(young_cluster, "auto")["chart"]
 
-    # 2 nodes in a 1-minute bucket: 120 an hour; the last bucket's 16 s are known and had none.
-    assert chart["disruptions"] == [{"name": "Empty", "values": [None] * 6 + [0.0, 0.0, 0.0, 120.0, 0.0]}]
+    # 2 nodes in the 18:33 bucket; the last bucket's 16 s are known and had none.
+    assert chart["disruptions"] == [{"name": "Empty", "values": [None] * 6 + [0, 0, 0, 2, 0]}]
 
 
 def test_a_bucket_the_first_sample_falls_inside_averages_only_the_time_since_it(young_cluster):
     """3-minute buckets on :00, :03, ...: 18:30's sample opens the bucket from 18:30, which holds 3 pods for its
     first minute, 1 for its second and none for its third; the bucket before it has no data."""
-    history = trends.history(young_cluster, at(18, 26), at(18, 35), points=3)
+    history = trend_series.history(young_cluster, at(18, 26), at(18, 35), points=3)
 
     assert history.labels == ["18:24", "18:27", "18:30", "18:33"]
     assert history.pending == [None, None, round((3.0 + 1.0 + 0.0) / 3, 3), 0.0]
@@ -110,3 +112,72 @@ def test_buckets_lie_on_whole_multiples_of_a_round_width(back, least, width, fir
     assert (buckets.width, buckets.start, buckets.count, buckets.end) == (width, first, count, CLOCK)
     assert buckets.edges[:-1] == tuple(first + width * i for i in range(count))
     assert buckets.edges[-2] < CLOCK == buckets.edges[-1]  # the last bucket ends at the clock, cut short
+
+
+def test_the_savings_chart_has_the_trends_buckets_whole_minutes_and_nothing_before_the_first_sample(young_cluster):
+    """The Savings chart cut its buckets from the window's start (18:24:16–18:25:16 labelled 18:24) and drew the
+    minutes before the first cost sample as $0: the misalignment the Trends chart had."""
+    models.CostSample.objects.create(
+        cluster=young_cluster, time=at(18, 30), nodepool="default", cost_per_hour=0.5, saved_per_hour=0.0, nodeclaims=1
+    )
+    models.CostSample.objects.create(
+        cluster=young_cluster,
+        time=at(18, 32, 30),
+        nodepool="default",
+        cost_per_hour=1.0,
+        saved_per_hour=0.25,
+        nodeclaims=2,
+    )
+
+    chart = selectors.savings_overview(young_cluster, "auto")["chart"]
+
+    assert chart["labels"] == labels(at(18, 24), 11)
+    # 18:32 holds 30 s at $0.5/h and 30 s at $1/h; the last bucket is 18:34:00–18:34:16 at $1/h.
+    assert chart["pools"] == [{"name": "default", "cost": [None] * 6 + [0.5, 0.5, 0.75, 1.0, 1.0]}]
+    assert chart["baseline"] == [None] * 6 + [0.5, 0.5, 0.875, 1.25, 1.25]
+
+
+def test_disruptions_are_counted_per_bucket_and_the_chart_says_the_buckets_width(young_cluster):
+    """3 nodes in a 1-minute bucket were drawn as 180 "nodes per hour"."""
+    models.ActivitySample.objects.create(cluster=young_cluster, time=at(18, 33), disrupted={"Empty": 3})
+
+    chart = selectors.trends_overview(young_cluster, "auto")["chart"]
+
+    assert chart["disruptions"] == [{"name": "Empty", "values": [None] * 6 + [0, 0, 0, 3, 0]}]
+    assert chart["bucket"] == "1 minute"
+    assert selectors.trends_overview(young_cluster, "30d")["chart"]["bucket"] == "6 hours"
+
+
+def test_a_chart_zooms_to_a_span_of_its_buckets(young_cluster):
+    from tests.integration.test_dashboard import logged_in, user
+
+    client = logged_in(user())
+    whole = client.get("/trends/").context["chart"]
+    assert whole["edges"][0] == "2026-03-02T18:24:00Z" and whole["edges"][-1] == "2026-03-02T18:34:16Z"
+    zoomed = client.get("/trends/", {"from": "2026-03-02T18:30:00Z", "to": "2026-03-02T18:33:00Z"})
+    chart = zoomed.context["chart"]
+    assert chart["labels"] == ["18:30", "18:31", "18:32"]
+    assert chart["pending"] == [3.0, 1.0, 0.0]
+    assert zoomed.context["window"] == "auto"  # kept for the way back out
+    body = zoomed.content.decode()
+    assert 'hx-get="/trends/?window=auto&amp;from=2026-03-02T18%3A30%3A00Z&amp;to=2026-03-02T18%3A33%3A00Z"' in body
+    assert 'id="zoom-out"' in body
+    polled = client.get(
+        "/trends/?window=auto&from=2026-03-02T18%3A30%3A00Z&to=2026-03-02T18%3A33%3A00Z", HTTP_HX_REQUEST="true"
+    )
+    assert polled.status_code == 200 and "18:33" not in polled.content.decode().split("trend-series")[1]
+    savings = client.get("/savings/", {"from": "2026-03-02T18:30:00Z", "to": "2026-03-02T18:33:00Z"})
+    assert savings.context["chart"]["labels"] == ["18:30", "18:31", "18:32"]
+    for query, said in (
+        (
+            {"from": "yesterday", "to": "2026-03-02T18:33:00Z"},
+            "from: must be a UTC time such as 2026-12-05T03:00:00Z, got 'yesterday'",
+        ),
+        ({"from": "2026-03-02T18:30:00Z"}, "to: a zoom needs both from and to"),
+        (
+            {"from": "2026-03-02T18:30:00Z", "to": "2026-03-02T18:30:30Z"},
+            "to: must be from a minute to 31 days after from",
+        ),
+    ):
+        refused = client.get("/trends/", query)
+        assert (refused.status_code, refused.content.decode()) == (400, said + "\n")

@@ -1,4 +1,4 @@
-"""The warm engine (karpui.lab): a process goes on from the lab it kept in memory, catching up from the change log,
+"""The warm engine (karpui.clusters.lab): a process goes on from the lab it kept in memory, catching up from the change log,
 and ends exactly where a cold load would have; writes made while a worker ticks are stored from a few rows and
 reacted to at the next tick."""
 
@@ -12,7 +12,10 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from karpui import lab, leases, models, objects
+from karpui import models
+from karpui.clusters import lab, leases
+from karpui.clusters import warm as warm_labs
+from karpui.writes import lab_objects
 from tests.karp import EXAMPLES, ok
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the warm lab is kept only when a run commits
@@ -40,7 +43,7 @@ def state(name: str) -> dict[str, Any]:
 
 
 def scenario(name: str, *, cold: bool) -> dict[str, Any]:
-    objects.system_namespaces_ensure(models.Cluster.objects.create(name=name, clock=START))
+    lab_objects.system_namespaces_ensure(models.Cluster.objects.create(name=name, clock=START))
 
     def step(*args: str) -> None:
         if cold:
@@ -59,7 +62,7 @@ def scenario(name: str, *, cold: bool) -> dict[str, Any]:
 
 def test_a_warm_run_ends_where_a_cold_load_would_have():
     warm = scenario("warm", cold=False)
-    assert models.Cluster.objects.get(name="warm").pk in lab._warm  # the runs above went on from memory
+    assert models.Cluster.objects.get(name="warm").pk in warm_labs._warm  # the runs above went on from memory
     cold = scenario("cold", cold=True)
     assert warm == cold  # every object with its body, every log record, the clock and the resourceVersion
     assert [key[2] for key in warm["objects"] if key[0] == "NodeClaim"] == ["default-twfpr"]  # the replacement
@@ -71,15 +74,15 @@ def test_while_a_worker_ticks_a_write_reads_only_its_rows_and_the_next_tick_reac
     now = timezone.now()
     models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)
     assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
-    assert cluster.pk in lab._warm
-    warm = lab._warm[cluster.pk].lab
+    assert cluster.pk in warm_labs._warm
+    warm = warm_labs._warm[cluster.pk].lab
     ok("scale", "deploy/inflate", "--replicas", "3")  # an engine is alive: stored, not reacted to here
     deployment = models.KubeObject.objects.get(kind="Deployment", name="inflate")
     assert deployment.body["spec"]["replicas"] == 3
     assert not models.KubeObject.objects.filter(kind="Pod").exists()
-    assert lab._warm[cluster.pk].lab is warm  # the write left the worker's lab alone
+    assert warm_labs._warm[cluster.pk].lab is warm  # the write left the worker's lab alone
     assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=3))
-    assert lab._warm[cluster.pk].lab is warm  # caught up from the change log, not reloaded
+    assert warm_labs._warm[cluster.pk].lab is warm  # caught up from the change log, not reloaded
     assert models.KubeObject.objects.filter(kind="Pod").count() == 3
 
 
@@ -91,18 +94,18 @@ def test_a_log_compacted_past_the_warm_lab_while_it_catches_up_makes_the_tick_lo
     now = timezone.now()
     models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)
     assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
-    warm = lab._warm[cluster.pk].lab
+    warm = warm_labs._warm[cluster.pk].lab
     ok("scale", "deploy/inflate", "--replicas", "3")  # stored from its rows: the warm lab catches up with it
-    read = lab._log_after
+    read = warm_labs._log_after
 
-    def pruned_meanwhile(cluster: models.Cluster, since: int) -> list[lab.LogRow]:
+    def pruned_meanwhile(cluster: models.Cluster, since: int) -> list[warm_labs.LogRow]:
         models.ChangeLogEntry.objects.filter(cluster=cluster).delete()
         models.Cluster.objects.filter(pk=cluster.pk).update(compacted_resource_version=F("resource_version"))
         return read(cluster, since)
 
-    monkeypatch.setattr(lab, "_log_after", pruned_meanwhile)
+    monkeypatch.setattr(warm_labs, "_log_after", pruned_meanwhile)
     assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=3))
-    assert lab._warm[cluster.pk].lab is not warm  # loaded again
+    assert warm_labs._warm[cluster.pk].lab is not warm  # loaded again
     assert models.KubeObject.objects.filter(kind="Pod").count() == 3  # and the scale was acted on
 
 
@@ -110,16 +113,16 @@ def test_a_run_elsewhere_makes_the_next_one_load_again():
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("advance", "1s")
     cluster = models.Cluster.objects.get(name="lab")
-    kept = lab._warm[cluster.pk].lab
+    kept = warm_labs._warm[cluster.pk].lab
     models.Cluster.objects.filter(pk=cluster.pk).update(engine_token="another-process")
     ok("advance", "1s")
-    assert lab._warm[cluster.pk].lab is not kept
+    assert warm_labs._warm[cluster.pk].lab is not kept
 
 
 def test_a_failed_run_drops_the_warm_lab():
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     cluster = models.Cluster.objects.get(name="lab")
-    assert cluster.pk in lab._warm
+    assert cluster.pk in warm_labs._warm
 
     def fail(running: Any) -> None:
         running.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "half-made"}})
@@ -127,7 +130,7 @@ def test_a_failed_run_drops_the_warm_lab():
 
     with pytest.raises(RuntimeError):
         lab.run("lab", fail)
-    assert cluster.pk not in lab._warm
+    assert cluster.pk not in warm_labs._warm
     ok("advance", "1s")
     assert not models.KubeObject.objects.filter(kind="Namespace", name="half-made").exists()
 
@@ -157,12 +160,12 @@ def test_a_warm_lab_that_cannot_go_on_is_freed_before_its_successor_is_loaded(mo
     now = timezone.now()
     models.Cluster.objects.filter(pk=cluster.pk).update(clock=now, ticked_at=now)
     assert lab.tick(models.Cluster.objects.get(pk=cluster.pk), now=now + timedelta(seconds=1))
-    stale = weakref.ref(lab._warm[cluster.pk].lab)
+    stale = weakref.ref(warm_labs._warm[cluster.pk].lab)
     models.Cluster.objects.filter(pk=cluster.pk).update(engine_token="another-process")
     alive_at_load = []
-    load = lab._loaded
+    load = warm_labs.loaded
     monkeypatch.setattr(
-        lab, "_loaded", lambda *args, **kwargs: alive_at_load.append(stale() is not None) or load(*args, **kwargs)
+        warm_labs, "loaded", lambda *args, **kwargs: alive_at_load.append(stale() is not None) or load(*args, **kwargs)
     )
     gc.disable()  # only an explicit collection may free it
     try:
@@ -180,7 +183,7 @@ def ticked(name: str, max_changes: int, monkeypatch: pytest.MonkeyPatch) -> dict
     monkeypatch.setattr(simulated, "POD_WRITES_PER_STEP", 2)
     monkeypatch.setattr(lab, "TICK_MAX_CHANGES", max_changes)
     cluster = models.Cluster.objects.create(name=name, clock=START, ticked_at=START)
-    objects.system_namespaces_ensure(cluster)
+    lab_objects.system_namespaces_ensure(cluster)
     ok("apply", "-f", str(EXAMPLES / "provisioning"), "--cluster", name)
     ok("scale", "deploy/inflate", "--replicas", "7", "--cluster", name)  # stored: the worker reacts
     for second in range(1, 41):
@@ -213,7 +216,7 @@ def test_a_large_warm_lab_is_frozen_out_of_full_collections_and_handed_back_when
     unfreezes first."""
     import gc
 
-    monkeypatch.setattr(lab, "FREEZE_AT_OBJECTS", 1)  # examples/provisioning's few objects count as large
+    monkeypatch.setattr(warm_labs, "FREEZE_AT_OBJECTS", 1)  # examples/provisioning's few objects count as large
     gc.unfreeze()
     try:
         ok("apply", "-f", str(EXAMPLES / "provisioning"))
@@ -227,7 +230,7 @@ def test_a_large_warm_lab_is_frozen_out_of_full_collections_and_handed_back_when
         assert gc.get_freeze_count() > 0
         ok("advance", "1s")  # warm, and no larger: nothing is frozen again
         frozen = gc.get_freeze_count()
-        objects = lab._warm[models.Cluster.objects.get(name="lab").pk].lab.store.size()
+        objects = warm_labs._warm[models.Cluster.objects.get(name="lab").pk].lab.store.size()
         ok("scale", "deploy/inflate", "--replicas", str(objects))  # pods, their events: more than twice the objects
         assert gc.get_freeze_count() > frozen
         frozen = gc.get_freeze_count()
@@ -238,7 +241,7 @@ def test_a_large_warm_lab_is_frozen_out_of_full_collections_and_handed_back_when
         with pytest.raises(RuntimeError):
             lab.run("lab", fail)
         assert frozen > 0 and gc.get_freeze_count() == 0
-        monkeypatch.setattr(lab, "FREEZE_AT_OBJECTS", 10**9)
+        monkeypatch.setattr(warm_labs, "FREEZE_AT_OBJECTS", 10**9)
         ok("advance", "1s")  # a small lab is left to the collector
         assert gc.get_freeze_count() == 0
     finally:

@@ -9,9 +9,14 @@ Everything is forwarded unchanged (responses streamed, so watches stay live) unl
 * `expire_watches(times)`: the next watches get an ERROR event with a 410 Status, as a server that no longer keeps
   the version asked for answers;
 * `cut_watches()`: close every open watch mid-stream (the connection just ends, as when a load balancer drops it);
-* `down`: refuse service by closing each connection without an answer (an API server that is not there).
+* `down`: refuse service by closing each connection without an answer (an API server that is not there);
+* `conflict_first_writes()`: the first write to each path (a create to a collection, an update, patch or delete of
+  an object) is answered 409 Conflict without being forwarded; the next one to that path goes through.
 
-It records every request it saw (`seen`), so a test can count what a client wrote.
+It records every request it saw (`seen`), so a test can count what a client wrote; with `record_bodies` on, every
+exchange too, request and answer bodies (a watch's events as they came), for tests/kube/apidiff.py. In front of a real
+kube-apiserver it speaks TLS upstream (`ssl_context`: the cluster's CA and the admin's client certificate; `token_context`:
+the CA alone, for a client that brings a bearer token of its own), while its clients talk plain HTTP to it on loopback.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import http.client
 import json
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -44,11 +50,25 @@ class Failure:
 
 
 @dataclass
+class Exchange:
+    """One request and its answer, as a client saw them."""
+
+    method: str
+    path: str
+    request: bytes
+    status: int
+    content_type: str
+    answer: bytes
+
+
+@dataclass
 class Faults:
     latency: float = 0.0
     down: bool = False
     failures: list[Failure] = field(default_factory=list)
     expire: int = 0
+    first_writes: bool = False
+    written: set[tuple[str, str]] = field(default_factory=set)
 
 
 class _Server(ThreadingHTTPServer):
@@ -63,8 +83,17 @@ class _Server(ThreadingHTTPServer):
 
 
 class FaultProxy:
-    def __init__(self, upstream: str) -> None:
+    def __init__(
+        self, upstream: str, ssl_context: ssl.SSLContext | None = None, token_context: ssl.SSLContext | None = None
+    ) -> None:
         self.upstream = urlsplit(upstream)
+        self.ssl_context = ssl_context
+        # kube-apiserver authenticates a client certificate before a bearer token: a client that sends a token is
+        # forwarded without the certificate, so it is who its token says.
+        self.token_context = token_context or ssl_context
+        self.headers: dict[str, str] = {}  # added to every request forwarded (a token for a client that sends none)
+        self.record_bodies = False
+        self.exchanges: list[Exchange] = []
         self.faults = Faults()
         self.lock = threading.Lock()
         self.seen: list[tuple[str, str, int]] = []  # method, path, status answered
@@ -89,6 +118,20 @@ class FaultProxy:
     ) -> None:
         with self.lock:
             self.faults.failures.append(Failure(status, reason, method, path, times, forward))
+
+    def conflict_first_writes(self) -> None:
+        with self.lock:
+            self.faults.first_writes = True
+
+    def _first_write(self, method: str, path: str) -> bool:
+        if method not in WRITES:
+            return False
+        key = (method, path.split("?", 1)[0])
+        with self.lock:
+            if not self.faults.first_writes or key in self.faults.written:
+                return False
+            self.faults.written.add(key)
+            return True
 
     def expire_watches(self, times: int = 1) -> None:
         with self.lock:
@@ -162,6 +205,11 @@ class FaultProxy:
             self._hang_up(handler, method, path)
             return
         watching = re.search(r"[?&]watch=(true|1)", path) is not None
+        if self._first_write(method, path):
+            message = "Operation cannot be fulfilled: the object has been modified (injected by the fault proxy)"
+            self._answer(handler, 409, _status(409, "Conflict", message))
+            self._record(method, path, 409)
+            return
         failure = self._take_failure(method, path)
         if failure is not None:
             if failure.forward:
@@ -177,13 +225,14 @@ class FaultProxy:
         if watching:  # from now on: a cut may come before the server has answered anything
             with self.lock:
                 self._watches.add(handler.connection)
-        upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=3600)
+        upstream = self._connect(3600, handler)
         try:
             response = self._send(upstream, handler, method, path, body)
         except OSError:
             self._hang_up(handler, method, path)  # the API server is not there: nor is an answer
             return
         self._record(method, path, response.status)
+        kept: list[bytes] | None = [] if self.record_bodies else None
         handler.send_response(response.status)
         for key, value in response.getheaders():
             if key.lower() not in ("connection", "transfer-encoding", "content-length"):
@@ -198,26 +247,42 @@ class FaultProxy:
                     break
                 handler.wfile.write(chunk)
                 handler.wfile.flush()
+                if kept is not None:
+                    kept.append(chunk)
                 if not watching:
                     break
-        except OSError:
-            pass  # cut: by cut_watches, or the client went away
+        except (OSError, http.client.HTTPException):
+            pass  # cut: by cut_watches, the client went away, or the API server died mid-answer (IncompleteRead)
         finally:
             with self.lock:
                 self._watches.discard(handler.connection)
+                if kept is not None:
+                    content_type = response.getheader("Content-Type") or ""
+                    self.exchanges.append(Exchange(method, path, body, response.status, content_type, b"".join(kept)))
             upstream.close()
+
+    def _connect(self, timeout: float, handler: BaseHTTPRequestHandler) -> http.client.HTTPConnection:
+        if self.upstream.scheme == "https":
+            token = handler.headers.get("Authorization", "").startswith("Bearer ")
+            context = self.token_context if token else self.ssl_context
+            return http.client.HTTPSConnection(
+                self.upstream.hostname, self.upstream.port, timeout=timeout, context=context
+            )
+        return http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=timeout)
 
     def _send(
         self, upstream: http.client.HTTPConnection, handler: BaseHTTPRequestHandler, method: str, path: str, body: bytes
     ) -> http.client.HTTPResponse:
         """Send the client's request upstream as it came; the upstream's response."""
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+        for key, value in self.headers.items():
+            headers.setdefault(key, value)
         upstream.request(method, self.upstream.path + path, body=body or None, headers=headers)
         return upstream.getresponse()
 
     def _forward(self, handler: BaseHTTPRequestHandler, method: str, path: str, body: bytes) -> None:
         """Send the request upstream and wait until it is done; its answer is dropped."""
-        upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=60)
+        upstream = self._connect(60, handler)
         try:
             self._send(upstream, handler, method, path, body).read()
         finally:
@@ -235,6 +300,8 @@ class FaultProxy:
     def _answer(self, handler: BaseHTTPRequestHandler, status: int, body: Any, *, line: bool = False) -> None:
         data = (json.dumps(body) + ("\n" if line else "")).encode()
         handler.send_response(status)
+        if status == 429:
+            handler.send_header("Retry-After", "1")  # as kube-apiserver's priority and fairness answers
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.send_header("Connection", "close")

@@ -38,6 +38,7 @@ class LabServer:
         self.process: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
         self._clusters = 0
+        self._ticking: set[str] = set()
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "REDIS_URL", "CELERY_"))}
@@ -90,11 +91,17 @@ class LabServer:
             self._clusters += 1
             name = f"{prefix}-{self._clusters}"
         self.command("cluster", name=name, components=components, clock=clock, tick=tick)
+        if tick:
+            self._ticking.add(name)
         return name
+
+    def ticking(self, cluster: str) -> bool:
+        return cluster in self._ticking
 
     def rest(self, cluster: str) -> None:
         """Stop a cluster made with `tick=True` following wall time, once its test is done with it."""
         self.command("rest", cluster=cluster)
+        self._ticking.discard(cluster)
 
     def kubeconfig(self, cluster: str, path: Path, server: str | None = None) -> Path:
         config = {
@@ -139,3 +146,34 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0, sync: Callable[[
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout} s: {check}")
         time.sleep(0.02)
+
+
+def run_contract_suites(kubeconfig: Path) -> list[str]:
+    """tests/contract's "real" parametrisation against the cluster `kubeconfig` names, as a user runs it with
+    KUBECONFIG set, in a pytest of its own: asserts that nothing was skipped or failed; the tests that passed."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KARPUI_TEST_WORKERS": "0"}
+    done = subprocess.run(  # noqa: S603 - this interpreter, this repository's tests
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rA",
+            "-n",
+            "0",
+            "tests/contract",
+            "-k",
+            "real",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert not [line for line in lines if line.startswith(("SKIPPED", "FAILED", "ERROR"))], done.stdout[-4000:]
+    return [line.split("::")[0] for line in lines if line.startswith("PASSED") and line.endswith("[real]")]

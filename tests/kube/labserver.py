@@ -68,34 +68,35 @@ class Commands:
         return {"name": name}
 
     def write(self, cluster: str, objects: list[dict[str, Any]], apply: bool = False) -> Any:
-        from karpui import lab
+        from karpui.clusters import lab
 
         with lab.writing(cluster) as api:
             written = [api.apply(obj)[0] if apply else api.create(obj) for obj in objects]  # type: ignore[attr-defined]
             return {"objects": json.loads(json.dumps(written))}
 
     def delete(self, cluster: str, kind: str, name: str, namespace: str = "") -> Any:
-        from karpui import lab
+        from karpui.clusters import lab
 
         with lab.writing(cluster) as api:
             api.delete(kind, name, namespace)
         return {}
 
     def advance(self, cluster: str, seconds: float) -> Any:
-        from karpui import lab
+        from karpui.clusters import lab
 
         lab.advance(cluster, seconds)
         return {}
 
     def get(self, cluster: str, kind: str) -> Any:
-        from karpui import lab, models
+        from karpui import models
+        from karpui.clusters import lab
 
         return {"objects": lab.objects(models.Cluster.objects.get(name=cluster), kind)}
 
     def compact(self, cluster: str) -> Any:
         """Forget the change log, as etcd compaction does: watches from before now answer 410 Gone."""
         from karpui import models
-        from karpui.kubeapi import changelog
+        from karpui.clusters import changelog
 
         changelog.compact(models.Cluster.objects.get(name=cluster).pk)
         return {}
@@ -111,7 +112,8 @@ class Commands:
     def tick(self) -> None:
         from django.utils import timezone
 
-        from karpui import lab, models
+        from karpui import models
+        from karpui.clusters import lab
 
         with self.lock:
             names = sorted(self.ticking)

@@ -1,5 +1,8 @@
 """What a request needs from RBAC: each (method, path) a client sent, as the API server's authorizer sees it — API
-group, resource (with its subresource), verb — checked against the rules of deploy/'s rendered roles."""
+group, resource (with its subresource), verb, and the namespace it is in — checked against deploy/'s rendered roles
+as RBAC checks them: a ClusterRole bound by a ClusterRoleBinding grants in every namespace (and for requests across
+all of them or of cluster-scoped objects); a Role, or a ClusterRole bound by a RoleBinding, only inside the
+binding's namespace."""
 
 from __future__ import annotations
 
@@ -43,29 +46,64 @@ def attributes(method: str, path: str) -> Attributes | None:
     return Attributes(group, resource, verb)
 
 
-def allowed(roles: Iterable[dict[str, Any]]) -> set[Attributes]:
-    """Every (group, resource, verb) the roles' rules grant (no wildcards: deploy/'s roles name each one)."""
+class Grant(NamedTuple):
+    attributes: Attributes
+    namespace: str | None  # None: in every namespace, and cluster-wide
+
+
+def namespace_of(path: str) -> str | None:
+    """The namespace a request is in; None for a cluster-scoped object or a request across every namespace."""
+    match = re.search(r"/(?:api/v1|apis/[^/]+/[^/]+)/namespaces/([^/?]+)/[^/?]+", urlsplit(path).path)
+    return match.group(1) if match else None
+
+
+def _rules(role: dict[str, Any]) -> set[Attributes]:
+    """The (group, resource, verb) a role's rules grant (no wildcards: deploy/'s roles name each one)."""
     return {
         Attributes(group, resource, verb)
-        for role in roles
-        for rule in role["rules"]
+        for rule in role.get("rules") or []
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
 
 
-def denied(seen: Iterable[tuple[str, str, int]], roles: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
-    """The requests (method, path) the roles would have refused with a 403."""
-    grants = allowed(roles)
+def allowed(objects: Iterable[dict[str, Any]], subject: tuple[str, str] = ("karpui", "karpui")) -> set[Grant]:
+    """What the RBAC objects grant the ServiceAccount `subject` (namespace, name), and where: each grant is in one
+    namespace, or in every one (None)."""
+    objects = list(objects)
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects}
+    grants: set[Grant] = set()
+    for binding in objects:
+        if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
+            continue
+        namespace = binding["metadata"].get("namespace") if binding["kind"] == "RoleBinding" else None
+        if not any(
+            (s.get("kind"), s.get("namespace") or namespace, s.get("name")) == ("ServiceAccount", *subject)
+            for s in binding.get("subjects") or []
+        ):
+            continue
+        ref = binding["roleRef"]
+        role = roles.get((ref["kind"], namespace if ref["kind"] == "Role" else None, ref["name"]))
+        grants |= {Grant(a, namespace) for a in _rules(role or {})}
+    return grants
+
+
+def denied(seen: Iterable[tuple[str, str, int]], objects: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The requests (method, path) the RBAC objects would have refused with a 403."""
+    grants = allowed(objects)
     refused = []
     for method, path, _ in seen:
         needed = attributes(method, path)
-        if needed is not None and needed not in grants:
+        if needed is None or Grant(needed, None) in grants:
+            continue
+        namespace = namespace_of(path)
+        if namespace is None or Grant(needed, namespace) not in grants:
             refused.append((method, path))
     return refused
 
 
 def roles(overlay: str) -> list[dict[str, Any]]:
-    """The ClusterRole and the Role (the engines' Lease) an overlay of deploy/ grants karpui's ServiceAccount."""
-    return [o for o in rendered(overlay) if o["kind"] in ("ClusterRole", "Role")]
+    """The RBAC objects an overlay of deploy/ renders: Roles, ClusterRoles and the bindings that give them to
+    karpui's ServiceAccount."""
+    return [o for o in rendered(overlay) if o["kind"] in ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")]

@@ -4,15 +4,12 @@ cluster left as it was found."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from provisioner.adapters.direct import UncachedCluster
 from provisioner.adapters.transport import Transport
-from tests.kube.harness import ROOT
+from tests.kube.harness import run_contract_suites
 
 
 def test_the_contract_suites_pass_against_the_cluster_kubeconfig_names_and_leave_it_clean(
@@ -24,21 +21,7 @@ def test_the_contract_suites_pass_against_the_cluster_kubeconfig_names_and_leave
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "kind-control-plane"}}
     cluster.create(node)  # a real cluster is never empty: what was there is not the suites' business
     before = {kind: len(cluster.list(kind)) for kind in ("Namespace", "Node", "Pod", "PodDisruptionBudget")}
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KARPUI_TEST_WORKERS": "0"}
-
-    done = subprocess.run(  # noqa: S603 - this interpreter, this repository's tests
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "tests/contract", "-k", "real"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    lines = done.stdout.splitlines()
-    assert not [line for line in lines if line.startswith(("SKIPPED", "FAILED", "ERROR"))], done.stdout[-4000:]
-    passed = [line.split("::")[0] for line in lines if line.startswith("PASSED") and line.endswith("[real]")]
+    passed = run_contract_suites(kubeconfig)
     # The reads of objects others wrote, which need `seed`, ran too (they were skipped on a real cluster).
     assert passed.count("PASSED tests/contract/test_cluster_reads.py") == 4
     assert passed.count("PASSED tests/contract/test_cluster_api.py") == 11

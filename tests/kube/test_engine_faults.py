@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from karpui import models
-from karpui.engines import Engine
+from karpui.clusters.engines import Engine
 from provisioner.adapters.direct import UncachedCluster
 from provisioner.adapters.transport import Transport
 from provisioner.leaderelection import ElectionConfig

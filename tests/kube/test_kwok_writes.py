@@ -11,14 +11,16 @@ from typing import Any
 import pytest
 import yaml
 
-from karpui import models, services
+from karpui import models
+from karpui.people.audit import Actor
+from karpui.writes import configs
 from provisioner.adapters.direct import UncachedCluster
 from provisioner.adapters.transport import Transport
 from provisioner.manifests.nodepool import parse_nodepool
 from tests.karp import EXAMPLES
 
 pytestmark = pytest.mark.django_db
-ACTOR = services.Actor("ann", "web")
+ACTOR = Actor("ann", "web")
 
 
 def test_a_nodepool_applied_and_deleted_for_a_kwok_cluster_lands_in_the_cluster_and_its_mirror(
@@ -30,7 +32,7 @@ def test_a_nodepool_applied_and_deleted_for_a_kwok_cluster_lands_in_the_cluster_
     cluster = UncachedCluster(Transport.from_kubeconfig(str(kubeconfig)))
     _, manifest = [d for d in yaml.safe_load_all((EXAMPLES / "provisioning" / "nodepool.yaml").read_text()) if d]
 
-    created = services.nodepool_apply(cluster=row, nodepool=parse_nodepool(manifest), actor=ACTOR)
+    created = configs.nodepool_apply(cluster=row, nodepool=parse_nodepool(manifest), actor=ACTOR)
 
     assert created.outcome == "created"
     [stored] = cluster.list("NodePool")
@@ -39,7 +41,7 @@ def test_a_nodepool_applied_and_deleted_for_a_kwok_cluster_lands_in_the_cluster_
     assert models.NodePool.objects.get(cluster=row, name="default").spec == stored["spec"]
 
     manifest["spec"]["disruption"]["consolidateAfter"] = "5m"
-    configured = services.nodepool_apply(cluster=row, nodepool=parse_nodepool(manifest), actor=ACTOR)
+    configured = configs.nodepool_apply(cluster=row, nodepool=parse_nodepool(manifest), actor=ACTOR)
 
     assert configured.outcome == "configured"
     [stored] = cluster.list("NodePool")
@@ -47,7 +49,7 @@ def test_a_nodepool_applied_and_deleted_for_a_kwok_cluster_lands_in_the_cluster_
     assert stored["metadata"]["generation"] == 2  # the server saw a spec change
     assert models.NodePool.objects.get(cluster=row, name="default").spec["disruption"]["consolidateAfter"] == "5m"
 
-    message = services.object_delete(cluster=row, kind="NodePool", name="default", actor=ACTOR)
+    message = configs.config_delete(cluster=row, kind="NodePool", name="default", actor=ACTOR)
 
     assert message == 'nodepool.karpenter.sh "default" deleted'
     assert cluster.list("NodePool") == []

@@ -1,5 +1,6 @@
-"""observe mode: Karpenter provisions; karpui mirrors, explains and proposes, and carries out an approved command by
-deleting its NodeClaims, writing nothing else to the cluster. The stand-in for "a cluster running Karpenter" is
+"""observe mode: Karpenter provisions; karpui mirrors and explains, holds Karpenter's voluntary disruption in the
+NodePools a person gates and proposes there instead, writing nothing else to the cluster (the release of an approved
+command to Karpenter is tested against Karpenter itself: test_observe_karpenter.py). The stand-in for "a cluster running Karpenter" is
 the lab's API in a process of its own running everything (its own provisioning, termination and budgets are
 Karpenter's behaviour), reached through the fault proxy, which counts every write."""
 
@@ -12,11 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
-from karpui import disruption, models, services
-from karpui.engines import Engine
+from karpui import models
+from karpui.clusters.engines import Engine
 from provisioner.adapters.direct import UncachedCluster
 from provisioner.adapters.transport import Transport
 from provisioner.leaderelection import ElectionConfig
@@ -26,9 +27,9 @@ from tests.kube.rbac import Attributes, attributes, denied, roles
 
 pytestmark = pytest.mark.django_db
 
-# Karpenter's side of the handover: its NodePool says "no voluntary disruption for these reasons" (a budget of
-# 0 nodes), so Karpenter never consolidates on its own; karpui reads that budget as its cue and proposes instead.
-HANDOVER = [{"nodes": "0", "reasons": ["Empty", "Drifted", "Underutilized"]}, {"nodes": "10%"}]
+# What Karpenter's CRD defaults a NodePool's budgets to; karpui's gate puts its hold before it.
+OWN_BUDGETS = [{"nodes": "10%"}]
+HELD = [{"nodes": "0"}, *OWN_BUDGETS]
 
 
 def until(check: Any, engine: Engine, timeout: float = 90.0, what: str = "") -> Any:
@@ -49,39 +50,70 @@ def observed(lab_api: Any, tmp_path: Path) -> Iterator[tuple[models.Cluster, Unc
     kubeconfig = lab_api.kubeconfig(name, tmp_path / "kubeconfig", server=proxy.url)
     direct = lab_api.kubeconfig(name, tmp_path / "direct")
     row = models.Cluster.objects.create(name="prod", mode=models.Cluster.Mode.OBSERVE, kubeconfig=str(kubeconfig))
-    yield row, UncachedCluster(Transport.from_kubeconfig(str(direct))), proxy
+    client = UncachedCluster(Transport.from_kubeconfig(str(direct)))
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karpui"}})
+    yield row, client, proxy
     proxy.stop()
     lab_api.rest(name)
 
 
-def test_observe_mode_proposes_and_an_approved_delete_is_its_only_write(observed: Any) -> None:
+def test_observe_mode_holds_a_gated_nodepool_proposes_there_only_and_writes_nothing_else(observed: Any) -> None:
     row, karpenter, proxy = observed
     nodeclass, nodepool = [
         d for d in yaml.safe_load_all((EXAMPLES / "provisioning" / "nodepool.yaml").read_text()) if d
     ]
-    nodepool["metadata"]["annotations"] = {"karpui.dev/approval-mode": "manual"}
-    nodepool["spec"]["disruption"]["budgets"] = HANDOVER
+    gated = {**nodepool, "metadata": {"name": "gated", "annotations": {"karpui.dev/approval-mode": "manual"}}}
+    gated["spec"] = {**nodepool["spec"], "disruption": {**nodepool["spec"]["disruption"], "budgets": OWN_BUDGETS}}
+    left = {**gated, "metadata": {"name": "karpenters"}}  # approval mode auto (none): Karpenter's own to disrupt
+    left["spec"] = {**gated["spec"], "weight": 10}  # Karpenter launches here first
     for document in (
         nodeclass,
-        nodepool,
+        gated,
+        left,
         *yaml.safe_load_all((EXAMPLES / "provisioning" / "deployment.yaml").read_text()),
     ):
         karpenter.create(document)
-    karpenter.patch("Deployment", "inflate", "default", {"spec": {"replicas": 2}})
     engine = Engine.open(
         row,
         election=ElectionConfig(
-            identity="observer", name="karpui-engine", lease_duration=3.0, renew_deadline=2.0, retry_period=0.25
+            identity="observer",
+            name="karpui-engine",
+            namespace="karpui",  # where deploy/'s Role grants the Lease
+            lease_duration=3.0,
+            renew_deadline=2.0,
+            retry_period=0.25,
         ),
     )
     try:
-        until(lambda: karpenter.list("NodeClaim") and engine.leading, engine, what="Karpenter launched a node")
+        until(
+            lambda: karpenter.get("NodePool", "gated")["spec"]["disruption"]["budgets"] == HELD,
+            engine,
+            what="karpui held the gated NodePool (a budget of 0 nodes for every reason, before its own)",
+        )
+        assert karpenter.get("NodePool", "karpenters")["spec"]["disruption"]["budgets"] == OWN_BUDGETS
+        karpenter.patch("Deployment", "inflate", "default", {"spec": {"replicas": 2}})
+        until(lambda: karpenter.list("NodeClaim"), engine, what="Karpenter launched a node")
+        [first] = karpenter.list("NodeClaim")
+        assert first["metadata"]["labels"]["karpenter.sh/nodepool"] == "karpenters"
         until(
             lambda: models.KubeObject.objects.filter(cluster=row, kind="Pod", phase="Running").count() == 2,
             engine,
             what="the mirror shows both pods running",
         )
+        karpenter.patch("Deployment", "inflate", "default", {"spec": {"replicas": 0}})
+        until(lambda: not karpenter.list("NodeClaim"), engine, what="Karpenter removed its own empty node")
+        assert models.KubeObject.objects.filter(cluster=row, kind="DisruptionCommand").count() == 0
+        # The same in the gated NodePool: Karpenter is held there, and karpui proposes for a person instead.
+        karpenter.patch("NodePool", "karpenters", "", {"spec": {"limits": {"cpu": "0"}}})
+        karpenter.patch("Deployment", "inflate", "default", {"spec": {"replicas": 2}})
+        until(lambda: karpenter.list("NodeClaim"), engine, what="Karpenter launched a node in the gated NodePool")
         [claim] = karpenter.list("NodeClaim")
+        assert claim["metadata"]["labels"]["karpenter.sh/nodepool"] == "gated"
+        until(
+            lambda: models.KubeObject.objects.filter(cluster=row, kind="Pod", phase="Running").count() == 2,
+            engine,
+            what="the mirror shows both pods running",
+        )
         karpenter.patch("Deployment", "inflate", "default", {"spec": {"replicas": 0}})
         command = until(
             lambda: models.KubeObject.objects.filter(
@@ -92,38 +124,20 @@ def test_observe_mode_proposes_and_an_approved_delete_is_its_only_write(observed
         )
         assert command.body["spec"]["reason"] == "Empty"
         assert [c["nodeclaim"] for c in command.body["spec"]["candidates"]] == [claim["metadata"]["name"]]
-        time.sleep(2)  # Karpenter's budget of 0 keeps it from removing the node itself meanwhile
+        time.sleep(2)  # the hold keeps Karpenter from removing the node itself meanwhile
         engine.step(time.time())
         assert [c["metadata"]["name"] for c in karpenter.list("NodeClaim")] == [claim["metadata"]["name"]]
-
-        approver = User.objects.create_user("ann", password="ann-pass-1")
-        approver.groups.add(Group.objects.get(name="approvers"))
-        disruption.command_approve(
-            cluster=row, name=command.name, actor=services.Actor.for_user(approver, "web"), reason="empty"
-        )
-        until(lambda: not karpenter.list("NodeClaim"), engine, what="the approved command deleted the NodeClaim")
-        until(
-            lambda: (
-                models.KubeObject.objects.get(cluster=row, kind="DisruptionCommand", name=command.name).phase
-                == "Succeeded"
-            ),
-            engine,
-            what="the command succeeded once Karpenter removed the node",
-        )
     finally:
         engine.stop()
-    writes = [(method, path) for method, path, _ in proxy.seen if method in WRITES and "/leases" not in path]
-    assert writes == [
-        (
-            "DELETE",
-            f"/k8s/clusters/{karpenter_name(proxy, row)}/apis/karpenter.sh/v1/nodeclaims/{claim['metadata']['name']}",
-        )
-    ]
-    # Every request is one deploy/'s observe roles allow: reads, the Lease, and deleting NodeClaims.
+    writes = {
+        (method, path.split("/", 4)[4]) for method, path, _ in proxy.seen if method in WRITES and "/leases" not in path
+    }
+    assert writes == {("PUT", "apis/karpenter.sh/v1/nodepools/gated")}
+    # Every request is one deploy/'s observe roles allow: reads, the Lease, and the gate's writes.
     assert denied(proxy.seen, roles("observe")) == []
     sent = {attributes(method, path) for method, path, _ in proxy.seen}
-    assert {a for a in sent if a is not None and a.verb not in ("get", "list", "watch")} <= {
-        Attributes("karpenter.sh", "nodeclaims", "delete"),
+    assert {a for a in sent if a is not None and a.verb not in ("get", "list", "watch")} == {
+        Attributes("karpenter.sh", "nodepools", "update"),
         Attributes("coordination.k8s.io", "leases", "create"),
         Attributes("coordination.k8s.io", "leases", "update"),
     }
@@ -133,8 +147,3 @@ def test_observe_mode_proposes_and_an_approved_delete_is_its_only_write(observed
     client.force_login(admin)
     for page in ("/", "/nodes/", "/pods/pending/", "/disruption/", "/savings/", "/events/"):
         assert client.get(f"{page}?cluster=prod").status_code == 200, page
-
-
-def karpenter_name(proxy: FaultProxy, row: models.Cluster) -> str:
-    path = next(path for _, path, _ in proxy.seen if path.startswith("/k8s/clusters/"))
-    return path.split("/")[3]

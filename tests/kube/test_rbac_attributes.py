@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kube.rbac import Attributes, attributes
+from tests.kube.rbac import Attributes, attributes, denied, roles
 
 PREFIX = "/k8s/clusters/kwok-1"
 
@@ -34,3 +34,25 @@ PREFIX = "/k8s/clusters/kwok-1"
 )
 def test_a_request_needs_the_verb_on_its_resource(method: str, path: str, expected: Attributes | None) -> None:
     assert attributes(method, PREFIX + path) == expected
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "refused"),
+    [
+        # The Role in karpui grants the engines' Lease there, and nowhere else.
+        ("PUT", "/apis/coordination.k8s.io/v1/namespaces/karpui/leases/karpui-engine", False),
+        ("GET", "/apis/coordination.k8s.io/v1/namespaces/karpui/leases/karpui-engine", False),
+        ("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/karpui-engine", True),
+        # A Role is no grant across every namespace: an informer of every Lease in the cluster is a 403.
+        ("GET", "/apis/coordination.k8s.io/v1/leases?watch=true&resourceVersion=7", True),
+        ("GET", "/apis/coordination.k8s.io/v1/leases?limit=500", True),
+        # The ClusterRole grants in every namespace and across all of them.
+        ("GET", "/api/v1/pods?limit=500", False),
+        ("POST", "/api/v1/namespaces/team-a/pods/web-1/eviction", False),
+        ("POST", "/api/v1/namespaces/team-a/pods", True),
+    ],
+)
+def test_roles_grant_only_in_their_namespace_and_cluster_roles_everywhere(
+    method: str, path: str, refused: bool
+) -> None:
+    assert denied([(method, PREFIX + path, 200)], roles("kwok")) == ([(method, PREFIX + path)] if refused else [])

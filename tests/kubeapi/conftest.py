@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.karp import ok
+from tests.karp import columns, ok
 
 KUBECTL = "/usr/bin/kubectl"
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +105,10 @@ class Kubectl:
 
     def rows(self, *args: str) -> list[list[str]]:
         return [line.split() for line in self.ok(*args).splitlines()[1:]]
+
+    def table(self, *args: str) -> list[dict[str, str]]:
+        """kubectl's table as rows keyed by column header (`row["STATUS"]`)."""
+        return columns(self.ok(*args))
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)}

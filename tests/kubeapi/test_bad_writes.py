@@ -69,7 +69,10 @@ DEPLOYMENT = {
     "spec": {
         "replicas": 1,
         "selector": {"matchLabels": {"app": "web"}},
-        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web"}]}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+        },
     },
 }
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -298,7 +301,7 @@ spec:
 spec:
   replicas: 2
   selector: {matchLabels: {app: web}}
-  template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web}]}}
+  template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}
 """
 
 

@@ -8,9 +8,11 @@ from typing import Any
 
 from django.utils import timezone
 
-from karpui import lab as labs
-from karpui import models, services
-from karpui.kubeapi import changelog
+from karpui import models
+from karpui.clusters import changelog, registry
+from karpui.clusters import lab as labs
+from karpui.people.audit import Actor
+from karpui.writes import configs
 from tests.karp import EXAMPLES, ok
 
 
@@ -27,7 +29,7 @@ def pod(name: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
-        "spec": {"containers": [{"name": "c"}], "nodeSelector": {"nowhere": "true"}},
+        "spec": {"containers": [{"name": "c", "image": "c"}], "nodeSelector": {"nowhere": "true"}},
     }
 
 
@@ -75,13 +77,13 @@ def test_nodepools_and_node_classes_take_the_cluster_s_versions_whoever_writes_t
     row = models.NodePool.objects.get(name="default")
     lab.refresh_from_db()
     assert row.resource_version == lab.resource_version == base + 2
-    services.object_delete(cluster=lab, kind="NodePool", name="default", actor=services.Actor("t", "cli"))
+    configs.config_delete(cluster=lab, kind="NodePool", name="default", actor=Actor("t", "cli"))
     [*_, deleted] = models.ChangeLogEntry.objects.order_by("resource_version")
     assert (deleted.type, deleted.kind, deleted.resource_version) == ("DELETED", "NodePool", base + 3)
 
 
 def test_a_device_declaration_advances_every_cluster_to_one_version(lab: Any) -> None:
-    other = services.cluster_get_or_create("other")
+    other = registry.cluster_get_or_create("other")
     models.Cluster.objects.filter(pk=other.pk).update(resource_version=40)
     ok("apply", "-f", str(EXAMPLES / "dra" / "declaration.yaml"))
     assert list(models.Cluster.objects.order_by("name").values_list("name", "resource_version")) == [

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from karpui import lab as labs
 from karpui import models
+from karpui.clusters import lab as labs
+from provisioner.cluster.objects import timestamp
 from tests.karp import EXAMPLES, ok
 from tests.kubeapi.admin_api import AdminApi
 
@@ -101,7 +102,10 @@ def test_a_daemonset_deleted_in_the_foreground_makes_no_new_pods_while_one_holds
         "metadata": {"name": "agent", "namespace": "default"},
         "spec": {
             "selector": {"matchLabels": {"app": "agent"}},
-            "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [{"name": "agent"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "agent", "image": "agent"}]},
+            },
         },
     }
     daemonsets = "/apis/apps/v1/namespaces/default/daemonsets"
@@ -136,10 +140,32 @@ def test_background_is_the_default_the_owner_goes_at_once_and_its_dependents_aft
 
 def test_a_pod_deleted_with_a_zero_grace_period_goes_at_once_and_is_replaced(api: AdminApi) -> None:
     before = names(api.items(PODS))
+    [replicaset] = api.items(REPLICASETS)
     status, deleted = api.send("DELETE", f"{PODS}/{before[0]}", {"kind": "DeleteOptions", "gracePeriodSeconds": 0})
     assert (status, deleted["metadata"]["name"]) == (200, before[0])
+    # As kube-apiserver answers it: the pod as its graceful deletion marked it, at the lab's time, grace 0; and named
+    # as the ReplicaSet controller asks for a name (generateName), which clients read.
+    now = timestamp(models.Cluster.objects.get(name="lab").clock.timestamp())
+    assert (deleted["metadata"]["deletionTimestamp"], deleted["metadata"]["deletionGracePeriodSeconds"]) == (now, 0)
+    assert deleted["metadata"]["generateName"] == f"{replicaset['metadata']['name']}-"
     after = names(api.items(PODS))
     assert len(after) == 3 and before[0] not in after and set(before[1:]) < set(after)
+
+
+def test_a_namespace_deleted_is_answered_terminating(api: AdminApi) -> None:
+    assert (
+        api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})[0]
+        == 201
+    )
+    status, deleted = api.send("DELETE", "/api/v1/namespaces/t")
+    now = timestamp(models.Cluster.objects.get(name="lab").clock.timestamp())
+    assert (status, deleted["kind"], deleted["metadata"]["deletionTimestamp"], deleted["status"]["phase"]) == (
+        200,
+        "Namespace",
+        now,
+        "Terminating",
+    )
+    assert api.get("/api/v1/namespaces/t")[0] == 404
 
 
 def test_a_dry_run_delete_answers_as_a_delete_would_and_writes_nothing(api: AdminApi) -> None:
@@ -148,7 +174,14 @@ def test_a_dry_run_delete_answers_as_a_delete_would_and_writes_nothing(api: Admi
     status, answered = api.send("DELETE", f"{INFLATE}?dryRun=All&propagationPolicy=Foreground")
     assert status == 200 and answered["metadata"]["finalizers"] == ["foregroundDeletion"]
     status, answered = api.send("DELETE", f"{INFLATE}?dryRun=All")
-    assert status == 200 and answered["metadata"]["uid"] == deployment["metadata"]["uid"]
+    # Deleted at once (were it not a dry run): kube-apiserver answers a Status naming it, not the Deployment.
+    assert (status, answered["kind"], answered["status"]) == (200, "Status", "Success")
+    assert answered["details"] == {
+        "name": "inflate",
+        "group": "apps",
+        "kind": "deployments",
+        "uid": deployment["metadata"]["uid"],
+    }
     assert (models.ChangeLogEntry.objects.count(), models.KubeObject.objects.count()) == counts
     assert api.get(INFLATE)[1] == deployment
     assert len(api.items(REPLICASETS)) == 1 and len(api.items(PODS)) == 3
@@ -156,19 +189,19 @@ def test_a_dry_run_delete_answers_as_a_delete_would_and_writes_nothing(api: Admi
 
 def test_kubectl_delete_with_cascade_orphan_a_forced_pod_delete_and_cascade_foreground(kubectl: Any) -> None:
     inflate()
-    [replicaset] = kubectl.rows("get", "replicasets")
+    [replicaset] = kubectl.table("get", "replicasets")
     assert kubectl.ok("delete", "deployment", "inflate", "--cascade=orphan") == 'deployment.apps "inflate" deleted\n'
     assert kubectl.run("get", "deployments").stderr == "No resources found in default namespace.\n"
-    assert [row[0] for row in kubectl.rows("get", "replicasets")] == [replicaset[0]]
-    orphan = json.loads(kubectl.ok("get", "replicaset", replicaset[0], "-o", "json"))
+    assert [row["NAME"] for row in kubectl.table("get", "replicasets")] == [replicaset["NAME"]]
+    orphan = json.loads(kubectl.ok("get", "replicaset", replicaset["NAME"], "-o", "json"))
     assert "ownerReferences" not in orphan["metadata"]
-    pods = kubectl.rows("get", "pods")
-    assert [row[2] for row in pods] == ["Running"] * 3
-    forced = kubectl.run("delete", "pod", pods[0][0], "--grace-period=0", "--force")
-    assert forced.returncode == 0 and forced.stdout == f'pod "{pods[0][0]}" force deleted\n'
+    pods = kubectl.table("get", "pods")
+    assert [row["STATUS"] for row in pods] == ["Running"] * 3
+    forced = kubectl.run("delete", "pod", pods[0]["NAME"], "--grace-period=0", "--force")
+    assert forced.returncode == 0 and forced.stdout == f'pod "{pods[0]["NAME"]}" force deleted\n'
     assert "Immediate deletion does not wait for confirmation" in forced.stderr
-    left = [row[0] for row in kubectl.rows("get", "pods")]
-    assert pods[0][0] not in left and len(left) == 3  # the orphaned ReplicaSet still keeps three
-    deleted = kubectl.ok("delete", "replicaset", replicaset[0], "--cascade=foreground")
-    assert deleted == f'replicaset.apps "{replicaset[0]}" deleted\n'
+    left = [row["NAME"] for row in kubectl.table("get", "pods")]
+    assert pods[0]["NAME"] not in left and len(left) == 3  # the orphaned ReplicaSet still keeps three
+    deleted = kubectl.ok("delete", "replicaset", replicaset["NAME"], "--cascade=foreground")
+    assert deleted == f'replicaset.apps "{replicaset["NAME"]}" deleted\n'
     assert kubectl.run("get", "replicasets,pods").stderr == "No resources found in default namespace.\n"

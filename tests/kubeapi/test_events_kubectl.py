@@ -1,20 +1,20 @@
 """`kubectl events --for KIND/NAME` selects Events on their object's kind, name and apiVersion: the lab's Events say
-all three, as client-go's recorder does. `karpui.lab.advance` stands in for the worker's tick."""
+all three, as client-go's recorder does. `karpui.clusters.lab.advance` stands in for the worker's tick."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from karpui import lab
+from karpui.clusters import lab
 
 
 def test_events_for_a_node_or_nodeclaim_are_found_by_kind_and_api_version(kubectl: Any) -> None:
     kubectl.ok("apply", "-f", "examples/provisioning/")
     kubectl.ok("scale", "deployment", "inflate", "--replicas", "2")
     lab.advance("lab", 60)
-    [claim] = kubectl.rows("get", "nodeclaims")
-    name, node = claim[0], claim[4]
+    [claim] = kubectl.table("get", "nodeclaims")
+    name, node = claim["NAME"], claim["NODE"]
 
     def found(target: str) -> list[tuple[str, str, str, str]]:
         listed = json.loads(kubectl.ok("events", "--for", target, "-o", "json"))["items"]
@@ -32,5 +32,5 @@ def test_events_for_a_node_or_nodeclaim_are_found_by_kind_and_api_version(kubect
         ("karpenter.sh/v1", "NodeClaim", name, "Unconsolidatable"),
         ("karpenter.sh/v1", "NodeClaim", name, "Unconsolidatable"),
     ]
-    [pod] = [p[0] for p in kubectl.rows("get", "pods")][:1]
+    [pod] = [p["NAME"] for p in kubectl.table("get", "pods")][:1]
     assert found(f"pod/{pod}") == [("v1", "Pod", pod, "Nominated")]

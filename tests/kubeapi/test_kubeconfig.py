@@ -60,3 +60,33 @@ def test_each_kubeconfig_has_its_own_token(lab: Any) -> None:
     first, second = auth.token_create(user=user), auth.token_create(user=user)
     assert first != second and first.startswith("karp_") and len(first) > 40
     assert models.ApiToken.objects.filter(user=user).count() == 2
+
+
+def test_kind_names_and_several_clusters_make_the_seed_documents_contexts(lab: Any) -> None:
+    """`kind create cluster --name karpenter-lab` names its kubeconfig's entries kind-karpenter-lab; the documents then
+    say `kubectl config use-context kind-karpenter-lab` and `kubectl --context kind-taint-lab`."""
+    User.objects.create_superuser("admin", "", "admin-pass-1")
+    assert karp("cluster", "create", "karpenter-lab")[0] == 0
+    assert karp("cluster", "create", "taint-lab")[0] == 0
+    code, out, _ = karp("kubeconfig", "karpenter-lab", "taint-lab", "--kind", "--server", "https://127.0.0.1:8443")
+    assert code == 0
+    config = yaml.safe_load(out)
+    assert config["current-context"] == "kind-karpenter-lab"
+    assert [(c["name"], c["context"]["cluster"], c["context"]["user"]) for c in config["contexts"]] == [
+        ("kind-karpenter-lab", "kind-karpenter-lab", "kind-karpenter-lab"),
+        ("kind-taint-lab", "kind-taint-lab", "kind-taint-lab"),
+    ]
+    assert [(c["name"], c["cluster"]["server"]) for c in config["clusters"]] == [
+        ("kind-karpenter-lab", "https://127.0.0.1:8443/k8s/clusters/karpenter-lab"),
+        ("kind-taint-lab", "https://127.0.0.1:8443/k8s/clusters/taint-lab"),
+    ]
+    # A token per cluster, each knowing its cluster (the one its requests at the server's root reach).
+    tokens = {u["name"]: u["user"]["token"] for u in config["users"]}
+    for name in ("karpenter-lab", "taint-lab"):
+        digest = hashlib.sha256(tokens[f"kind-{name}"].encode()).hexdigest()
+        assert models.ApiToken.objects.get(digest=digest).cluster == name
+    assert karp("kubeconfig", "nowhere", "--kind") == (
+        1,
+        "",
+        'error: cluster "nowhere" not found (karp cluster create nowhere makes it)\n',
+    )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpui import lab, models
+from karpui import models
+from karpui.clusters import lab
 from tests.karp import EXAMPLES, ok
 
 
@@ -17,19 +18,27 @@ def inflate(replicas: int = 5) -> None:
 
 def test_get_shows_the_nodeclaim_its_node_and_the_pods_as_karp_does(kubectl: Any) -> None:
     inflate()
-    [claim] = kubectl.rows("get", "nodeclaims")
-    assert claim[1:4] == ["c-8x-amd64-linux", "on-demand", claim[3]] and claim[4] == claim[0] and claim[5] == "True"
+    [claim] = kubectl.table("get", "nodeclaims")
+    assert (
+        [claim["TYPE"], claim["CAPACITY"], claim["ZONE"]] == ["c-8x-amd64-linux", "on-demand", claim["ZONE"]]
+        and claim["NODE"] == claim["NAME"]
+        and claim["READY"] == "True"
+    )
     header = kubectl.ok("get", "nodeclaims").splitlines()[0].split()
     assert header == ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"]
-    [node] = kubectl.rows("get", "nodes", "-o", "wide")
-    assert node[:3] == [claim[0], "Ready", "<none>"] and "c-8x-amd64-linux" in node
-    pods = kubectl.rows("get", "pods", "-o", "wide")
-    assert [(p[2], p[6]) for p in pods] == [("Running", claim[0])] * 5
-    [pool] = kubectl.rows("get", "nodepools")
-    assert pool[:4] == ["default", "default", "1", "True"]
+    [node] = kubectl.table("get", "nodes", "-o", "wide")
+    assert [node["NAME"], node["STATUS"], node["ROLES"]] == [
+        claim["NAME"],
+        "Ready",
+        "<none>",
+    ] and "c-8x-amd64-linux" in node.values()
+    pods = kubectl.table("get", "pods", "-o", "wide")
+    assert [(p["STATUS"], p["NODE"]) for p in pods] == [("Running", claim["NAME"])] * 5
+    [pool] = kubectl.table("get", "nodepools")
+    assert [pool["NAME"], pool["NODECLASS"], pool["NODES"], pool["READY"]] == ["default", "default", "1", "True"]
     both = kubectl.ok("get", "nodeclaims,nodepools")
-    assert f"nodeclaim.karpenter.sh/{claim[0]}" in both and "nodepool.karpenter.sh/default" in both
-    assert kubectl.ok("get", "nc", "-o", "name") == f"nodeclaim.karpenter.sh/{claim[0]}\n"
+    assert f"nodeclaim.karpenter.sh/{claim['NAME']}" in both and "nodepool.karpenter.sh/default" in both
+    assert kubectl.ok("get", "nc", "-o", "name") == f"nodeclaim.karpenter.sh/{claim['NAME']}\n"
     assert "nodeclaim.karpenter.sh/" in kubectl.ok("get", "karpenter")  # the category
 
 

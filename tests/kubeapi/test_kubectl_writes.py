@@ -1,8 +1,8 @@
 """The seed experiments with kubectl 1.32, their command lines verbatim, asserting what the `karp` tests of the same
-experiments assert (tests/integration/test_lab_scenarios.py, test_dra_lab.py); `karpui.lab.advance` stands in for
+experiments assert (tests/integration/test_lab_scenarios.py, test_dra_lab.py); `karpui.clusters.lab.advance` stands in for
 the worker's tick between steps.
 
-They run once the shared write path (karpui.objects, built beside this API) is there; until then they are skipped.
+They run once the shared write path (karpui.writes.objects, built beside this API) is there; until then they are skipped.
 """
 
 from __future__ import annotations
@@ -11,14 +11,16 @@ import dataclasses
 import json
 from typing import Any
 
-from karpui import lab, models
+from karpui import models
+from karpui.clusters import lab
+from karpui.people.audit import Actor
 from tests.karp import EXAMPLES
 
 
 def placement(kubectl: Any, selector: str = "app=web") -> dict[str, int]:
     counts: dict[str, int] = {}
-    for pod in kubectl.rows("get", "pods", "-o", "wide", "-l", selector):
-        counts[pod[6]] = counts.get(pod[6], 0) + 1
+    for pod in kubectl.table("get", "pods", "-o", "wide", "-l", selector):
+        counts[pod["NODE"]] = counts.get(pod["NODE"], 0) + 1
     return counts
 
 
@@ -41,20 +43,22 @@ def test_getting_started_apply_scale_get_describe_and_delete(kubectl: Any, tmp_p
         watching.wait(timeout=10)
     assert seen[0][:3] == ["NAME", "READY", "STATUS"]
     assert sorted(row[2] for row in seen[1:]) == ["Pending"] * 5 + ["Running"] * 5
-    [claim] = kubectl.rows("get", "nodeclaims")
-    assert claim[1:3] == ["c-8x-amd64-linux", "on-demand"] and claim[5] == "True"
-    node = json.loads(kubectl.ok("get", "node", claim[4], "-o", "json"))
+    [claim] = kubectl.table("get", "nodeclaims")
+    assert [claim["TYPE"], claim["CAPACITY"]] == ["c-8x-amd64-linux", "on-demand"] and claim["READY"] == "True"
+    node = json.loads(kubectl.ok("get", "node", claim["NODE"], "-o", "json"))
     assert node["status"]["allocatable"] == {
         "cpu": "7900m",
         "ephemeral-storage": "20Gi",
         "memory": "16374Mi",
         "pods": "128",
     }
-    [wide] = kubectl.rows("get", "nodes", "-o", "wide")
-    assert (wide[0], wide[1]) == (claim[4], "Ready")
-    assert [(p[2], p[6]) for p in kubectl.rows("get", "pods", "-o", "wide")] == [("Running", claim[0])] * 5
-    described = kubectl.ok("describe", "nodeclaim", claim[0])
-    assert f"Name:         {claim[0]}\n" in described
+    [wide] = kubectl.table("get", "nodes", "-o", "wide")
+    assert (wide["NAME"], wide["STATUS"]) == (claim["NODE"], "Ready")
+    assert [(p["STATUS"], p["NODE"]) for p in kubectl.table("get", "pods", "-o", "wide")] == [
+        ("Running", claim["NAME"])
+    ] * 5
+    described = kubectl.ok("describe", "nodeclaim", claim["NAME"])
+    assert f"Name:         {claim['NAME']}\n" in described
     conditions = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Type:")]
     statuses = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Status:")]
     assert conditions == ["Launched", "Registered", "Initialized", "Ready"] and statuses[-4:] == ["True"] * 4
@@ -95,7 +99,7 @@ def test_re_applying_an_edited_manifest_changes_only_what_changed(kubectl: Any, 
 def test_an_apply_keeps_the_approval_mode_the_dashboard_set(kubectl: Any) -> None:
     from django.contrib.auth.models import User
 
-    from karpui import disruption, services
+    from karpui.gate import disruption
 
     kubectl.ok("apply", "-f", "examples/provisioning/")
     admin = User.objects.create_superuser("ops", password="ops-pass-1")
@@ -103,7 +107,7 @@ def test_an_apply_keeps_the_approval_mode_the_dashboard_set(kubectl: Any) -> Non
         cluster=models.Cluster.objects.get(name="lab"),
         nodepool="default",
         mode="manual",
-        actor=services.Actor.for_user(admin, "web"),
+        actor=Actor.for_user(admin, "web"),
     )
     assert kubectl.ok("apply", "-f", "examples/provisioning/nodepool.yaml") == (
         "kwoknodeclass.karpenter.kwok.sh/default unchanged\nnodepool.karpenter.sh/default unchanged\n"
@@ -137,8 +141,8 @@ def test_static_nodes_taints_and_rollout_restart(kubectl: Any) -> None:
 def test_dra_claims_and_slices(kubectl: Any) -> None:
     kubectl.ok("apply", "-f", "examples/dra/gpu.yaml")
     lab.advance("lab", 35)
-    claims = kubectl.rows("get", "nodeclaims")
-    assert [c[1] for c in claims] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]
+    claims = kubectl.table("get", "nodeclaims")
+    assert [c["TYPE"] for c in claims] == ["m-1x-amd64-linux", "m-1x-amd64-linux"]
     both = kubectl.ok("get", "resourceclaims,resourceslices")
     assert both.count("resourceclaim.resource.k8s.io/") == 2
     assert both.count("resourceslice.resource.k8s.io/") == 2

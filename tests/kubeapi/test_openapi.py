@@ -36,13 +36,16 @@ def test_the_v3_index_points_at_one_document_per_group_version(get: Any) -> None
         "apis/apps/v1",
         "apis/coordination.k8s.io/v1",
         "apis/policy/v1",
+        "apis/rbac.authorization.k8s.io/v1",
         "apis/resource.k8s.io/v1",
         "apis/karpenter.sh/v1",
         "apis/karpenter.sh/v1beta1",
+        "apis/karpenter.sh/v1alpha1",
         "apis/karpenter.kwok.sh/v1alpha1",
         "apis/karpenter.k8s.aws/v1",
         "apis/karpenter.k8s.aws/v1beta1",
         "apis/test.karpenter.sh/v1alpha1",
+        "apis/autoscaling.x-k8s.io/v1beta1",  # CapacityBuffer (Karpenter v1.14)
         "apis/karpui.dev/v1alpha1",
     }
     url = index["apis/apps/v1"]["serverRelativeURL"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes import client, dynamic
 
-from karpui import lab
+from karpui.clusters import lab
 from tests.karp import EXAMPLES, ok
 
 

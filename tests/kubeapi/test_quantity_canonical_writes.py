@@ -1,7 +1,7 @@
 """Quantities are stored and served in canonical form, as kube-apiserver keeps them, and writing the same amount in
 another form changes nothing: no new resourceVersion, no managedFields change, no conflict.
 
-They wait for karpui/objects.py to store objects through provisioner.quantity.canonical_quantities (on create, on
+They wait for karpui/writes/objects.py to store objects through provisioner.quantity.canonical_quantities (on create, on
 update before comparing, and as server-side apply's `normalized` for the lab's kinds)."""
 
 from __future__ import annotations

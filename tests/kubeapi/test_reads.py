@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from karpui import lab
+from karpui.clusters import lab
 from karpui.kubeapi.auth import token_create
 from tests.karp import EXAMPLES, ok
 
@@ -45,7 +45,7 @@ def inflated(lab: Any) -> Any:
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", "5")
     lab_run = lab.name
-    from karpui import lab as labs
+    from karpui.clusters import lab as labs
 
     labs.advance(lab_run, 5)
     return lab
@@ -86,10 +86,12 @@ def test_aggregated_discovery_names_every_kind_with_short_names_categories_and_s
     assert [(s["subresource"], s["responseKind"]["kind"], s["verbs"]) for s in pods["subresources"]] == [
         ("status", "Pod", ["get", "patch", "update"]),
         ("eviction", "Eviction", ["create"]),
+        ("log", "Pod", ["get"]),  # as kube-apiserver names it, though it answers text
     ]
     status, groups = api.get("/apis", AGGREGATED)
     karpenter = next(g for g in groups["items"] if g["metadata"]["name"] == "karpenter.sh")
-    assert [v["version"] for v in karpenter["versions"]] == ["v1", "v1beta1"]
+    # v1alpha1 serves NodeOverlay (Karpenter v1.7)
+    assert [v["version"] for v in karpenter["versions"]] == ["v1", "v1beta1", "v1alpha1"]
     v1_resources = {r["resource"]: r for r in karpenter["versions"][0]["resources"]}
     assert v1_resources["nodeclaims"]["shortNames"] == ["nc"] and v1_resources["nodepools"]["shortNames"] == ["np"]
     assert v1_resources["nodeclaims"]["categories"] == ["karpenter"]
@@ -99,13 +101,24 @@ def test_aggregated_discovery_names_every_kind_with_short_names_categories_and_s
         "apps",
         "coordination.k8s.io",
         "policy",
+        "rbac.authorization.k8s.io",
         "resource.k8s.io",
         "karpenter.sh",
         "karpenter.kwok.sh",
         "karpenter.k8s.aws",
         "test.karpenter.sh",
+        "autoscaling.x-k8s.io",
         "karpui.dev",
     }
+    autoscaling = next(g for g in groups["items"] if g["metadata"]["name"] == "autoscaling.x-k8s.io")
+    [buffers] = autoscaling["versions"][0]["resources"]
+    assert (autoscaling["versions"][0]["version"], buffers["resource"], buffers["shortNames"]) == (
+        "v1beta1",
+        "capacitybuffers",
+        ["cb"],
+    )
+    assert buffers["scope"] == "Namespaced" and buffers["categories"] == ["autoscaling"]
+    assert [s["subresource"] for s in buffers["subresources"]] == ["status"]
 
 
 def test_legacy_discovery_lists_group_versions_and_their_resources(api: Api) -> None:

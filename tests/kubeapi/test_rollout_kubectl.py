@@ -1,14 +1,14 @@
 """kubectl 1.32's rollout verbs against the lab, as the deployment and DaemonSet controllers' status lets them work:
 `rollout status` and `wait --for=condition=Available` finish once the pods are available, `rollout history` lists
 the revisions and `rollout undo` (kubectl's own patch of the template from a ReplicaSet) rolls one back, and a paused
-Deployment rolls nothing out. `karpui.lab.advance` stands in for the worker's tick between steps."""
+Deployment rolls nothing out. `karpui.clusters.lab.advance` stands in for the worker's tick between steps."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from karpui import lab
+from karpui.clusters import lab
 
 WAITING = 'Waiting for deployment "inflate" rollout to finish: 0 of 5 updated replicas are available...\n'
 
@@ -228,7 +228,10 @@ def test_daemonset_rollout_status_counts_updated_and_available_pods(kubectl: Any
     assert kubectl.ok("rollout", "status", "ds/agent", "--watch=false") == (
         'Waiting for daemon set "agent" rollout to finish: 0 of 2 updated pods are available...\n'
     )
-    assert [row[1:6] for row in kubectl.rows("get", "ds", "agent")] == [["2", "2", "2", "2", "0"]]
+    assert [
+        [row["DESIRED"], row["CURRENT"], row["READY"], row["UP-TO-DATE"], row["AVAILABLE"]]
+        for row in kubectl.table("get", "ds", "agent")
+    ] == [["2", "2", "2", "2", "0"]]
     lab.advance("lab", 5)
     assert kubectl.ok("rollout", "status", "ds/agent", "--watch=false") == (
         'daemon set "agent" successfully rolled out\n'

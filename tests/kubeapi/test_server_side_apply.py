@@ -93,10 +93,11 @@ def test_the_python_clients_server_side_apply_owns_fields_per_manager(kube_clien
             body={**manifest, "spec": {**manifest["spec"], "replicas": 4}}, field_manager="cd"
         )
     status = json.loads(refused.value.body)
-    assert (refused.value.status, status["reason"], status["details"]["causes"]) == (
+    # The whole of details: kube-apiserver names no object in an apply conflict's, only the causes.
+    assert (refused.value.status, status["reason"], status["details"]) == (
         409,
         "Conflict",
-        [{"reason": "FieldManagerConflict", "message": 'conflict with "ci"', "field": ".spec.replicas"}],
+        {"causes": [{"reason": "FieldManagerConflict", "message": 'conflict with "ci"', "field": ".spec.replicas"}]},
     )
     taken = deployments.server_side_apply(
         body={**manifest, "spec": {**manifest["spec"], "replicas": 4}}, field_manager="cd", force_conflicts=True
@@ -158,13 +159,13 @@ def test_a_bad_keyed_list_is_invalid_and_managed_fields_reset_as_kube_apiserver_
 # Found in a second review ----------------------------------------------------------------------------------------
 
 
-def test_after_client_side_apply_kubectl_takes_over_its_fields_and_others_conflict_with_before_first_apply(
+def test_after_client_side_apply_kubectl_takes_over_its_fields_and_others_conflict_with_the_applier(
     kubectl: Any, kube_client: Any, tmp_path: Any
 ) -> None:
     from kubernetes import client, dynamic
     from kubernetes.client.exceptions import ApiException
 
-    ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))  # client-side: no managedFields
+    ok("apply", "-f", str(EXAMPLES / "provisioning" / "deployment.yaml"))  # client-side, karp's own field manager
     changed = (EXAMPLES / "provisioning" / "deployment.yaml").read_text().replace("replicas: 0", "replicas: 2")
     manifest = yaml.safe_load(changed)
     manifest["metadata"]["namespace"] = "default"
@@ -173,14 +174,14 @@ def test_after_client_side_apply_kubectl_takes_over_its_fields_and_others_confli
         deployments.server_side_apply(body=manifest, field_manager="ci")
     assert json.loads(refused.value.body)["details"]["causes"][0]["field"] == ".spec.replicas"
     assert json.loads(refused.value.body)["details"]["causes"][0]["message"].startswith(
-        'conflict with "before-first-apply" using apps/v1 at 20'
+        'conflict with "karp-client-side-apply" using apps/v1 at 20'
     )
     (tmp_path / "inflate.yaml").write_text(changed)
     assert kubectl.ok("apply", "--server-side", "-f", str(tmp_path / "inflate.yaml")) == (
         "deployment.apps/inflate serverside-applied\n"
     )
-    # kubectl then moves before-first-apply's fields to itself (its own JSON patch of managedFields), and the typed
-    # client parses every entry's time.
+    # kubectl then moves the client-side applier's fields to itself (its own JSON patch of managedFields), and the
+    # typed client parses every entry's time.
     read = client.AppsV1Api(kube_client).read_namespaced_deployment("inflate", "default")
     assert (read.spec.replicas, sorted(e.manager for e in read.metadata.managed_fields)) == (
         2,

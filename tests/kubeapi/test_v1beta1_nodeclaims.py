@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from karpui import lab as labs
+from karpui.clusters import lab as labs
 from tests.karp import EXAMPLES, ok
 from tests.kubeapi.admin_api import BASE, AdminApi
 
@@ -152,7 +152,7 @@ def test_discovery_serves_nodeclaims_and_nodepools_at_v1beta1(api: AdminApi) -> 
 
 
 def test_a_new_nodeclaim_written_at_v1beta1_expires_after_its_nodepool_s_expire_after() -> None:
-    from karpui.kubeapi.versions import nodeclaim_v1
+    from karpui.kinds.versions import nodeclaim_v1
 
     claim = {
         "apiVersion": "karpenter.sh/v1beta1",
@@ -169,18 +169,23 @@ def test_a_new_nodeclaim_written_at_v1beta1_expires_after_its_nodepool_s_expire_
             "annotations": {NODECLASS_ANNOTATION: '{"name": "default"}', KUBELET_ANNOTATION: '{"maxPods": 20}'},
         },
         "spec": {
-            # The cloud provider's first node class, as for a v1beta1 NodePool without a kind (Karpenter's conversion)
-            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+            # No NodePool's node class to follow: the kind a kind-less reference takes where none of its name exists
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
             "requirements": [],
             "expireAfter": "24h",
         },
     }
     assert nodeclaim_v1(claim, stored=None, nodepool_expire_after=None)["spec"]["expireAfter"] == "720h"
+    # Its NodePool's kind-less reference to the same name was resolved to a KWOKNodeClass: so is the NodeClaim's.
+    kwok = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
+    assert (
+        nodeclaim_v1(claim, stored=None, nodepool_expire_after=None, nodepool_ref=kwok)["spec"]["nodeClassRef"] == kwok
+    )
 
 
 def test_kubectl_gets_and_explains_nodeclaims_at_v1beta1(kubectl: Any) -> None:
     inflate()
-    [v1] = kubectl.rows("get", "nodeclaims")
+    [v1] = kubectl.table("get", "nodeclaims")
     assert kubectl.ok("get", "nodeclaims.v1beta1.karpenter.sh").splitlines()[0].split() == [
         "NAME",
         "TYPE",
@@ -189,13 +194,19 @@ def test_kubectl_gets_and_explains_nodeclaims_at_v1beta1(kubectl: Any) -> None:
         "READY",
         "AGE",
     ]
-    [row] = kubectl.rows("get", "nodeclaims.v1beta1.karpenter.sh", "-o", "wide")
-    assert row[:5] == [v1[0], "c-8x-amd64-linux", v1[3], v1[0], "True"] and row[6:] == [
+    [row] = kubectl.table("get", "nodeclaims.v1beta1.karpenter.sh", "-o", "wide")
+    assert [row["NAME"], row["TYPE"], row["ZONE"], row["NODE"], row["READY"]] == [
+        v1["NAME"],
+        "c-8x-amd64-linux",
+        v1["ZONE"],
+        v1["NAME"],
+        "True",
+    ] and [row["CAPACITY"], row["NODEPOOL"], row["NODECLASS"]] == [
         "on-demand",
         "default",
         "default",
     ]
-    served = json.loads(kubectl.ok("get", "nodeclaims.v1beta1.karpenter.sh", v1[0], "-o", "json"))
+    served = json.loads(kubectl.ok("get", "nodeclaims.v1beta1.karpenter.sh", v1["NAME"], "-o", "json"))
     assert (served["apiVersion"], served["spec"]["nodeClassRef"]) == ("karpenter.sh/v1beta1", KWOK_REF)
     text = kubectl.ok("explain", "nodeclaims.spec.kubelet.maxPods", "--api-version", "karpenter.sh/v1beta1")
     assert text.splitlines()[:3] == ["GROUP:      karpenter.sh", "KIND:       NodeClaim", "VERSION:    v1beta1"]

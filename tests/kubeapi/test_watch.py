@@ -11,8 +11,8 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from karpui import lab, models
-from karpui.kubeapi import changelog
+from karpui import models
+from karpui.clusters import changelog, lab
 from tests.karp import EXAMPLES, ok
 
 

@@ -24,6 +24,9 @@ ROOTS = {
     "apps/v1/ReplicaSet": "V1ReplicaSet",
     "apps/v1/DaemonSet": "V1DaemonSet",
     "policy/v1/PodDisruptionBudget": "V1PodDisruptionBudget",
+    "v1/ServiceAccount": "V1ServiceAccount",
+    "rbac.authorization.k8s.io/v1/ClusterRole": "V1ClusterRole",
+    "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "V1ClusterRoleBinding",
 }
 _NESTED = re.compile(r"^(?:list\[(.+)\]|dict\(str, (.+)\))$")
 

@@ -8,8 +8,15 @@ from django.apps import apps
 
 
 def dump() -> dict[str, list[dict[str, Any]]]:
-    """Each karpui model's rows, all columns, in primary-key order."""
+    """Each karpui model's rows, all columns but a request's own bookkeeping, in primary-key order."""
     return {
-        model._meta.label: list(model.objects.order_by("pk").values())
+        model._meta.label: [
+            {column: value for column, value in row.items() if column not in BOOKKEEPING}
+            for row in model.objects.order_by("pk").values()
+        ]
         for model in apps.get_app_config("karpui").get_models()
     }
+
+
+# Written by any authenticated request, refused or not: when the API token was last used (to the minute).
+BOOKKEEPING = frozenset({"last_used_at"})

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from karpui.costs import PoolCost, by_nodepool, series
+from karpui.history.costs import PoolCost, by_nodepool, series
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -60,8 +60,10 @@ def test_the_chart_labels_carry_the_date_only_for_windows_over_a_day() -> None:
         "labels": ["12:00", "12:30"],
         "pools": [{"name": "default", "cost": [0.25, 0.25]}],
         "baseline": [0.25, 0.25],
+        # The buckets' own UTC bounds, which a zoom sends back as ?from=&to=.
+        "edges": ["2026-11-30T12:00:00Z", "2026-11-30T12:30:00Z", "2026-11-30T13:00:00Z"],
     }
-    assert long["labels"] == ["11-30 12:00", "12-02 00:00"]
+    assert long["labels"] == ["11-29 00:00", "12-01 00:00", "12-03 00:00"]  # 2-day buckets on whole days
 
 
 def claim(pool: str, price: str) -> dict:
@@ -70,7 +72,13 @@ def claim(pool: str, price: str) -> dict:
 
 
 def command(reason: str, phase: str, savings: float, pool: str = "default") -> dict:
-    return {"spec": {"reason": reason, "nodepools": [pool], "savings": savings}, "status": {"phase": phase}}
+    """A delete of one node priced `savings`, which completed if it Succeeded."""
+    candidates = [{"node": f"{pool}-node", "nodepool": pool, "price": savings}]
+    status = {"phase": phase, **({"completedAt": "2026-12-01T12:00:00Z"} if phase == "Succeeded" else {})}
+    return {
+        "spec": {"reason": reason, "nodepools": [pool], "savings": savings, "candidates": candidates},
+        "status": status,
+    }
 
 
 def test_only_executed_consolidation_counts_towards_the_baseline() -> None:

@@ -13,7 +13,7 @@ from provisioner.objects import NodeClass
 from provisioner.scheduling.existing import ExistingNode
 from provisioner.scheduling.nodeclaim import NodeClaimTemplate
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
-from provisioner.sim import cluster, workloads
+from provisioner.sim import cluster, garbage
 from tests import builders, disruption_builders
 
 START = 1_800_000_000.0
@@ -160,7 +160,7 @@ def test_a_command_awaiting_approval_is_validated_again_only_when_something_chan
     running.advance(40)
     [command] = running.store.list("DisruptionCommand")
     assert command["status"]["phase"] == "AwaitingApproval"
-    validations = counting(monkeypatch, commands, "_validate")
+    validations = counting(monkeypatch, commands, "recheck")
     running.advance(30)
     assert validations == []
     running.store.create(deployment("other", 1))
@@ -172,7 +172,7 @@ def test_the_cluster_side_skips_components_when_nothing_was_written(monkeypatch)
     running = lab()
     running.store.create(deployment("web", 30))
     running.advance(5)
-    collections = counting(monkeypatch, workloads, "collect_garbage")
+    collections = counting(monkeypatch, garbage, "collect_garbage")
     running.advance(1)
     running.advance(1)
     assert collections == []
@@ -256,7 +256,9 @@ def test_a_pass_builds_drift_candidates_apart_only_when_a_node_has_a_termination
     built = []
     build = methods.build_candidates
     monkeypatch.setattr(
-        methods, "build_candidates", lambda *a, eventual=False: built.append(eventual) or build(*a, eventual=eventual)
+        methods,
+        "build_candidates",
+        lambda *a, eventual=False, **kw: built.append(eventual) or build(*a, eventual=eventual, **kw),
     )
     node = disruption_builders.claimed("a", pods=[builders.pod(cpu="1")])
     disruption_builders.run([node])

@@ -263,3 +263,49 @@ def test_values_the_store_writes_differently_are_compared_as_stored():
     assert sorted(e.manager for e in shared.managed) == ["cd", "ci"]
     with pytest.raises(fm.ApplyConflict):
         fm.apply(first, pool, manager="cd", force=False, root_type=None, time=T1)
+
+
+# Tracking from creation (issue 27, point 2) ----------------------------------------------------------------------
+
+
+def test_a_created_object_is_its_creators_but_for_status():
+    obj = {**deployment(), "status": {"replicas": 0}}
+    [entry] = fm.created(obj, manager="kubectl-create", root_type=DEPLOYMENT, time=T0)
+    assert (entry.manager, entry.operation, entry.api_version, entry.time) == (
+        "kubectl-create",
+        "Update",
+        "apps/v1",
+        T0,
+    )
+    assert ("f:spec", "f:replicas") in entry.fields
+    assert ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"app"}', "f:image") in entry.fields
+    assert not any(path[0] == "f:status" for path in entry.fields)
+    assert ("f:metadata", "f:name") not in entry.fields  # the server's
+
+
+def test_update_managers_past_ten_are_merged_oldest_first_into_ancient_changes_per_version():
+    """kube-apiserver's capManagersManager: the eleventh manager of updates merges the two oldest of its version."""
+    managed = [
+        fm.ManagedEntry(f"m{i:02}", fm.UPDATE, "apps/v1", f"2026-12-04T10:{i:02}:00Z", frozenset({("f:x", f"f:l{i}")}))
+        for i in range(11)
+    ]
+    capped = fm.capped([*managed, fm.ManagedEntry("ci", fm.APPLY, "apps/v1", T0, frozenset({("f:spec",)}))])
+    assert [e.manager for e in capped] == ["ancient-changes", *[f"m{i:02}" for i in range(2, 11)], "ci"]
+    assert capped[0].fields == frozenset({("f:x", "f:l0"), ("f:x", "f:l1")})
+    assert capped[0].time == "2026-12-04T10:01:00Z"
+    assert fm.capped(managed[:10]) == managed[:10]
+
+
+def test_an_untracked_object_is_given_its_last_client_side_applys_fields_and_the_rest_before_first_apply():
+    applied = deployment(replicas=2)
+    live = deployment(replicas=5, labels={"team": "web"})  # kubectl scale and a label since the apply
+    live["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+    entries = fm.as_if_tracked(live, applied, applier="kubectl-client-side-apply", root_type=DEPLOYMENT, time=T0)
+    by_manager = {e.manager: e.fields for e in entries}
+    record = ("f:metadata", "f:annotations", "f:kubectl.kubernetes.io/last-applied-configuration")
+    assert record in by_manager["kubectl-client-side-apply"]
+    assert ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"app"}', "f:image") in by_manager[
+        "kubectl-client-side-apply"
+    ]
+    assert {("f:spec", "f:replicas"), ("f:metadata", "f:labels", "f:team")} <= by_manager["before-first-apply"]
+    assert not by_manager["kubectl-client-side-apply"] & by_manager["before-first-apply"]

@@ -7,7 +7,7 @@ import pytest
 from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.objects import AlreadyExists
 from provisioner.controllers.batcher import Batcher
-from provisioner.sim.workloads import _scale_down_order
+from provisioner.sim.replicasets import _scale_down_order
 
 
 def test_the_batch_window_closes_after_idle_time_without_new_pods():

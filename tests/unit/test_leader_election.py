@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from provisioner.cluster.memory import ObjectStore, copy_json
-from provisioner.cluster.objects import Conflict
+from provisioner.cluster.objects import Conflict, NotLeading
 from provisioner.leaderelection import ElectionConfig, LeaderElector
 
 START = 1_800_000_000.0
@@ -140,3 +140,26 @@ def test_bad_timings_are_refused():
         ElectionConfig(identity="a", lease_duration=10, renew_deadline=10)
     with pytest.raises(ValueError, match="identity"):
         ElectionConfig(identity="")
+
+
+def test_a_leader_may_write_only_within_the_renew_deadline_of_its_last_renewal(world):
+    time, _, candidate = world
+    a, b = candidate("a"), candidate("b")
+    with pytest.raises(NotLeading, match="a does not hold lease default/karpui-leader-election"):
+        a.fence()
+    assert a.try_acquire_or_renew() is True
+    time.now = 9.9
+    a.fence()  # renewed 9.9 s ago: within the 10 s renew deadline, 5.1 s before anyone may take over
+    time.now = 10.0
+    with pytest.raises(NotLeading, match=r"a last renewed lease default/karpui-leader-election 10.0 s ago"):
+        a.fence()
+    # Paused past the lease (SIGSTOP), it wakes to find b leading: it may write nothing, and cannot renew.
+    time.now = 31
+    assert b.try_acquire_or_renew() is False  # b first sees the lease now: it waits the 15 s out itself
+    time.now = 46
+    assert b.try_acquire_or_renew() is True
+    b.fence()
+    assert a.try_acquire_or_renew() is False
+    with pytest.raises(NotLeading, match="a does not hold"):
+        a.fence()
+    assert a.holder == "b"

@@ -5,33 +5,10 @@ import yaml
 
 from provisioner.manifests import ManifestError
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool
+from tests.builders import MINIMAL_NODEPOOL as MINIMAL
+from tests.builders import with_spec
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-
-MINIMAL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "requirements": [],
-                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
-            }
-        }
-    },
-}
-
-
-def with_spec(path: str, value):
-    """A copy of MINIMAL with `value` set at a dotted path below the document."""
-    doc = yaml.safe_load(yaml.safe_dump(MINIMAL))
-    keys = path.split(".")
-    target = doc
-    for key in keys[:-1]:
-        target = target.setdefault(key, {})
-    target[keys[-1]] = value
-    return doc
 
 
 def test_the_documented_v1_nodepool_round_trips():
@@ -141,9 +118,14 @@ def test_v1beta1_is_converted_as_karpenters_conversion_webhook_does():
 @pytest.mark.parametrize(
     ("ref", "group", "kind"),
     [
-        ("{name: default}", "karpenter.kwok.sh", "KWOKNodeClass"),  # the cloud provider's first node class
+        # Until its writer resolves it by the node classes that exist (provisioner.nodeclasses): the kind taken where
+        # none of that name exists yet.
+        ("{name: default}", "karpenter.k8s.aws", "EC2NodeClass"),
         ("{kind: EC2NodeClass, name: default}", "karpenter.k8s.aws", "EC2NodeClass"),  # the kind's own group
         ("{kind: KWOKNodeClass, name: default}", "karpenter.kwok.sh", "KWOKNodeClass"),
+        # An apiVersion without a kind names its group's node class.
+        ("{apiVersion: karpenter.kwok.sh/v1alpha1, name: default}", "karpenter.kwok.sh", "KWOKNodeClass"),
+        ("{apiVersion: karpenter.k8s.aws/v1beta1, name: default}", "karpenter.k8s.aws", "EC2NodeClass"),
     ],
 )
 def test_a_v1beta1_nodeclassref_without_kind_or_api_version(ref, group, kind):
@@ -151,9 +133,11 @@ def test_a_v1beta1_nodeclassref_without_kind_or_api_version(ref, group, kind):
     assert manifest["spec"]["template"]["spec"]["nodeClassRef"] == {"group": group, "kind": kind, "name": "default"}
 
 
-def test_a_v1beta1_nodeclassref_of_the_default_kind_at_another_group_is_refused():
+def test_a_v1beta1_nodeclassref_of_a_kind_at_another_group_is_refused():
     with pytest.raises(ManifestError) as error:
-        parse_nodepool(yaml.safe_load(v1beta1_with_ref("{apiVersion: karpenter.k8s.aws/v1beta1, name: default}")))
+        parse_nodepool(
+            yaml.safe_load(v1beta1_with_ref("{apiVersion: karpenter.k8s.aws/v1beta1, kind: KWOKNodeClass, name: a}"))
+        )
     assert str(error.value) == (
         'error: spec.template.spec.nodeClassRef.group: Unsupported value: "karpenter.k8s.aws": '
         "KWOKNodeClass is served by karpenter.kwok.sh"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from karpui.kubectl.resources import BY_KIND
+from karpui.kinds.resources import BY_KIND
 from provisioner.quantity import QUANTITY_PATHS, canonical_quantities
 
 OPENAPI = Path(__file__).resolve().parents[2] / "karpui" / "kubeapi" / "openapi" / "kubernetes.json"

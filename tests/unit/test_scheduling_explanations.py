@@ -107,7 +107,7 @@ def test_a_pool_at_its_limits_blames_the_taint_the_pod_does_not_tolerate_not_the
     lost = pod(cpu="1", node_selector={"team": "b"})
     failure = schedule([lost], pools=[tainted_full, labelled_full, open_full], types=KWOK).failures[lost.uid]
     assert [(r.nodepool, r.kind, r.message) for r in failure.reasons] == [
-        ("team", "requirements", "incompatible requirements, key team, team In ['b'] not in team In ['a']"),
+        ("team", "requirements", "incompatible requirements, key team, team In [b] not in team In [a]"),
         ("open", "requirements", 'incompatible requirements, label "team" does not have known values'),
         ("gpu", "taints", "did not tolerate taint dedicated=gpu:NoSchedule"),
     ]

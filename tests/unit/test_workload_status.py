@@ -34,7 +34,7 @@ def lab(*, nodes: int = 1) -> Lab:
     return made
 
 
-def deployment(replicas: int = 3, image: str = "web:1", **spec: Any) -> dict[str, Any]:
+def deployment(replicas: int = 3, image: str = "web:1", template_cpu: str = "100m", **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -44,7 +44,9 @@ def deployment(replicas: int = 3, image: str = "web:1", **spec: Any) -> dict[str
             "selector": {"matchLabels": {"app": "web"}},
             "template": {
                 "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": image, "resources": {"requests": {"cpu": "100m"}}}]},
+                "spec": {
+                    "containers": [{"name": "web", "image": image, "resources": {"requests": {"cpu": template_cpu}}}]
+                },
             },
             **spec,
         },
@@ -337,3 +339,76 @@ def test_daemon_pods_are_available_after_min_ready_seconds() -> None:
     made.advance(5)
     status = get(made, "DaemonSet", "agent")["status"]
     assert (status["numberAvailable"], status["numberUnavailable"]) == (2, 0)
+
+
+def test_a_daemon_pod_that_does_not_fit_its_node_stays_pending_there_as_kube_scheduler_leaves_it() -> None:
+    """The DaemonSet controller pins each pod to its node by node affinity (metadata.name) and kube-scheduler binds
+    it; on a full node it is Pending, never bound past allocatable (kind-worker at 4.05 of 4.00 CPU)."""
+    made = lab(nodes=2)
+    made.store.create(deployment(replicas=1, template_cpu="7950m"))
+    made.settle()
+    [web] = made.store.list("Pod")
+    full = web["spec"]["nodeName"]
+    agent = daemonset()
+    agent["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+    made.store.create(agent)
+    made.settle()
+    daemons = {p["metadata"]["name"]: p for p in made.store.list("Pod") if p["metadata"]["name"].startswith("agent")}
+    pinned = {
+        p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+            "matchFields"
+        ][0]["values"][0]: p
+        for p in daemons.values()
+    }
+    assert sorted(pinned) == ["node-0", "node-1"]
+    stuck, running = pinned[full], pinned["node-1" if full == "node-0" else "node-0"]
+    assert stuck["spec"].get("nodeName", "") == "" and stuck["status"]["phase"] == "Pending"
+    [scheduled] = [c for c in stuck["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+        "False",
+        "Unschedulable",
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.",
+    )
+    assert running["spec"]["nodeName"] != full and running["status"]["phase"] == "Running"
+    status = get(made, "DaemonSet", "agent")["status"]
+    assert (status["desiredNumberScheduled"], status["currentNumberScheduled"], status["numberReady"]) == (2, 2, 1)
+    made.settle()  # no second pod is made for the node whose pod waits
+    assert len([p for p in made.store.list("Pod") if p["metadata"]["name"].startswith("agent")]) == 2
+
+
+def test_match_fields_select_only_a_node_name_and_karpenter_refuses_to_provision_for_them() -> None:
+    import pytest
+
+    from provisioner.manifests.errors import ManifestError
+    from provisioner.manifests.pod import pod_from_spec
+    from provisioner.pods import validation_errors
+
+    def spec(*fields: dict[str, Any]) -> dict[str, Any]:
+        terms = [{"matchFields": list(fields)}]
+        return {
+            "containers": [{"name": "c"}],
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+            },
+        }
+
+    pinned = pod_from_spec(
+        spec({"key": "metadata.name", "operator": "In", "values": ["node-0"]}), "spec", namespace="default", labels={}
+    )
+    assert validation_errors(pinned) == ["node selector term with matchFields is not supported"]
+    with pytest.raises(ManifestError) as refused:
+        pod_from_spec(
+            spec({"key": "metadata.uid", "operator": "In", "values": ["x"]}), "spec", namespace="default", labels={}
+        )
+    assert (refused.value.field, refused.value.message) == (
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key",
+        'Unsupported value: "metadata.uid": supported values: metadata.name',
+    )
+    with pytest.raises(ManifestError) as two:
+        pod_from_spec(
+            spec({"key": "metadata.name", "operator": "In", "values": ["a", "b"]}),
+            "spec",
+            namespace="default",
+            labels={},
+        )
+    assert two.value.message == "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from karpui.kinds.resources import ALL, Resource
 from karpui.kubeapi.discovery import served_verbs
-from karpui.kubectl.resources import ALL, Resource
 
 HERE = Path(__file__).resolve().parent
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
@@ -32,6 +32,7 @@ _PACKAGES = {
     "policy": "policy",
     "resource.k8s.io": "resource",
     "autoscaling": "autoscaling",
+    "rbac.authorization.k8s.io": "rbac",
 }
 _SMP = "application/strategic-merge-patch+json"
 # Server-side apply (application/apply-patch+yaml) is not served, so not offered.
@@ -201,10 +202,22 @@ _QUERY = {
     "gracePeriodSeconds": "The duration in seconds before the object should be deleted.",
     "propagationPolicy": "Whether and how garbage collection will be performed: Orphan, Background or Foreground.",
     "orphanDependents": "Deprecated: please use the PropagationPolicy.",
+    "container": "The container for which to stream logs. Defaults to only container if there is one container in "
+    "the pod.",
+    "follow": "Follow the log stream of the pod. Defaults to false.",
+    "limitBytes": "If set, the number of bytes to read from the server before terminating the log output.",
+    "previous": "Return previous terminated container logs. Defaults to false.",
+    "sinceSeconds": "A relative time in seconds before the current time from which to show logs.",
+    "sinceTime": "An RFC3339 timestamp from which to show logs.",
+    "tailLines": "If set, the number of lines from the end of the logs to show.",
+    "timestamps": "If true, add an RFC3339 or RFC3339Nano timestamp at the beginning of every line of log output.",
 }
 _LIST = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion")
 _LIST += ("resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch")
 _WRITE = ("dryRun", "fieldManager", "fieldValidation")
+_LOG = ("container", "follow", "limitBytes", "pretty", "previous", "sinceSeconds", "sinceTime", "tailLines")
+_LOG += ("timestamps",)
+STRING = "string"  # an operation's response that is text (a pod's log), not an object
 _DELETE = ("dryRun", "gracePeriodSeconds", "orphanDependents", "propagationPolicy")
 
 
@@ -242,8 +255,11 @@ def _operations(resource: Resource, version: str) -> Iterator[tuple[str, Operati
     yield item, Operation("put", "put", "update", gvk, ("pretty", *_WRITE), name, name)
     yield item, Operation("patch", "patch", "patch", gvk, ("pretty", *_WRITE, "force"), f"{META}.Patch", name, patches)
     yield item, Operation("delete", "delete", "delete", gvk, ("pretty", *_DELETE), None, status)
-    for sub in resource.subresources:
+    for sub in resource.subresources_at(version):
         path = f"{item}/{sub}"
+        if sub == "log":  # read only, answered as text
+            yield path, Operation("get", "get", "get", gvk, _LOG, None, STRING)
+            continue
         if sub == "eviction":
             eviction = _gvk("policy", "v1", "Eviction")
             yield path, Operation("post", "post", "create", eviction, _WRITE, "io.k8s.api.policy.v1.Eviction", status)
@@ -284,10 +300,12 @@ def _path_parameters(path: str, resource: Resource, v3: bool) -> list[dict[str, 
 def _param(name: str, where: str, description: str, v3: bool, required: bool = False) -> dict[str, Any]:
     kind = (
         "boolean"
-        if name in ("allowWatchBookmarks", "watch", "force", "sendInitialEvents", "orphanDependents")
+        if name
+        in ("allowWatchBookmarks", "watch", "force", "sendInitialEvents", "orphanDependents", "follow", "previous")
+        or name == "timestamps"
         else "string"
     )
-    if name in ("limit", "timeoutSeconds", "gracePeriodSeconds"):
+    if name in ("limit", "timeoutSeconds", "gracePeriodSeconds", "limitBytes", "sinceSeconds", "tailLines"):
         kind = "integer"
     param: dict[str, Any] = {"name": name, "in": where, "description": description, "uniqueItems": True}
     if required:
@@ -300,6 +318,8 @@ def _param(name: str, where: str, description: str, v3: bool, required: bool = F
 
 
 def _ref(name: str, v3: bool) -> dict[str, str]:
+    if name == STRING:
+        return {"type": "string"}
     return {"$ref": f"#/components/schemas/{name}" if v3 else f"#/definitions/{name}"}
 
 
@@ -470,11 +490,14 @@ def unknown_fields(group: str, version: str, kind: str, obj: dict[str, Any]) -> 
     return found
 
 
-def crd_manifests(kinds: tuple[str, ...] = ("NodePool", "NodeClaim", "KWOKNodeClass")) -> list[dict[str, Any]]:
-    """CustomResourceDefinitions a kwok cluster needs before karpui drives it (`karp crds | kubectl apply -f -`):
+def crd_manifests(
+    kinds: tuple[str, ...] = ("NodePool", "NodeClaim", "KWOKNodeClass", "EC2NodeClass"),
+) -> list[dict[str, Any]]:
+    """CustomResourceDefinitions a kwok cluster needs before karpui drives it (`karp crds | kubectl apply -f -`;
+    EC2NodeClass too, as kwok mode launches a NodePool of one from the aws-sample catalog, seed 004's):
     Karpenter's vendored schemas at their storage version (an older served version would need Karpenter's
     conversion webhook), with the printer columns, short names and categories karpui serves."""
-    from karpui.kubectl.resources import BY_KIND
+    from karpui.kinds.resources import BY_KIND
 
     manifests = []
     for kind in kinds:

@@ -4,7 +4,8 @@
         --crd karpenter.sh_nodepools.yaml --crd karpenter.sh_nodeclaims.yaml ... [--crd-version NAME=FILE ...]
 
 `--swagger` is Kubernetes' api/openapi-spec/swagger.json of the release the API stands for; only the definitions
-the served kinds reach are kept (kubernetes.json), and their strategic-merge-patch and server-side-apply list rules
+the served kinds reach are kept (kubernetes.json; with `--extend`, the definitions already there stay as they are
+and only those a newly served kind reaches are added from this file), and their strategic-merge-patch and server-side-apply list rules
 are written for the pure engine (provisioner/apimachinery/strategies.json, `patch_strategies`). `--crd` files are CustomResourceDefinitions whose versions are
 kept with their schemas and printer columns (crds.json); `--crd-version v1beta1=FILE` takes one more version of a
 CRD from another release's file (Karpenter stopped serving v1beta1 after v1.0). See NOTICE.md for the sources used.
@@ -21,7 +22,7 @@ from typing import Any
 import yaml
 
 HERE = Path(__file__).resolve().parent
-# The built-in kinds served (karpui.kubectl.resources), their lists, and what the API answers with besides.
+# The built-in kinds served (karpui.kinds.resources), their lists, and what the API answers with besides.
 ROOTS = (
     "io.k8s.api.core.v1.Pod",
     "io.k8s.api.core.v1.Node",
@@ -38,6 +39,9 @@ ROOTS = (
     "io.k8s.api.resource.v1.ResourceClaimTemplate",
     "io.k8s.api.resource.v1.ResourceSlice",
     "io.k8s.api.coordination.v1.Lease",
+    "io.k8s.api.core.v1.ServiceAccount",
+    "io.k8s.api.rbac.v1.ClusterRole",
+    "io.k8s.api.rbac.v1.ClusterRoleBinding",
     "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
     "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
     "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent",
@@ -46,14 +50,16 @@ ROOTS = (
 _REF = re.compile(r'"\$ref":\s*"#/definitions/([^"]+)"')
 
 
-def trim_definitions(swagger: dict[str, Any]) -> dict[str, Any]:
-    """The definitions the roots (and their lists) reach through $ref, nothing else."""
+def trim_definitions(swagger: dict[str, Any], have: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The definitions the roots (and their lists) reach through $ref, nothing else; with `have`, only those of
+    the roots it lacks, and none that it has."""
     definitions = swagger["definitions"]
-    wanted = [name for root in ROOTS for name in (root, f"{root}List") if name in definitions]
+    have = have or {}
+    wanted = [name for root in ROOTS for name in (root, f"{root}List") if name in definitions and root not in have]
     kept: dict[str, Any] = {}
     while wanted:
         name = wanted.pop()
-        if name in kept:
+        if name in kept or name in have:
             continue
         kept[name] = definitions[name]
         wanted.extend(_REF.findall(json.dumps(definitions[name])))
@@ -133,25 +139,40 @@ def crd_versions(crd: dict[str, Any], only: str | None = None) -> list[dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--swagger", type=Path, required=True)
+    parser.add_argument("--swagger", type=Path, help="regenerate kubernetes.json and the patch strategies from it")
+    parser.add_argument(
+        "--merge", action="store_true", help="update crds.json with the given CRDs' versions, keeping the others"
+    )
     parser.add_argument("--crd", type=Path, action="append", default=[])
     parser.add_argument("--crd-version", action="append", default=[], help="VERSION=FILE: one more served version")
+    parser.add_argument("--extend", action="store_true", help="keep kubernetes.json's definitions, add new ones")
     args = parser.parse_args()
-    swagger = json.loads(args.swagger.read_text())
-    definitions = trim_definitions(swagger)
-    (HERE / "kubernetes.json").write_text(
-        json.dumps({"definitions": definitions}, separators=(",", ":"), sort_keys=True) + "\n"
-    )
-    STRATEGIES.write_text(json.dumps(patch_strategies(definitions), separators=(",", ":"), sort_keys=True) + "\n")
-    crds: dict[str, dict[str, Any]] = {}
+    if args.swagger is not None:
+        swagger = json.loads(args.swagger.read_text())
+        if args.extend:
+            kept = json.loads((HERE / "kubernetes.json").read_text())["definitions"]
+            definitions = dict(sorted({**trim_definitions(swagger, kept), **kept}.items()))
+        else:
+            definitions = trim_definitions(swagger)
+        (HERE / "kubernetes.json").write_text(
+            json.dumps({"definitions": definitions}, separators=(",", ":"), sort_keys=True) + "\n"
+        )
+        STRATEGIES.write_text(json.dumps(patch_strategies(definitions), separators=(",", ":"), sort_keys=True) + "\n")
+    crds: dict[str, dict[str, Any]] = json.loads((HERE / "crds.json").read_text()) if args.merge else {}
     for path in args.crd:
         crd = yaml.safe_load(path.read_text())
         spec = crd["spec"]
+        versions = crd_versions(crd)
+        kept = [
+            v
+            for v in (crds.get(spec["names"]["kind"]) or {}).get("versions", [])
+            if v["name"] not in {n["name"] for n in versions}
+        ]
         crds[spec["names"]["kind"]] = {
             "group": spec["group"],
             "kind": spec["names"]["kind"],
             "plural": spec["names"]["plural"],
-            "versions": crd_versions(crd),
+            "versions": versions + kept,
         }
     for item in args.crd_version:
         version, _, file = item.partition("=")

@@ -12,7 +12,10 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError
 
-from karpui import models, services, store
+from karpui import models
+from karpui.clusters import store
+from karpui.people.audit import Actor
+from karpui.writes import catalogs
 from provisioner.catalog.aws import aws_catalog
 from provisioner.catalog.files import catalog_to_manifest, load_catalog
 from provisioner.catalog.kwok import kwok_catalog
@@ -29,6 +32,11 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         importing = sub.add_parser("import", help="load a catalog file into the database, replacing a same-named one")
         importing.add_argument("file", help="YAML or JSON file, or - for standard input")
+        importing.add_argument(
+            "--overwrite-builtin",
+            action="store_true",
+            help="replace a built-in catalog (kwok, aws-sample) of the same name (audited)",
+        )
         deleting = sub.add_parser("delete", help="remove a stored catalog with its instance types (audited)")
         deleting.add_argument("name")
         exporting = sub.add_parser("export", help="print a stored catalog")
@@ -41,7 +49,7 @@ class Command(BaseCommand):
         sub.add_parser("list", help="list stored catalogs")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        actor = services.Actor(name=f"cli:{getpass.getuser()}", via="cli")
+        actor = Actor(name=f"cli:{getpass.getuser()}", via="cli")
         action = options["action"]
         if action == "import":
             try:
@@ -50,11 +58,14 @@ class Command(BaseCommand):
                 )
             except ManifestError as error:
                 raise CommandError(str(error)) from None
-            services.catalog_import(catalog=catalog, actor=actor)
+            try:
+                catalogs.catalog_import(catalog=catalog, actor=actor, overwrite_builtin=options["overwrite_builtin"])
+            except catalogs.BuiltInCatalog as error:
+                raise CommandError(str(error)) from None
             self.stdout.write(f"catalog {catalog.name}: {len(catalog.instance_types)} instance types imported")
         elif action == "delete":
             try:
-                services.catalog_delete(name=options["name"], actor=actor)
+                catalogs.catalog_delete(name=options["name"], actor=actor)
             except LookupError as error:
                 raise CommandError(str(error)) from None
             self.stdout.write(f'catalog "{options["name"]}" deleted')
@@ -66,7 +77,8 @@ class Command(BaseCommand):
         elif action == "generate":
             catalog = GENERATORS[options["name"]]()
             if options["load"]:
-                services.catalog_import(catalog=catalog, actor=actor)
+                # The built-in itself, as shipped: restoring it needs no flag (the audit row says it was replaced).
+                catalogs.catalog_import(catalog=catalog, actor=actor, overwrite_builtin=True)
                 self.stdout.write(f"catalog {catalog.name}: {len(catalog.instance_types)} instance types loaded")
             else:
                 self.stdout.write(_dump(catalog_to_manifest(catalog), options["output"]))

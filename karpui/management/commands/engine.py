@@ -6,6 +6,11 @@ for each cluster exactly one leads and the others wait, ready to take over withi
 rows are read again every --rescan seconds, so a cluster made in the admin gets its engine without a restart.
 SIGTERM or Ctrl-C stops every engine and releases its lease, so a successor takes over at once. Each time round
 its loop it touches KARPUI_HEARTBEAT_FILE (when set), which deploy/'s liveness probe checks.
+
+Its output says who leads each cluster whenever that changes (`cluster kwok: this engine (host_1a2b) leads`,
+`cluster kwok: host_9f8e leads; this engine (host_1a2b) waits`), and prints the controllers' log lines, one JSON
+object per line as Karpenter's (`{"cluster": "kwok", "time": ..., "level": "INFO", "logger": "controller.provisioner",
+"message": "created nodeclaim", ...}`), so `kubectl logs deploy/karpui-engine` reads like Karpenter's own logs.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from karpui import heartbeat, models
-from karpui.engines import Engine
+from karpui.clusters.engines import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +44,7 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         engines: dict[int, Engine] = {}
+        said: dict[int, str] = {}  # cluster -> who leads, as last printed
         scanned = 0.0
         period = settings.KARPUI_TICK_SECONDS
         try:
@@ -51,6 +57,7 @@ class Command(BaseCommand):
                         engine.step(time.time())
                     except Exception:
                         logger.exception("engine step failed", extra={"cluster_id": engine.cluster_id})
+                    self._say_who_leads(engine, said)
                 if settings.KARPUI_HEARTBEAT_FILE:  # a waiting engine is alive too: it is ready to take over
                     heartbeat.beat(settings.KARPUI_HEARTBEAT_FILE)
                 if options["once"]:
@@ -59,6 +66,25 @@ class Command(BaseCommand):
         finally:
             for engine in engines.values():
                 engine.stop(release=True)
+
+    def _say_who_leads(self, engine: Engine, said: dict[int, str]) -> None:
+        me = engine.elector.config.identity
+        holder = me if engine.leading else engine.elector.holder
+        if said.get(engine.cluster_id) == holder:
+            return
+        said[engine.cluster_id] = holder
+        if holder == me:
+            line = f"cluster {engine.cluster_name}: this engine ({me}) leads"
+        elif holder:
+            line = f"cluster {engine.cluster_name}: {holder} leads; this engine ({me}) waits"
+        else:
+            line = f"cluster {engine.cluster_name}: nobody leads yet; this engine ({me}) is a candidate"
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def _echo(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
 
     def _scan(self, engines: dict[int, Engine], options: dict[str, Any]) -> None:
         rows = models.Cluster.objects.filter(mode__in=(models.Cluster.Mode.KWOK, models.Cluster.Mode.OBSERVE))
@@ -72,6 +98,7 @@ class Command(BaseCommand):
                 continue
             try:
                 engines[row.pk] = Engine.open(row, lease_namespace=options["lease_namespace"])
+                engines[row.pk].echo = self._echo
             except Exception as error:  # one unreachable cluster never keeps the others from running
                 self.stderr.write(f"cluster {row.name}: cannot start its engine: {type(error).__name__}: {error}")
                 continue

@@ -1,0 +1,868 @@
+"""Karpenter itself beside karpui: the same workloads through each, compared decision by decision. Asserts nothing.
+
+Usage:
+    python bench/versus_karpenter.py [--set corpus,seeds,karpenter-1.x] [--only NAME,...] [--limit N]
+                                     [--provisioners karpenter,lab,kwok] [--record] [--readme]
+                                     [--kubeconfig FILE] [--plan-improvement]
+
+Each workload (bench/workloads/<set>/<name>/scenario.yaml, format in bench/workloads/karpenter-1.x/README.md) runs
+through each provisioner in turn, one at a time from the same empty state:
+* karpenter: Karpenter's kwok provider v1.15 (hack/kube/build.sh's binary) on a real control plane
+  (hack/kube/cluster.py, started here unless --kubeconfig names one), run by this script as a process of its own
+  with the scenario's environment;
+* kwok: karpui's engine (`manage.py engine`, a process of its own with its own database) in kwok mode on the same
+  cluster;
+* lab: karpui's lab in this process (a throwaway SQLite database), `wait` steps advancing its clock.
+At each `compare: NAME` step (or at the end of a workload that has none) it records what the provisioner decided:
+the NodeClaims (NodePool, instance type, capacity type; and how many per zone where the workload constrains zones:
+elsewhere Karpenter's kwok provider picks a zone at random among equal prices), their cost per hour (the kwok
+catalog's prices), the pods left pending per workload, and the disruption decisions logged since the last compare
+("disrupting node(s)": reason, decision, the disrupted nodes' types, the count of replacements). A workload is the
+same when every compare is.
+
+On a real cluster a `wait` after an apply in a workload with compare steps ends once nothing has changed for 6 s
+with every NodeClaim ready and every pod bound (at most the wait plus 20 s); any other `wait` runs its whole length
+(Karpenter's disruption acts 25-35 s after a scale-down). Each provisioner's log of each workload is kept in
+var/versus/<provisioner>/<set>-<name>.log.
+
+--record writes Karpenter's results to bench/workloads/<set>/karpenter.json, so a later change is compared with
+Karpenter's recorded decisions without running it (`--provisioners lab` reads them). --plan-improvement also runs
+the lab with `karpui.dev/plan-improvement: "enabled"` on every NodePool and reports its cost against Karpenter's.
+--readme writes the table into bench/README.md between the markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ROOT / "bench" / "workloads"
+sys.path.insert(0, str(ROOT))
+
+NODEPOOL = "karpenter.sh/nodepool"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+ZONE = "topology.kubernetes.io/zone"
+PLAN_IMPROVEMENT = "karpui.dev/plan-improvement"
+QUIET_SECONDS = 6.0
+README_START = "<!-- versus_karpenter: start -->"
+README_END = "<!-- versus_karpenter: end -->"
+
+
+# What a provisioner decided ----------------------------------------------------------------------------------------
+
+
+_PRICES: dict[tuple[str, str], float] = {}
+
+
+def price_of(instance_type: str, capacity_type: str) -> float:
+    """The kwok catalog's price per hour of an offering (every zone's is the same)."""
+    if not _PRICES:
+        from provisioner.catalog.kwok import kwok_catalog
+
+        _PRICES.update({(t.name, o.capacity_type): o.price for t in kwok_catalog().instance_types for o in t.offerings})
+    return _PRICES.get((instance_type, capacity_type), 0.0)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a provisioner had decided at one compare step."""
+
+    nodeclaims: tuple[tuple[str, str, str], ...]  # (nodepool, instance type, capacity type), sorted
+    zones: tuple[int, ...]  # NodeClaims per zone, largest first
+    pending: tuple[tuple[str, int], ...]  # (app label, pods pending), sorted
+    disruptions: tuple[str, ...]  # one line per "disrupting node(s)" decision, sorted
+    cost: float
+
+    def differences(self, other: Snapshot, zonal: bool = True) -> list[str]:
+        """What differs, said as `other` (Karpenter's in brackets); zones only where the workload constrains them."""
+        said = []
+        for name in ("nodeclaims", "zones", "pending", "disruptions"):
+            if name == "zones" and not zonal:
+                continue
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine != theirs:
+                said.append(f"{name}: {_short(theirs)} (Karpenter {_short(mine)})")
+        return said
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "nodeclaims": [list(c) for c in self.nodeclaims],
+            "zones": list(self.zones),
+            "pending": [list(p) for p in self.pending],
+            "disruptions": list(self.disruptions),
+            "cost": round(self.cost, 6),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Snapshot:
+        return cls(
+            tuple(tuple(c) for c in data["nodeclaims"]),  # type: ignore[misc]
+            tuple(data["zones"]),
+            tuple((p[0], p[1]) for p in data["pending"]),
+            tuple(data["disruptions"]),
+            data["cost"],
+        )
+
+
+def _short(value: tuple[Any, ...]) -> str:
+    if value and isinstance(value[0], tuple) and len(value[0]) == 3:
+        counted = Counter(value)
+        return ", ".join(f"{n}× {pool}/{t}/{c}" for (pool, t, c), n in sorted(counted.items())) or "none"
+    return ", ".join(str(v) for v in value) or "none"
+
+
+def snapshot(nodeclaims: list[dict[str, Any]], pods: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> Snapshot:
+    claims = []
+    zones: Counter[str] = Counter()
+    cost = 0.0
+    for claim in nodeclaims:
+        if claim["metadata"].get("deletionTimestamp"):
+            continue
+        labels = claim["metadata"].get("labels") or {}
+        instance_type, capacity = labels.get(INSTANCE_TYPE, "?"), labels.get(CAPACITY_TYPE, "?")
+        claims.append((labels.get(NODEPOOL, "?"), instance_type, capacity))
+        zones[labels.get(ZONE, "?")] += 1
+        cost += price_of(instance_type, capacity)
+    pending: Counter[str] = Counter()
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp") or pod["spec"].get("nodeName"):
+            continue
+        if (pod.get("status") or {}).get("phase", "Pending") == "Pending":
+            pending[(pod["metadata"].get("labels") or {}).get("app", pod["metadata"]["name"])] += 1
+    return Snapshot(
+        tuple(sorted(claims)),
+        tuple(sorted(zones.values(), reverse=True)),
+        tuple(sorted(pending.items())),
+        # A static NodePool's scale-down is logged by Karpenter as "deprovisioning nodeclaims to satisfy replica
+        # count", not as a disruption command; karpui records it as one (reason Overprovisioned). Its NodeClaims say
+        # what was decided.
+        tuple(sorted(line for line in map(decision_line, decisions) if not line.startswith("overprovisioned "))),
+        cost,
+    )
+
+
+def decision_line(fields: dict[str, Any]) -> str:
+    """A "disrupting node(s)" record as what was decided: reason, decision, the nodes taken, how many replace them."""
+    taken = sorted(f"{n.get('instance-type')}/{n.get('capacity-type')}" for n in fields.get("disrupted-nodes") or [])
+    replacements = fields.get("replacement-node-count", 0)
+    # Karpenter logs the reason as the command's first word ("Empty/<id>: delete: ..."); karpui's as Karpenter does.
+    reason = str(fields.get("reason") or str(fields.get("command", "")).split("/", 1)[0]).lower()
+    return f"{reason} {fields.get('decision')} [{' '.join(taken)}] +{replacements}"
+
+
+# The workloads -------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    set: str
+    name: str
+    folder: Path
+    scenario: dict[str, Any]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict((self.scenario.get("karpenter") or {}).get("env") or {})
+
+    @property
+    def key(self) -> str:
+        return f"{self.set}/{self.name}"
+
+    @property
+    def zonal(self) -> bool:
+        """Whether the workload constrains zones (a zone selector, requirement, affinity or spread). Where it does
+        not, Karpenter's kwok provider picks each NodeClaim's zone at random among equal prices, and so does the
+        lab's order of offerings: zones are then not compared."""
+        return any(ZONE in path.read_text() for path in self.folder.glob("*.yaml") if path.name != "scenario.yaml")
+
+
+def workloads(sets: list[str], only: list[str], limit: int | None) -> list[Workload]:
+    found = []
+    for name in sets:
+        for scenario in sorted((WORKLOADS / name).glob("*/scenario.yaml")):
+            if only and scenario.parent.name not in only:
+                continue
+            found.append(Workload(name, scenario.parent.name, scenario.parent, yaml.safe_load(scenario.read_text())))
+    return found[:limit] if limit else found
+
+
+def manifests(workload: Workload, files: list[str], plan_improvement: bool) -> str:
+    """The files of an apply step as one stream; with plan improvement each NodePool annotated to use it."""
+    documents = []
+    for name in files:
+        for document in yaml.safe_load_all((workload.folder / name).read_text()):
+            if document is None:
+                continue
+            if plan_improvement and document.get("kind") == "NodePool":
+                document.setdefault("metadata", {}).setdefault("annotations", {})[PLAN_IMPROVEMENT] = "enabled"
+            documents.append(document)
+    return yaml.safe_dump_all(documents, sort_keys=False)
+
+
+def waits(workload: Workload) -> float:
+    return sum(seconds(step["wait"]) for step in workload.scenario["steps"] if "wait" in step)
+
+
+def seconds(duration: str) -> float:
+    from provisioner.durations import parse_duration
+
+    parsed = parse_duration(duration)
+    assert parsed is not None, duration
+    return float(parsed)
+
+
+# Provisioners ------------------------------------------------------------------------------------------------------
+
+
+class Provisioner:
+    """Runs a workload's steps and says what it decided at each compare."""
+
+    name = ""
+
+    def run(self, workload: Workload) -> dict[str, Snapshot]:
+        self.begin(workload)
+        # A workload with compare steps waits for its provisioner to settle; one without (issue 25's, whose
+        # expectations hold at set moments) waits each step's whole length, as the lab's clock does.
+        self.settle = any("compare" in step for step in workload.scenario["steps"])
+        taken: dict[str, Snapshot] = {}
+        after_scale = False
+        try:
+            for step in workload.scenario["steps"]:
+                if "apply" in step:
+                    self.apply(manifests(workload, step["apply"], self.plan_improvement))
+                    after_scale = False
+                elif "scale" in step:
+                    self.scale(step["scale"]["target"], int(step["scale"]["replicas"]))
+                    after_scale = True
+                elif "wait" in step:
+                    self.wait(seconds(step["wait"]), after_scale)
+                elif "compare" in step:
+                    taken[step["compare"]] = self.snapshot()
+                elif "node-condition" in step:
+                    self.node_condition(step["node-condition"])
+                elif "expect" in step or "run" in step or "metric" in step:
+                    continue  # the lab's own checks (tests/integration/test_feature_workloads.py)
+                else:
+                    raise SystemExit(f"{workload.key}: unknown step {step}")
+            if not taken:
+                taken["end"] = self.snapshot()
+        finally:
+            self.end()
+        return taken
+
+    plan_improvement = False
+    settle = True
+
+    def begin(self, workload: Workload) -> None: ...
+    def end(self) -> None: ...
+    def apply(self, stream: str) -> None: ...
+    def scale(self, target: str, replicas: int) -> None: ...
+    def wait(self, duration: float, after_scale: bool) -> None: ...
+    def node_condition(self, step: dict[str, str]) -> None: ...
+    def snapshot(self) -> Snapshot: ...
+
+
+class Lab(Provisioner):
+    """karpui's lab in this process, a fresh database for each workload."""
+
+    name = "lab"
+
+    def __init__(self, folder: Path, plan_improvement: bool = False) -> None:
+        self.folder = folder
+        self.plan_improvement = plan_improvement
+        if plan_improvement:
+            self.name = "lab+improve"
+        self.database = folder / "lab.sqlite3"
+        self.template = folder / "lab-template.sqlite3"
+        self.seen_log = 0
+
+    def setup(self) -> None:
+        os.environ["DJANGO_SETTINGS_MODULE"] = "karpui.settings"
+        os.environ["DATABASE_URL"] = f"sqlite:///{self.database}"
+        os.environ.setdefault("KARPUI_VAR_DIR", str(self.folder / "var"))
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        if not self.template.exists():
+            call_command("migrate", verbosity=0)
+            from django.db import connections
+
+            connections.close_all()
+            shutil.copyfile(self.database, self.template)
+
+    def karp(self, *args: str, stdin: str | None = None) -> str:
+        import io
+
+        from django.core.management import call_command
+
+        out, err, old = io.StringIO(), io.StringIO(), sys.stdin
+        if stdin is not None:
+            sys.stdin = io.StringIO(stdin)
+        try:
+            call_command("karp", *args, stdout=out, stderr=err)
+        except SystemExit as exit:
+            if exit.code:
+                raise RuntimeError(f"karp {' '.join(args)}: {err.getvalue()}") from None
+        finally:
+            sys.stdin = old
+        return out.getvalue()
+
+    def begin(self, workload: Workload) -> None:
+        from django.conf import settings
+        from django.db import connections
+
+        from karpui.clusters import lab as labs
+
+        connections.close_all()
+        shutil.copyfile(self.template, self.database)
+        labs.forget()
+        env = workload.env
+        from karpui.settings import feature_gates
+        from provisioner.options import parse_bool
+
+        self.saved = {
+            n: getattr(settings, n)
+            for n in (
+                "KARPUI_FEATURE_GATES",
+                "KARPUI_IGNORE_DRA_REQUESTS",
+                "KARPUI_MIN_VALUES_POLICY",
+                "KARPUI_PREFERENCE_POLICY",
+            )
+        }
+        settings.KARPUI_FEATURE_GATES = feature_gates(env.get("FEATURE_GATES", ""))
+        # Karpenter ignores DRA requests unless told otherwise (IGNORE_DRA_REQUESTS defaults to true).
+        settings.KARPUI_IGNORE_DRA_REQUESTS = parse_bool("IGNORE_DRA_REQUESTS", env.get("IGNORE_DRA_REQUESTS", "true"))
+        settings.KARPUI_MIN_VALUES_POLICY = env.get("MIN_VALUES_POLICY", "Strict")
+        settings.KARPUI_PREFERENCE_POLICY = env.get("PREFERENCE_POLICY", "Respect")
+        self.seen_log = 0
+
+    def end(self) -> None:
+        from django.conf import settings
+
+        for name, value in self.saved.items():
+            setattr(settings, name, value)
+
+    def apply(self, stream: str) -> None:
+        self.karp("apply", "-f", "-", stdin=stream)
+
+    def scale(self, target: str, replicas: int) -> None:
+        self.karp("scale", target, "--replicas", str(replicas))
+
+    def wait(self, duration: float, after_scale: bool) -> None:
+        from karpui.clusters import lab as labs
+
+        labs.advance("lab", duration)
+
+    def node_condition(self, step: dict[str, str]) -> None:
+        from tests.integration.test_feature_workloads import set_node_condition
+
+        set_node_condition(step)
+
+    def snapshot(self) -> Snapshot:
+        from karpui import models
+
+        claims = json.loads(self.karp("get", "nodeclaims", "-o", "json"))["items"]
+        pods = json.loads(self.karp("get", "pods", "-A", "-o", "json"))["items"]
+        entries = models.LogEntry.objects.filter(
+            cluster__name="lab", message="disrupting node(s)", id__gt=self.seen_log
+        ).order_by("id")
+        decisions = []
+        for entry in entries:
+            self.seen_log = max(self.seen_log, entry.id)
+            decisions.append(dict(entry.fields))
+        return snapshot(claims, pods, decisions)
+
+
+class Real(Provisioner):
+    """A provisioner on the real control plane: Karpenter's kwok provider, or karpui's engine in kwok mode."""
+
+    def __init__(self, cluster: Any, folder: Path, kind: str) -> None:
+        self.cluster = cluster
+        self.folder = folder
+        self.name = kind
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = folder / f"{kind}.log"
+        self.log_offset = 0
+        self.usage: list[tuple[float, float, int]] = []
+
+    def kubectl(self, *args: str, input: str | None = None) -> str:
+        return str(self.cluster.kubectl(*args, input=input).stdout)
+
+    def items(self, *args: str) -> list[dict[str, Any]]:
+        return list(json.loads(self.kubectl("get", *args, "-o", "json"))["items"])
+
+    def begin(self, workload: Workload) -> None:
+        self.cluster.reset()
+        self.start(workload.env, f"{workload.set}-{workload.name}")
+
+    def start(self, env: dict[str, str], label: str) -> None:
+        self.log = ROOT / "var" / "versus" / self.name / f"{label}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.log.write_bytes(b"")
+        self.log_offset = 0
+        out = open(self.log, "ab")  # noqa: SIM115 - the child owns it
+        if self.name == "karpenter":
+            from tests.kube.realcluster import paths
+
+            _TAKEN.clear()  # the last run's ports are free again
+            binary = paths()["KARPUI_KARPENTER_BIN"]
+            folder = self.cluster.folder
+            child_env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith(("KARPUI_", "DATABASE_URL"))},
+                "KUBECONFIG": str(folder / "karpenter.kubeconfig" if folder else self.cluster.kubeconfig),
+                "DISABLE_LEADER_ELECTION": "true",
+                "METRICS_PORT": str(free_port()),
+                "HEALTH_PROBE_PORT": str(free_port()),
+                "SYSTEM_NAMESPACE": "kube-system",
+                "LOG_LEVEL": "info",
+                **env,
+            }
+            self.process = subprocess.Popen(
+                [binary], env=child_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        else:
+            from tests.kube.engineprocess import Database
+
+            self.kubectl("create", "namespace", "karpui")
+            database = Database(self.folder / "karpui", self.folder / "template")
+            database.cluster("real", "kwok", self.cluster.kubeconfig)
+            child_env = database.env(
+                KARPUI_TICK_SECONDS="0.5",
+                KARPUI_FEATURE_GATES=env.get("FEATURE_GATES", ""),
+                KARPUI_IGNORE_DRA_REQUESTS=env.get("IGNORE_DRA_REQUESTS", "true"),
+                KARPUI_MIN_VALUES_POLICY=env.get("MIN_VALUES_POLICY", "Strict"),
+                KARPUI_PREFERENCE_POLICY=env.get("PREFERENCE_POLICY", "Respect"),
+            )
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "engine", "--cluster", "real", "--lease-namespace", "karpui"],
+                cwd=ROOT,
+                env=child_env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        out.close()
+        self.usage = []
+        time.sleep(3.0 if self.name == "karpenter" else 5.0)  # started and its caches synced
+
+    def end(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+    def sample(self) -> None:
+        """The provisioner's CPU-seconds so far and its peak RSS (its whole process group); a provisioner that
+        exited ends the workload, with the end of its log."""
+        if self.process is None:
+            return
+        if self.process.poll() is not None:
+            tail = self.log.read_text(errors="replace")[-600:]
+            raise RuntimeError(f"{self.name} exited ({self.process.returncode}): {tail}")
+        self.usage.append((time.monotonic(), *process_usage(self.process.pid)))
+
+    def apply(self, stream: str) -> None:
+        self.kubectl("apply", "-f", "-", input=stream)
+
+    def scale(self, target: str, replicas: int) -> None:
+        kind, name = target.split("/", 1)
+        self.kubectl("scale", kind, name, f"--replicas={replicas}")
+
+    def wait(self, duration: float, after_scale: bool) -> None:
+        if after_scale or not self.settle:
+            deadline = time.monotonic() + duration
+            while time.monotonic() < deadline:
+                self.sample()
+                time.sleep(1.0)
+            return
+        # Settled: every pod bound, every NodeClaim ready, nothing changed for a while. Pods that stay pending (a
+        # limit, say) wait out the step and 20 s more (a loaded control plane is slower than the lab's clock).
+        deadline = time.monotonic() + duration + 20.0
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            self.sample()
+            state = self.state()
+            if state != last:
+                last, since = state, time.monotonic()
+            elif time.monotonic() - since >= QUIET_SECONDS and state[1]:
+                return
+            time.sleep(1.0)
+
+    def state(self) -> tuple[Any, bool]:
+        """What changes while a provisioner works, and whether it has settled: every NodeClaim ready, no pod left
+        unbound."""
+        claims = self.items("nodeclaims")
+        pods = self.items("pods", "-A")
+        ready = all(
+            any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
+            for n in claims
+        ) and not any(not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp") for p in pods)
+        signature = (
+            tuple(sorted(n["metadata"]["name"] for n in claims)),
+            tuple(
+                sorted(
+                    (p["metadata"]["name"], p["spec"].get("nodeName"), (p.get("status") or {}).get("phase"))
+                    for p in pods
+                )
+            ),
+        )
+        return signature, ready
+
+    def node_condition(self, step: dict[str, str]) -> None:
+        from provisioner.cluster.objects import timestamp
+
+        nodes = sorted(
+            (n for n in self.items("nodes") if (n["metadata"].get("labels") or {}).get(NODEPOOL) == step["nodepool"]),
+            key=lambda n: n["metadata"]["name"],
+        )
+        since = time.time() - seconds(step.get("since", "0s"))
+        patch = {
+            "status": {
+                "conditions": [{"type": step["type"], "status": step["status"], "lastTransitionTime": timestamp(since)}]
+            }
+        }
+        self.kubectl(
+            "patch",
+            "node",
+            nodes[0]["metadata"]["name"],
+            "--subresource=status",
+            "--type=strategic",
+            "-p",
+            json.dumps(patch),
+        )
+
+    def decisions(self) -> list[dict[str, Any]]:
+        text = self.log.read_text(errors="replace")
+        fresh, self.log_offset = text[self.log_offset :], len(text)
+        found = []
+        for line in fresh.splitlines():
+            if '"disrupting node(s)"' not in line:
+                continue
+            try:
+                found.append(json.loads(line[line.index("{") :]))
+            except ValueError:
+                continue
+        return found
+
+    def snapshot(self) -> Snapshot:
+        return snapshot(self.items("nodeclaims"), self.items("pods", "-A"), self.decisions())
+
+
+def free_port() -> int:
+    """A free port of this bench's range (8500-8599), for Karpenter's metrics and health endpoints."""
+    import socket
+
+    for port in range(8500, 8600):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            if port not in _TAKEN:
+                _TAKEN.add(port)
+                return port
+    raise RuntimeError("no free port in 8500-8599")
+
+
+_TAKEN: set[int] = set()
+
+
+def process_usage(pid: int) -> tuple[float, int]:
+    """CPU-seconds (user + system) and peak RSS in bytes of a process group's members, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu, peak = 0.0, 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) != pid and int(entry.name) != pid:  # fields[2] is the process group
+                continue
+            cpu += (int(fields[11]) + int(fields[12])) / ticks
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak += int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            continue
+    return cpu, peak
+
+
+# The real cluster ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ClusterHandle:
+    cluster: Any
+    owned: bool
+
+
+def real_cluster(folder: Path, kubeconfig: str | None) -> ClusterHandle:
+    from tests.kube.realcluster import RealCluster
+
+    if kubeconfig:
+        return ClusterHandle(RealCluster.given(kubeconfig), owned=False)
+    kube = folder / "kube"
+    kube.mkdir(parents=True, exist_ok=True)
+    print(f"starting a control plane in {kube} ...", file=sys.stderr)
+    return ClusterHandle(RealCluster.start(kube), owned=True)
+
+
+# The comparison ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    workload: Workload
+    snapshots: dict[str, dict[str, Snapshot]] = field(default_factory=dict)  # provisioner -> compare -> snapshot
+    seconds: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def differences(self, provisioner: str) -> list[str] | None:
+        theirs, mine = self.snapshots.get("karpenter"), self.snapshots.get(provisioner)
+        if theirs is None or mine is None:
+            return None
+        said = []
+        for step, snap in theirs.items():
+            other = mine.get(step)
+            if other is None:
+                said.append(f"{step}: not recorded")
+                continue
+            said += [f"{step}: {d}" for d in snap.differences(other, self.workload.zonal)]
+        return said
+
+    def cost_ratio(self, provisioner: str) -> float | None:
+        theirs, mine = self.snapshots.get("karpenter"), self.snapshots.get(provisioner)
+        if not theirs or not mine:
+            return None
+        step = next(iter(theirs))
+        if step not in mine or theirs[step].cost == 0:
+            return None
+        return mine[step].cost / theirs[step].cost
+
+
+def recorded(set_name: str) -> dict[str, dict[str, Snapshot]]:
+    path = WORKLOADS / set_name / "karpenter.json"
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {
+        name: {step: Snapshot.from_json(snap) for step, snap in steps.items()}
+        for name, steps in data["workloads"].items()
+    }
+
+
+def record(results: list[Result]) -> None:
+    by_set: dict[str, dict[str, Any]] = {}
+    for result in results:
+        if "karpenter" in result.snapshots:
+            by_set.setdefault(result.workload.set, {})[result.workload.name] = {
+                step: snap.as_json() for step, snap in result.snapshots["karpenter"].items()
+            }
+    for set_name, found in by_set.items():
+        path = WORKLOADS / set_name / "karpenter.json"
+        data = json.loads(path.read_text()) if path.exists() else {"workloads": {}}
+        data["karpenter"] = "kwok provider v1.15.0 on kube-apiserver v1.37.2 (hack/kube)"
+        data["workloads"].update(found)
+        data["workloads"] = dict(sorted(data["workloads"].items()))
+        path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+
+
+def save(results: list[Result], path: Path) -> None:
+    data = {
+        r.workload.key: {
+            "snapshots": {p: {k: v.as_json() for k, v in snaps.items()} for p, snaps in r.snapshots.items()},
+            "errors": r.errors,
+            "seconds": {p: round(v, 1) for p, v in r.seconds.items()},
+        }
+        for r in results
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def table(results: list[Result], provisioners: list[str]) -> str:
+    others = [p for p in provisioners if p != "karpenter"]
+    lines = [
+        "| workload | Karpenter's NodeClaims | $/h | " + " | ".join(others) + " |",
+        "|---|---|---|" + "---|" * len(others),
+    ]
+    for result in results:
+        theirs = result.snapshots.get("karpenter")
+        first = next(iter(theirs.values())) if theirs else None
+        cells = []
+        for name in others:
+            if name in result.errors:
+                cells.append(f"error: {result.errors[name][:80]}")
+                continue
+            if name.endswith("+improve"):
+                ratio = result.cost_ratio(name)
+                cells.append(f"{ratio:.3f}×" if ratio is not None else "–")
+                continue
+            differences = result.differences(name)
+            cells.append("–" if differences is None else "same" if not differences else "; ".join(differences))
+        claims = _short(first.nodeclaims) if first else result.errors.get("karpenter", "–")[:80]
+        cost = f"{first.cost:.4f}" if first else "–"
+        lines.append(f"| {result.workload.key} | {claims} | {cost} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary(results: list[Result], provisioners: list[str]) -> str:
+    lines = []
+    for name in provisioners:
+        if name == "karpenter":
+            continue
+        if name.endswith("+improve"):
+            ratios = [r for r in (x.cost_ratio(name) for x in results) if r is not None]
+            if ratios:
+                lines.append(
+                    f"{name}: cost against Karpenter's on {len(ratios)} workloads: mean {sum(ratios) / len(ratios):.3f}×, "
+                    f"worst {max(ratios):.3f}×, best {min(ratios):.3f}×"
+                )
+            continue
+        compared = [d for d in (x.differences(name) for x in results) if d is not None]
+        same = sum(1 for d in compared if not d)
+        if compared:
+            lines.append(
+                f"{name}: the same decisions as Karpenter on {same} of {len(compared)} workloads "
+                f"({100 * same / len(compared):.1f} %)"
+            )
+    return "\n".join(lines)
+
+
+def write_readme(text: str, start: str = README_START, end: str = README_END) -> None:
+    """The text into bench/README.md between the markers (appended with them the first time)."""
+    readme = ROOT / "bench" / "README.md"
+    current = readme.read_text()
+    block = f"{start}\n{text}\n{end}"
+    if start in current:
+        head, rest = current.split(start, 1)
+        current = head + block + rest.split(end, 1)[1]
+    else:
+        current = current.rstrip("\n") + "\n\n" + block + "\n"
+    readme.write_text(current)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", default="seeds,karpenter-1.x,corpus")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument(
+        "--longest",
+        default="5m",
+        help="leave out workloads whose waits add up to more than this on a real cluster (default 5m)",
+    )
+    parser.add_argument("--provisioners", default="karpenter,lab,kwok")
+    parser.add_argument("--plan-improvement", action="store_true")
+    parser.add_argument("--record", action="store_true", help="write Karpenter's results to <set>/karpenter.json")
+    parser.add_argument("--readme", action="store_true", help="write the table into bench/README.md")
+    parser.add_argument("--save", help="write every provisioner's snapshots to this JSON file as it goes")
+    parser.add_argument(
+        "--merge",
+        help="also report the provisioners of this --save file (comma-separated files) that were not run now",
+    )
+    parser.add_argument("--kubeconfig", help="a running cluster (hack/kube/cluster.py's) instead of starting one")
+    args = parser.parse_args()
+    # A SIGTERM unwinds as Ctrl-C does, so the provisioner started last is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    chosen = workloads(args.set.split(","), [n for n in args.only.split(",") if n], args.limit)
+    provisioners = [p for p in args.provisioners.split(",") if p]  # none: only what --merge brings
+    if {"karpenter", "kwok"} & set(provisioners):
+        longest = seconds(args.longest)
+        for workload in [w for w in chosen if waits(w) > longest]:
+            print(f"{workload.key}: left out, its waits add up to {waits(workload):.0f} s (--longest)", flush=True)
+            chosen.remove(workload)
+    folder = Path(tempfile.mkdtemp(prefix="versus-karpenter-"))
+    lab = Lab(folder)
+    if "lab" in provisioners or args.plan_improvement:
+        lab.setup()
+    runners: list[Provisioner] = []
+    handle = None
+    if {"karpenter", "kwok"} & set(provisioners):
+        handle = real_cluster(folder, args.kubeconfig or os.environ.get("KARPUI_REAL_KUBECONFIG"))
+    for name in provisioners:
+        if name == "lab":
+            runners.append(lab)
+        elif handle is not None:
+            runners.append(Real(handle.cluster, folder, name))
+    if args.plan_improvement:
+        improved = Lab(folder, plan_improvement=True)
+        runners.append(improved)
+        provisioners.append(improved.name)
+    if "karpenter" not in provisioners:
+        provisioners.insert(0, "karpenter")
+    memory = {s: recorded(s) for s in {w.set for w in chosen}}
+    merged: dict[str, dict[str, dict[str, Snapshot]]] = {}
+    for path in (args.merge or "").split(","):
+        if path:
+            for key, entry in json.loads(Path(path).read_text()).items():
+                for name, steps in entry["snapshots"].items():
+                    if name != "karpenter" and not any(r.name == name for r in runners):
+                        snaps = {step: Snapshot.from_json(snap) for step, snap in steps.items()}
+                        merged.setdefault(key, {})[name] = snaps
+                        if name not in provisioners:
+                            provisioners.append(name)
+    results = []
+    try:
+        for workload in chosen:
+            result = Result(workload)
+            old = memory[workload.set].get(workload.name)
+            if old is not None and not any(r.name == "karpenter" for r in runners):
+                result.snapshots["karpenter"] = old
+            for runner in runners:
+                started = time.monotonic()
+                try:
+                    result.snapshots[runner.name] = runner.run(workload)
+                except Exception as error:  # a workload that fails is reported, the others go on
+                    result.errors[runner.name] = f"{type(error).__name__}: {error}".replace("\n", " ")
+                result.seconds[runner.name] = time.monotonic() - started
+            result.snapshots.update(merged.get(workload.key, {}))
+            results.append(result)
+            if args.record:
+                record([result])
+            if args.save:
+                save(results, Path(args.save))
+            verdicts = []
+            for name in provisioners:
+                if name == "karpenter" or name.endswith("+improve"):
+                    continue
+                found = result.differences(name)
+                verdicts.append(f"{name} " + ("–" if found is None else "same" if not found else "; ".join(found)))
+            timing = " ".join(f"{n} {s:.0f}s" for n, s in result.seconds.items())
+            print(f"{workload.key}: {' | '.join(verdicts)} ({timing})", flush=True)
+            for name, error in result.errors.items():
+                print(f"  {name}: {error[:400]}", flush=True)
+    finally:
+        if handle is not None and handle.owned:
+            handle.cluster.stop()
+    text = table(results, provisioners) + "\n\n" + summary(results, provisioners)
+    print()
+    print(text)
+    if args.readme:
+        write_readme(text)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The dashboard: its views, their context and refusals, the login throttle, template tags, and /metrics."""

@@ -1,0 +1,122 @@
+"""The CapacityBuffer controller (Karpenter v1.14, gate CapacityBuffer, off by default): resolves each buffer's pod
+shape from its PodTemplate or workload, works out its chunks (status.replicas) and says so (ReadyForProvisioning);
+the provisioner then schedules the ready buffers' virtual pods with the pending ones (`virtual_pods`) and writes
+where they went (Provisioning)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from provisioner import capacitybuffers as cb
+from provisioner.cluster.objects import Obj, timestamp
+from provisioner.controllers.context import ClusterContext
+from provisioner.options import CAPACITY_BUFFER
+from provisioner.pods import Pod
+from provisioner.quantity import parse_resources
+
+
+def set_condition(obj: Obj, kind: str, status: str, reason: str, message: str, now: float) -> None:
+    """apimeta.SetStatusCondition as CapacityBuffer.SetCondition calls it: in place, with the object's generation;
+    the transition time moves only when the status does."""
+    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+    new = {
+        "type": kind,
+        "status": status,
+        "observedGeneration": int(obj["metadata"].get("generation") or 1),
+        "lastTransitionTime": timestamp(now),
+        "reason": reason,
+        "message": message,
+    }
+    for index, current in enumerate(conditions):
+        if current.get("type") == kind:
+            if current.get("status") == status:
+                new["lastTransitionTime"] = current.get("lastTransitionTime", new["lastTransitionTime"])
+            conditions[index] = new
+            return
+    conditions.append(new)
+
+
+def _getter(ctx: ClusterContext) -> cb.Getter:
+    def get(kind: str, name: str, namespace: str) -> Obj | None:
+        return ctx.api.get(kind, name, namespace)
+
+    return get
+
+
+def resolve_status(buffer: Obj, get: cb.Getter, now: float) -> Mapping[str, Any] | None:
+    """resolveAndUpdateStatus on a copy's status: the template it resolved to (None when it did not) and the status
+    it writes into `buffer`."""
+    spec = buffer.get("spec") or {}
+    status = buffer.setdefault("status", {})
+    try:
+        resolution = cb.resolve(buffer, get)
+        pod = cb.template_pod(resolution.template, buffer["metadata"].get("namespace") or "default")
+    except cb.Unresolved as unresolved:
+        set_condition(buffer, cb.READY_FOR_PROVISIONING, "False", unresolved.reason, str(unresolved), now)
+        status["provisioningStrategy"] = spec.get("provisioningStrategy", cb.ACTIVE_CAPACITY)
+        return None
+    scalable = spec.get("podTemplateRef") is None
+    if scalable:
+        status.pop("podTemplateRef", None)
+        status.pop("podTemplateGeneration", None)
+    else:
+        status["podTemplateRef"] = {"name": resolution.pod_template}
+        status["podTemplateGeneration"] = resolution.pod_template_generation
+    limits = parse_resources(spec.get("limits") or {})
+    status["replicas"] = cb.desired_replicas(
+        spec, pod.requests, limits, scalable_replicas=resolution.scalable_replicas, scalable=scalable
+    )
+    set_condition(buffer, cb.READY_FOR_PROVISIONING, "True", cb.RESOLVED, "Pod template resolved successfully", now)
+    status["provisioningStrategy"] = spec.get("provisioningStrategy", cb.ACTIVE_CAPACITY)
+    return resolution.template
+
+
+class CapacityBufferController:
+    def reconcile(self, ctx: ClusterContext) -> bool:
+        """Each buffer's status as its template and workload stand now; True if one was written."""
+        if not ctx.gate(CAPACITY_BUFFER) or ctx.observe:
+            return False  # observing, the cluster's own Karpenter writes their status
+        changed = False
+        get = _getter(ctx)
+        for buffer in ctx.api.list(cb.KIND):
+            with ctx.guard("capacitybuffer", buffer):
+                before = repr(buffer.get("status"))
+                resolve_status(buffer, get, ctx.now)
+                if repr(buffer.get("status")) != before:
+                    ctx.api.update(buffer)
+                    changed = True
+        return changed
+
+
+def virtual_pods(ctx: ClusterContext) -> list[Pod]:
+    """The virtual pods of every ready buffer (the provisioner's GetAll), none with the gate off."""
+    if not ctx.gate(CAPACITY_BUFFER):
+        return []
+    get = _getter(ctx)
+    pods: list[Pod] = []
+    for buffer in ctx.api.list(cb.KIND):
+        if not cb.ready(buffer):
+            continue
+        try:
+            template = cb.resolve(buffer, get).template
+            pods.extend(cb.virtual_pods(buffer, template, ctx.now))
+        except cb.Unresolved:
+            continue  # skipped until the buffer controller says why
+    return pods
+
+
+def write_provisioning(ctx: ClusterContext, placed: Mapping[str, cb.Placement]) -> None:
+    """updateBufferProvisioningStatus: each buffer's Provisioning condition from where its virtual pods went."""
+    if not ctx.gate(CAPACITY_BUFFER) or ctx.observe:
+        return
+    for buffer in ctx.api.list(cb.KIND):
+        key = f"{buffer['metadata'].get('namespace') or 'default'}/{buffer['metadata']['name']}"
+        verdict = cb.provisioning_condition(buffer, placed.get(key))
+        if verdict is None:
+            continue
+        before = repr(buffer.get("status"))
+        set_condition(buffer, cb.PROVISIONING, *verdict, ctx.now)
+        if repr(buffer.get("status")) != before:
+            with ctx.guard("capacitybuffer", buffer):
+                ctx.api.update(buffer)

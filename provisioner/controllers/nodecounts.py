@@ -1,0 +1,34 @@
+"""How many NodeClaims a NodePool has, as Karpenter's NodePoolState counts them for static NodePools and node limits:
+running, being deleted, and held by a disruption command that has not deleted them yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from provisioner import labels as wk
+from provisioner.controllers.commands import live_commands
+from provisioner.controllers.context import ClusterContext
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Karpenter's NodePoolState counts for one NodePool: NodeClaims running (not being deleted), being deleted,
+    and held by a disruption command that has not deleted them yet."""
+
+    active: int
+    deleting: int
+    pending_disruption: int
+
+
+def node_counts(ctx: ClusterContext, nodepool: str) -> Counts:
+    claims = [c for c in ctx.api.list("NodeClaim") if (c["metadata"].get("labels") or {}).get(wk.NODEPOOL) == nodepool]
+    deleting = {c["metadata"]["name"] for c in claims if c["metadata"].get("deletionTimestamp")}
+    held = {
+        candidate["nodeclaim"]
+        for command in live_commands(ctx)
+        for candidate in command["spec"]["candidates"]
+        if candidate.get("nodepool") == nodepool
+    }
+    active = [c["metadata"]["name"] for c in claims if c["metadata"]["name"] not in deleting]
+    pending = sum(1 for name in active if name in held)
+    return Counts(active=len(active) - pending, deleting=len(deleting), pending_disruption=pending)

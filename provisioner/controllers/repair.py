@@ -1,0 +1,155 @@
+"""What the disruption queue does with a node repair (reason Unhealthy): whether it still holds, whether the
+NodePool is too unhealthy to repair, and the repair itself, as Karpenter's node health controller
+(pkg/controllers/node/health) makes it: the NodeClaim's termination timestamp set to now, then the NodeClaim
+deleted, so its pods leave at once whatever their PDBs and do-not-disrupt."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from provisioner import labels as wk
+from provisioner.cloudprovider.types import RepairPolicy
+from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
+from provisioner.controllers.context import ClusterContext
+from provisioner.durations import format_duration
+from provisioner.scheduling.logs import LogRecord
+
+UNHEALTHY = "Unhealthy"  # the command's reason (Karpenter's metrics say "unhealthy")
+METHOD = "repair"
+# Karpenter's allowedUnhealthyPercent: more unhealthy nodes than this share (rounded up) blocks every repair.
+ALLOWED_UNHEALTHY_PERCENT = 20
+BLOCKED_RETRY_SECONDS = 5 * 60.0  # a blocked repair is looked at again after five minutes, as Karpenter requeues
+NODE_REPAIR_BLOCKED = "NodeRepairBlocked"
+BLOCKED_DEDUPE_SECONDS = 15 * 60.0
+LOGGER = "controller.node.health"
+
+
+@dataclass(frozen=True)
+class Unhealthy:
+    """A Node condition a repair policy matches, since when, and how long it is tolerated."""
+
+    condition: str
+    status: str
+    since: float
+    toleration: float
+
+    @property
+    def due(self) -> float:
+        """When the toleration ends and the node is repaired."""
+        return self.since + self.toleration
+
+    @property
+    def text(self) -> str:
+        return f"{self.condition}={self.status}"
+
+
+def _condition(node: Obj, kind: str) -> dict[str, str] | None:
+    return next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
+
+
+def unhealthy(node: Obj, policies: Sequence[RepairPolicy]) -> Unhealthy | None:
+    """findUnhealthyConditions: of the node's conditions a policy matches, the one whose toleration ends first."""
+    found: Unhealthy | None = None
+    for policy in policies:
+        condition = _condition(node, policy.condition_type)
+        if condition is None or condition.get("status") != policy.condition_status:
+            continue
+        since = parse_timestamp(condition["lastTransitionTime"]) if condition.get("lastTransitionTime") else 0.0
+        candidate = Unhealthy(policy.condition_type, policy.condition_status, since, policy.toleration_seconds)
+        if found is None or candidate.due < found.due:
+            found = candidate
+    return found
+
+
+def allowed_unhealthy(total: int) -> int:
+    """20% of `total` nodes, rounded up (as a PDB's percentage is): one of three nodes may be unhealthy."""
+    return math.ceil(total * ALLOWED_UNHEALTHY_PERCENT / 100)
+
+
+def blocked(ctx: ClusterContext, claim: Obj) -> str | None:
+    """isNodePoolHealthy (or isClusterHealthy for a NodeClaim of no NodePool): more unhealthy nodes than allowed
+    blocks the repair, in Karpenter's words."""
+    pool = (claim["metadata"].get("labels") or {}).get(wk.NODEPOOL)
+    policies = ctx.cloud.repair_policies()
+    nodes = [
+        n for n in ctx.api.list("Node") if not pool or (n["metadata"].get("labels") or {}).get(wk.NODEPOOL) == pool
+    ]
+    sick = sum(1 for n in nodes if unhealthy(n, policies) is not None)
+    if sick <= allowed_unhealthy(len(nodes)):
+        return None
+    if pool:
+        return f"more than {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the nodepool"
+    return f"more then {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the cluster"  # sic, Karpenter's event
+
+
+def _subjects(ctx: ClusterContext, command: Obj) -> tuple[dict[str, str], Obj | None, Obj | None]:
+    candidate = command["spec"]["candidates"][0]
+    return candidate, ctx.api.get("NodeClaim", candidate["nodeclaim"]), ctx.api.get("Node", candidate["node"])
+
+
+def problem(ctx: ClusterContext, command: Obj) -> str | None:
+    """Why the repair no longer holds: its NodeClaim or Node is gone or going, or the node is healthy again."""
+    candidate, claim, node = _subjects(ctx, command)
+    if claim is None or claim["metadata"].get("deletionTimestamp"):
+        return f"churn (NodeClaim {candidate['nodeclaim']} is gone or being deleted)"
+    if node is None or node["metadata"].get("deletionTimestamp"):
+        return f"churn (Node {candidate['node']} is gone or being deleted)"
+    if unhealthy(node, ctx.cloud.repair_policies()) is None:
+        ready = _condition(node, "Ready") or {}
+        return f"churn (Node {candidate['node']} is healthy again: Ready={ready.get('status', 'Unknown')})"
+    return None
+
+
+def forced_message(command: Obj, denial: str = "") -> str:
+    """What the queue says of a repair past its toleration: why no approval could hold it."""
+    spec = command["spec"]
+    toleration = format_duration(int(spec["toleration"]))
+    held = f"; {denial} could not hold it" if denial else ""
+    return (
+        f"forced: Node {spec['candidates'][0]['node']} has had {spec['condition']} since {spec['unhealthySince']}, "
+        f"past the cloud provider's {toleration} repair toleration; Karpenter repairs an unhealthy node then, "
+        f"whatever the approval mode, budgets, do-not-disrupt or a pause{held}"
+    )
+
+
+def hold_for_health(ctx: ClusterContext, command: Obj) -> str | None:
+    """The 20% rule, said on the node as Karpenter's NodeRepairBlocked event (at most every 15 minutes)."""
+    _, claim, node = _subjects(ctx, command)
+    if claim is None or node is None:
+        return None
+    reason = blocked(ctx, claim)
+    if reason is not None:
+        ctx.event(node, "Warning", NODE_REPAIR_BLOCKED, reason, dedupe_seconds=BLOCKED_DEDUPE_SECONDS)
+    return reason
+
+
+def begin(ctx: ClusterContext, command: Obj) -> None:
+    """annotateTerminationGracePeriod then deleteNodeClaim: the drain's deadline is now (a deadline already past is
+    kept), so termination deletes the pods at once."""
+    _, claim, _ = _subjects(ctx, command)
+    if claim is None:
+        return
+    annotations = claim["metadata"].setdefault("annotations", {})
+    current = annotations.get(wk.TERMINATION_TIMESTAMP)
+    if current is None or not _before(current, ctx.now):
+        annotations[wk.TERMINATION_TIMESTAMP] = timestamp(ctx.now)
+        ctx.api.update(claim)
+        ctx.log(
+            LogRecord(
+                "annotated nodeclaim",
+                {"NodeClaim": {"name": claim["metadata"]["name"]}, wk.TERMINATION_TIMESTAMP: timestamp(ctx.now)},
+                logger=LOGGER,
+            )
+        )
+    if not claim["metadata"].get("deletionTimestamp"):
+        ctx.api.delete("NodeClaim", claim["metadata"]["name"])
+        ctx.log(LogRecord("deleting unhealthy node", {"NodeClaim": {"name": claim["metadata"]["name"]}}, logger=LOGGER))
+
+
+def _before(stamp: str, now: float) -> bool:
+    try:
+        return parse_timestamp(stamp) < now
+    except ValueError:
+        return False

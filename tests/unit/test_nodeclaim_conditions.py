@@ -1,0 +1,108 @@
+"""The NodeClaim conditions termination and disruption keep (Drained, VolumesDetached, InstanceTerminating,
+DisruptionReason), in a lab over the kwok catalog.
+
+Ported from sigs.k8s.io/karpenter@v1.14.1 pkg/controllers/node/termination/suite_test.go ("should not delete nodes
+until all pods are deleted", "should not finish draining until minDrainTime has passed"), nodeclaim/lifecycle
+termination_test.go (InstanceTerminating) and disruption/suite_test.go ("should remove taints from NodeClaims that were
+left tainted from a previous disruption action", "should add and remove taints from NodeClaims that fail to disrupt").
+"""
+
+from tests.lab_builders import KWOK_CLASS, condition, deployment, lab, nodepool_doc
+
+PDB = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"name": "hold", "namespace": "default"},
+    "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "inflate"}}},
+}
+
+
+def _running(*extra):
+    made = lab(nodepool_doc(disruption={"consolidateAfter": "Never"}), deployment(replicas=1), *extra)
+    made.advance(60)
+    [claim] = made.store.list("NodeClaim")
+    return made, claim["metadata"]["name"]
+
+
+def test_a_draining_nodeclaim_says_draining_until_its_pods_are_gone_then_drained_and_terminating():
+    made, name = _running(PDB)
+    made.store.delete("NodeClaim", name)
+    made.advance(10)  # the PDB refuses every eviction
+    claim = made.store.get("NodeClaim", name)
+    assert condition(claim, "Drained") == ("Unknown", "Draining", "Draining")
+    assert condition(claim, "VolumesDetached") is None
+    made.store.delete("PodDisruptionBudget", "hold", "default")
+    made.advance(30)
+    assert made.store.get("NodeClaim", name) is None
+    gone = made.store.removed[("NodeClaim", "", name)]
+    assert condition(gone, "Drained") == ("True", "Drained", "")
+    assert condition(gone, "VolumesDetached") == ("True", "VolumesDetached", "")
+    assert condition(gone, "InstanceTerminating") == ("True", "InstanceTerminating", "")
+
+
+def test_draining_takes_at_least_the_minimum_drain_time():  # "should not finish draining until minDrainTime ..."
+    made = lab(nodepool_doc(disruption={"consolidateAfter": "Never"}), deployment(replicas=0))
+    made.store.create(deployment("keep", replicas=1))
+    made.advance(60)
+    [claim] = made.store.list("NodeClaim")
+    name = claim["metadata"]["name"]
+    made.store.delete("Deployment", "keep", "default")  # the node is empty: only the 5 s minimum holds it
+    made.store.delete("NodeClaim", name)
+    made.advance(4)
+    assert condition(made.store.get("NodeClaim", name), "Drained")[0] == "Unknown"
+    made.advance(2)
+    assert made.store.get("NodeClaim", name) is None
+
+
+def test_a_node_left_tainted_by_an_earlier_command_is_given_back():
+    """ "should remove taints from NodeClaims that were left tainted from a previous disruption action"."""
+    made, name = _running()
+    claim = made.store.get("NodeClaim", name)
+    node = made.store.get("Node", claim["status"]["nodeName"])
+    node["spec"]["taints"] = [
+        *node["spec"].get("taints", []),
+        {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"},
+    ]
+    made.store.update(node)
+    claim["status"]["conditions"].append(
+        {"type": "DisruptionReason", "status": "True", "reason": "DisruptionReason", "message": ""}
+    )
+    made.store.update(claim)
+    made.advance(11)  # the next disruption pass
+    node = made.store.get("Node", claim["status"]["nodeName"])
+    assert [t["key"] for t in node["spec"].get("taints", [])] == []
+    assert condition(made.store.get("NodeClaim", name), "DisruptionReason") is None
+
+
+def test_a_command_marks_its_candidates_and_a_failed_one_gives_them_back():
+    """ "should add and remove taints from NodeClaims that fail to disrupt": the replacement is deleted before it
+    initializes, so the command fails and the candidate loses the taint and DisruptionReason."""
+    on_demand = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
+    made = lab(
+        nodepool_doc(disruption={"consolidateAfter": "0s"}, template_spec={"requirements": on_demand}),
+        deployment(replicas=1, cpu="100m"),
+        deployment("big", replicas=1, cpu="6"),
+        # Nodes register 30 s after launch, so the replacement is still uninitialized when it is deleted.
+        {**KWOK_CLASS, "spec": {"nodeRegistrationDelay": "30s"}},
+    )
+    made.advance(60)
+    made.store.delete("Deployment", "big", "default")  # the 8x node's pod can now go to a smaller one
+    for _ in range(20):
+        made.advance(5)
+        executing = made.store.list("DisruptionCommand", fields={"status.phase": "Executing"})
+        if executing:
+            break
+    [command] = executing
+    [candidate] = command["spec"]["candidates"]
+    claim = made.store.get("NodeClaim", candidate["nodeclaim"])
+    assert condition(claim, "DisruptionReason") == ("True", "Underutilized", "Underutilized")
+    node = made.store.get("Node", candidate["node"])
+    assert "karpenter.sh/disrupted" in [t["key"] for t in node["spec"]["taints"]]
+    for replacement in command["status"]["replacementNodeClaims"]:
+        made.store.get("NodeClaim", replacement)["metadata"]["finalizers"] = []
+        made.store.delete("NodeClaim", replacement)
+    made.advance(2)
+    assert made.store.get("DisruptionCommand", command["metadata"]["name"])["status"]["phase"] == "Failed"
+    assert condition(made.store.get("NodeClaim", candidate["nodeclaim"]), "DisruptionReason") is None
+    node = made.store.get("Node", candidate["node"])
+    assert "karpenter.sh/disrupted" not in [t["key"] for t in node["spec"].get("taints", [])]

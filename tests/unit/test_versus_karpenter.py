@@ -1,0 +1,218 @@
+"""bench/versus_karpenter.py's comparison (what a provisioner decided, read from its NodeClaims, pods and
+"disrupting node(s)" records) and bench/workloads/generate.py's corpus, which must stay replayable: the same seed
+writes the committed files."""
+
+from __future__ import annotations
+
+import filecmp
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[name] = loaded
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def versus() -> ModuleType:
+    return module(BENCH / "versus_karpenter.py", "versus_karpenter")
+
+
+@pytest.fixture(scope="module")
+def generate() -> ModuleType:
+    return module(BENCH / "workloads" / "generate.py", "generate_corpus")
+
+
+def claim(name: str, pool: str, instance_type: str, capacity: str, zone: str, deleting: bool = False) -> dict:
+    metadata: dict = {
+        "name": name,
+        "labels": {
+            "karpenter.sh/nodepool": pool,
+            "node.kubernetes.io/instance-type": instance_type,
+            "karpenter.sh/capacity-type": capacity,
+            "topology.kubernetes.io/zone": zone,
+        },
+    }
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-12-05T04:00:00Z"
+    return {"metadata": metadata}
+
+
+def pod(name: str, app: str, node: str | None, phase: str) -> dict:
+    return {"metadata": {"name": name, "labels": {"app": app}}, "spec": {"nodeName": node}, "status": {"phase": phase}}
+
+
+# Karpenter v1.15's record of an emptiness decision, as its kwok provider logged it on the real cluster.
+KARPENTER_EMPTY = {
+    "message": "disrupting node(s)",
+    "command": "Empty/028670df-f64d-428c-b99b-f075f417e59e: delete: nodepools=[default]: [kwok-default-8xdcz] "
+    "(savings: $0.22)",
+    "decision": "delete",
+    "disrupted-node-count": 1,
+    "replacement-node-count": 0,
+    "pod-count": 0,
+    "disrupted-nodes": [
+        {
+            "Node": {"name": "kwok-default-8xdcz"},
+            "NodeClaim": {"name": "default-8xdcz"},
+            "capacity-type": "on-demand",
+            "instance-type": "c-8x-amd64-linux",
+        }
+    ],
+    "replacement-nodes": [],
+}
+
+
+def test_a_snapshot_counts_live_nodeclaims_their_cost_zones_and_pending_pods_per_workload(versus):
+    claims = [
+        claim("a", "default", "c-8x-amd64-linux", "on-demand", "test-zone-b"),
+        claim("b", "default", "c-2x-amd64-linux", "spot", "test-zone-b"),
+        claim("c", "default", "c-4x-amd64-linux", "on-demand", "test-zone-a"),
+        claim("gone", "default", "c-64x-amd64-linux", "on-demand", "test-zone-c", deleting=True),
+    ]
+    pods = [
+        pod("web-1", "web", "node-a", "Running"),
+        pod("web-2", "web", None, "Pending"),
+        pod("web-3", "web", None, "Pending"),
+        pod("db-1", "db", None, "Pending"),
+        pod("db-2", "db", "node-b", "Pending"),  # bound, starting: not left pending
+    ]
+    taken = versus.snapshot(claims, pods, [KARPENTER_EMPTY])
+    assert taken.nodeclaims == (
+        ("default", "c-2x-amd64-linux", "spot"),
+        ("default", "c-4x-amd64-linux", "on-demand"),
+        ("default", "c-8x-amd64-linux", "on-demand"),
+    )
+    assert taken.zones == (2, 1)
+    assert taken.pending == (("db", 1), ("web", 2))
+    assert taken.disruptions == ("empty delete [c-8x-amd64-linux/on-demand] +0",)
+    # kwok's prices: $0.025 a vCPU and $0.001 a GB an hour; spot at 70 %.
+    c2 = 0.025 * 2 + 0.001 * 4 * 2**30 / 1e9
+    c4 = 0.025 * 4 + 0.001 * 8 * 2**30 / 1e9
+    c8 = 0.025 * 8 + 0.001 * 16 * 2**30 / 1e9
+    assert taken.cost == pytest.approx(c8 + c4 + 0.7 * c2, abs=1e-12)
+
+
+def test_karpuis_record_with_a_reason_field_reads_as_karpenters_command(versus):
+    replace = {
+        "reason": "Underutilized",
+        "decision": "replace",
+        "replacement-node-count": 1,
+        "disrupted-nodes": [
+            {"instance-type": "c-8x-amd64-linux", "capacity-type": "on-demand"},
+            {"instance-type": "c-4x-amd64-linux", "capacity-type": "on-demand"},
+        ],
+    }
+    assert versus.decision_line(replace) == (
+        "underutilized replace [c-4x-amd64-linux/on-demand c-8x-amd64-linux/on-demand] +1"
+    )
+
+
+def test_differences_name_what_differs_with_karpenters_side(versus):
+    theirs = versus.snapshot([claim("a", "default", "c-8x-amd64-linux", "on-demand", "test-zone-a")], [], [])
+    mine = versus.snapshot(
+        [
+            claim("a", "default", "c-4x-amd64-linux", "on-demand", "test-zone-a"),
+            claim("b", "default", "c-4x-amd64-linux", "on-demand", "test-zone-b"),
+        ],
+        [pod("x", "web", None, "Pending")],
+        [],
+    )
+    assert theirs.differences(theirs) == []
+    assert theirs.differences(mine) == [
+        "nodeclaims: 2× default/c-4x-amd64-linux/on-demand (Karpenter 1× default/c-8x-amd64-linux/on-demand)",
+        "zones: 1, 1 (Karpenter 1)",
+        "pending: ('web', 1) (Karpenter none)",
+    ]
+    assert versus.Snapshot.from_json(mine.as_json()) == versus.Snapshot(
+        mine.nodeclaims, mine.zones, mine.pending, mine.disruptions, round(mine.cost, 6)
+    )
+
+
+def test_plan_improvement_annotates_every_nodepool_of_an_apply_and_nothing_else(versus):
+    workload = next(w for w in versus.workloads(["corpus"], ["008-taints"], None))
+    stream = list(yaml.safe_load_all(versus.manifests(workload, ["manifests.yaml"], True)))
+    annotated = sorted(
+        (d["kind"], d["metadata"]["name"])
+        for d in stream
+        if d["metadata"].get("annotations", {}).get("karpui.dev/plan-improvement") == "enabled"
+    )
+    assert annotated == [("NodePool", "plain"), ("NodePool", "tainted")]
+    assert len(stream) == 5
+    plain = list(yaml.safe_load_all(versus.manifests(workload, ["manifests.yaml"], False)))
+    assert all("annotations" not in d["metadata"] for d in plain)
+
+
+def test_the_committed_corpus_is_what_its_seed_generates(generate, tmp_path):
+    names = generate.generate(24, tmp_path / "corpus")
+    committed = BENCH / "workloads" / "corpus"
+    assert len(names) == 57
+    assert names == sorted(p.name for p in committed.iterdir() if p.is_dir())
+    for name in names:
+        for file in ("manifests.yaml", "scenario.yaml"):
+            assert filecmp.cmp(tmp_path / "corpus" / name / file, committed / name / file, shallow=False), (name, file)
+    categories = {name.split("-", 1)[1] for name in names}
+    assert categories == {
+        "requirements", "taints", "spread", "affinity", "limits-weights", "daemonsets", "capacity-type",
+        "minvalues", "consolidation", "dra",
+    }  # fmt: skip
+    again = generate.generate(24, tmp_path / "again")
+    assert again == names
+    assert filecmp.cmp(
+        tmp_path / "again" / names[0] / "manifests.yaml", tmp_path / "corpus" / names[0] / "manifests.yaml"
+    )
+    other = generate.generate(25, tmp_path / "other")
+    assert any(
+        (tmp_path / "other" / n / "scenario.yaml").read_text() != (committed / n / "scenario.yaml").read_text()
+        for n in other
+    )
+
+
+def test_every_consolidation_workload_scales_down_and_compares_after(versus):
+    for workload in versus.workloads(["corpus"], [], None):
+        steps = workload.scenario["steps"]
+        compares = [s["compare"] for s in steps if "compare" in s]
+        if workload.name.endswith("consolidation"):
+            assert compares == ["up", "down"], workload.name
+            assert any("scale" in s for s in steps), workload.name
+        else:
+            assert compares == ["up"], workload.name
+
+
+def test_zones_are_compared_only_where_the_workload_constrains_them(versus):
+    by_name = {w.name: w for w in versus.workloads(["corpus"], [], None)}
+    assert by_name["013-spread"].zonal is False  # hostname spread: kwok picks each zone at random
+    assert by_name["004-requirements"].zonal is True  # a zone by node selector
+    assert by_name["008-taints"].zonal is False
+    theirs = versus.snapshot([claim("a", "default", "c-8x-amd64-linux", "on-demand", "test-zone-a")], [], [])
+    mine = versus.snapshot([claim("a", "default", "c-8x-amd64-linux", "on-demand", "test-zone-c")], [], [])
+    spread = versus.snapshot(
+        [
+            claim("a", "default", "c-4x-amd64-linux", "on-demand", "test-zone-c"),
+            claim("b", "default", "c-4x-amd64-linux", "on-demand", "test-zone-c"),
+        ],
+        [],
+        [],
+    )
+    assert theirs.differences(mine, zonal=True) == []  # names never count, only how many share a zone
+    assert theirs.differences(spread, zonal=False) == [
+        "nodeclaims: 2× default/c-4x-amd64-linux/on-demand (Karpenter 1× default/c-8x-amd64-linux/on-demand)"
+    ]
+
+
+def test_a_static_nodepools_scale_down_is_compared_by_its_nodeclaims_not_as_a_command(versus):
+    static = {"reason": "Overprovisioned", "decision": "delete", "disrupted-nodes": [], "replacement-node-count": 0}
+    taken = versus.snapshot([], [], [static, KARPENTER_EMPTY])
+    assert taken.disruptions == ("empty delete [c-8x-amd64-linux/on-demand] +0",)
