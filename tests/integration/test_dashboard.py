@@ -14,6 +14,7 @@ from django.utils import timezone
 from karpui import models
 from karpui.clusters import ticks
 from karpui.gate import disruption
+from karpui.insight import drilldown
 from karpui.people.audit import Actor
 from tests.karp import EXAMPLES, ok, rows, table
 
@@ -433,7 +434,7 @@ def test_events_and_logs_filter_and_link_to_the_objects_they_name(lab):
     lifecycle = client.get("/events/", {"logger": "controller.nodeclaim.lifecycle"}).context["logs"]
     # The NodeClaim's first records name no node yet: its link is the NodeClaim's, which leads to its node's page.
     assert {"label": f"NodeClaim/{claim}", "url": f"/nodes/{claim}/"} in lifecycle[0]["objects"]
-    assert client.get(f"/nodes/{claim}/").url == f"/nodes/{node}/"
+    assert client.get(f"/nodes/{claim}/", follow=True).request["PATH_INFO"] == f"/nodes/{node}/"
     body = client.get("/events/?kind=NodeClaim&logger=x").content.decode()
     # The polls keep the filters and ask only for what is newer than the page.
     assert 'hx-get="/events/?kind=NodeClaim&amp;logger=x&amp;group=reason&amp;part=events&amp;since=' in body
@@ -628,3 +629,25 @@ def test_not_found_pages_say_what_is_missing(lab):
     assert '<p role="alert">No NodePool matches the given query.</p>' in missing.content.decode()
     unknown = viewer.get("/no-such-page/")
     assert unknown.status_code == 404 and "Nothing is at /no-such-page/." in unknown.content.decode()
+
+
+def test_a_nodeclaims_name_leads_to_its_nodes_page_when_kwok_names_the_node_apart(lab):
+    """Karpenter's kwok provider names a node `<nodeclaim>-<suffix>`: a link by the NodeClaim's name finds it."""
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "default-abcde", "uid": "uid-claim"},
+        "spec": {},
+        "status": {"nodeName": "default-abcde-x7k2p"},
+    }
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "default-abcde-x7k2p", "uid": "uid-node"}}
+    for body in (claim, node):
+        meta = body["metadata"]
+        models.KubeObject.objects.create(cluster=lab, kind=body["kind"], name=meta["name"], uid=meta["uid"], body=body)
+    client = logged_in(user())
+
+    response = client.get("/nodes/default-abcde/", {"cluster": "lab"})
+    assert (response.status_code, response["Location"]) == (302, "/nodes/default-abcde-x7k2p/?cluster=lab")
+    assert client.get("/nodes/default-abcde-x7k2p/").context["name"] == "default-abcde-x7k2p"
+    assert drilldown.claims_of_node(lab, "default-abcde-x7k2p") == ["default-abcde"]
+    assert client.get("/nodes/no-such-claim/").status_code == 404  # nothing ever recorded that name

@@ -36,7 +36,9 @@ def test_two_pods_each_claiming_the_only_device_get_two_nodes_and_their_own_gpu(
     ok("advance", "90s")
     assert len(rows("get", "nodeclaims")) == 2  # moving a GPU pod would need a device nobody has free
     ok("delete", "deployment", "gpu-workload")
-    ok("advance", "60s")
+    # A 10% budget of two nodes lets one go at a time: each waits consolidateAfter (10 s), a disruption pass (every
+    # 10 s) and its 15 s validation, then its termination; the second starts once the first is gone.
+    ok("advance", "90s")
     assert rows("get", "resourceclaims") == [] and rows("get", "nodes") == []
 
 
