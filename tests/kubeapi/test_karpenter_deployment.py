@@ -9,11 +9,13 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from django.test import override_settings
 
 from karpui import models
 from karpui.clusters import lab
@@ -50,11 +52,15 @@ POD_NAME = re.compile(r"^karpenter-[a-z0-9]{10}-[a-z0-9]{5}$")
 
 
 @pytest.fixture(autouse=True)
-def installed(transactional_db: None, settings: Any) -> None:
+def installed(transactional_db: None) -> Iterator[None]:
     """Labs installed as a fresh install's are (KARPUI_LAB_INSTALL, off in the rest of the suite): the default lab as
-    migrate leaves it, and every cluster made or reset here."""
-    settings.KARPUI_LAB_INSTALL = True
-    lab_objects.lab_install_ensure(models.Cluster.objects.get(name="lab"))
+    migrate leaves it, and every cluster made or reset here. The setting ends with this fixture, before the
+    transactional test's flush makes the default lab again: pytest-django's `settings` fixture was restored only
+    after that flush, so the next test on the worker started with kind's control-plane node and Karpenter's
+    Deployment in its lab."""
+    with override_settings(KARPUI_LAB_INSTALL=True):
+        lab_objects.lab_install_ensure(models.Cluster.objects.get(name="lab"))
+        yield
 
 
 def inflate(kubectl: Any, replicas: int = 5) -> None:
