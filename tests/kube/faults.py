@@ -8,7 +8,8 @@ Everything is forwarded unchanged (responses streamed, so watches stay live) unl
   and done, and only its answer is replaced by the error (a write whose answer was lost);
 * `expire_watches(times)`: the next watches get an ERROR event with a 410 Status, as a server that no longer keeps
   the version asked for answers;
-* `cut_watches()`: close every open watch mid-stream (the connection just ends, as when a load balancer drops it);
+* `cut_watches()`: close every open watch mid-stream, on both sides (the connection just ends, as when a load balancer
+  drops it), so the watch is recorded and done at once even where the API server had nothing more to send;
 * `down`: refuse service by closing each connection without an answer (an API server that is not there);
 * `conflict_first_writes()`: the first write to each path (a create to a collection, an update, patch or delete of
   an object) is answered 409 Conflict without being forwarded; the next one to that path goes through.
@@ -98,6 +99,7 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.seen: list[tuple[str, str, int]] = []  # method, path, status answered
         self._watches: set[socket.socket] = set()
+        self._upstreams: dict[socket.socket, socket.socket] = {}  # a watch's client connection -> its upstream one
         self.server = _Server(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -140,7 +142,10 @@ class FaultProxy:
     def cut_watches(self) -> int:
         with self.lock:
             watches, self._watches = list(self._watches), set()
-        for sock in watches:
+            upstreams, self._upstreams = list(self._upstreams.values()), {}
+        # The upstream side too: until the API server sends another event, the thread forwarding a watch waits on it
+        # and never learns its client has gone.
+        for sock in [*watches, *upstreams]:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
         return len(watches)
@@ -227,6 +232,11 @@ class FaultProxy:
                 self._watches.add(handler.connection)
         upstream = self._connect(3600, handler)
         try:
+            upstream.connect()  # here rather than in request(), so that a cut can reach the upstream socket
+            if watching and upstream.sock is not None:
+                with self.lock:
+                    if handler.connection in self._watches:
+                        self._upstreams[handler.connection] = upstream.sock
             response = self._send(upstream, handler, method, path, body)
         except OSError:
             self._hang_up(handler, method, path)  # the API server is not there: nor is an answer
@@ -256,6 +266,7 @@ class FaultProxy:
         finally:
             with self.lock:
                 self._watches.discard(handler.connection)
+                self._upstreams.pop(handler.connection, None)
                 if kept is not None:
                     content_type = response.getheader("Content-Type") or ""
                     self.exchanges.append(Exchange(method, path, body, response.status, content_type, b"".join(kept)))
@@ -294,6 +305,7 @@ class FaultProxy:
         handler.close_connection = True
         with self.lock:
             self._watches.discard(handler.connection)
+            self._upstreams.pop(handler.connection, None)
         with contextlib.suppress(OSError):
             handler.connection.shutdown(socket.SHUT_RDWR)
 
