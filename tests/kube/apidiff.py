@@ -1,10 +1,11 @@
-"""The lab's Kubernetes API held to kube-apiserver: one request corpus — what kubectl 1.32 and the official Python
-client send for get, list, watch, create, apply, patch, scale, taint, cordon, drain, delete with each propagation,
-dry-run, and the errors (404, 409, 422, 410, 403, 415) — run against both servers through recording proxies, and
-their answers compared where clients read them: the status code, the kind, a Status's reason and details, an
-object's identity and the fields each verb reads (replicas, taints, deletion), a list's names, a table's columns,
-and a watch's events in order. Discovery and OpenAPI fetches, which differ in number between servers that serve
-different versions, are left out of the pairing.
+"""The lab's Kubernetes API held to kube-apiserver: one request corpus — what kubectl 1.32, the official Python client,
+lightkube 1.0 and kr8s 0.20 (their sync APIs) send for get, list (by label, by field), watch, create, apply (client- and
+server-side), patch, scale (the Scale subresource and a patch of the object), taint, cordon, drain, delete with each
+propagation and of a collection, dry-run, and the errors (404, 409, 422, 410, 403, 415) — run against both servers
+through recording proxies, and their answers compared where clients read them: the status code, the kind, a Status's
+reason and details, an object's identity and the fields each verb reads (replicas, taints, deletion), a list's names, a
+table's columns, and a watch's events in order. Discovery and OpenAPI fetches, which differ in number between servers
+that serve different versions, are left out of the pairing.
 
     python -m tests.kube.apidiff --real KUBECONFIG --lab URL TOKEN     print every difference, one per line
 
@@ -21,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,13 @@ class Server:
         }
         self.kubeconfig.write_text(yaml.safe_dump(config))
         self.cache = self.folder / f"kubectl-cache-{self.name}"
+        self.step_start = 0  # the first of the proxy's exchanges that belongs to the step running
+
+    @contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """A step's preparation, left out of its exchanges: waiting for a controller polls as often as it takes."""
+        yield
+        self.step_start = len(self.proxy.exchanges)
 
     def kubectl(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         argv = [KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache), *args]
@@ -94,6 +103,25 @@ class Server:
         configuration = client.Configuration()
         configuration.host = self.proxy.url
         return client.ApiClient(configuration)
+
+    def lightkube(self) -> Any:
+        from lightkube import Client, KubeConfig
+
+        return Client(KubeConfig.from_file(self.kubeconfig))
+
+    def kr8s(self) -> Any:
+        import kr8s
+
+        return kr8s.api(kubeconfig=str(self.kubeconfig))
+
+    def watch_recorded(self, before: int, timeout: float = 10) -> None:
+        """Wait until the proxy has recorded more watches than `before`: it records one once the watch has ended."""
+        deadline = time.monotonic() + timeout
+        while self.watches() <= before and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def watches(self) -> int:
+        return sum(1 for e in self.proxy.exchanges if "watch=" in e.path)
 
 
 # The corpus -------------------------------------------------------------------------------------------------------
@@ -115,11 +143,11 @@ def deployment(name: str, replicas: int = 2, **labels: str) -> dict[str, Any]:
     }
 
 
-def pod(name: str) -> dict[str, Any]:
+def pod(name: str, **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "single"}},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels or {"app": "single"}},
         "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
     }
 
@@ -261,7 +289,20 @@ def client_steps() -> Iterator[tuple[str, Callable[[Server], Any]]]:
         "client: delete a pod at once",
         call(lambda api: core(api).delete_namespaced_pod("single", NAMESPACE, grace_period_seconds=0)),
     )
-    yield "client: delete the namespace", call(lambda api: core(api).delete_namespace(NAMESPACE))
+
+
+def closing_steps() -> Iterator[tuple[str, Callable[[Server], Any]]]:
+    """The last: the namespace every step before worked in, deleted (by the official client)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    def delete_namespace(server: Server) -> Any:
+        try:
+            return client.CoreV1Api(server.client()).delete_namespace(NAMESPACE)
+        except ApiException as error:
+            return error.status
+
+    yield "client: delete the namespace", delete_namespace
 
 
 def _watched(server: Server) -> Any:
@@ -293,11 +334,187 @@ def _watched(server: Server) -> Any:
     return seen
 
 
+def lightkube_steps() -> Iterator[tuple[str, Callable[[Server], Any]]]:
+    """lightkube's requests (its sync Client; typed resources, so a dict goes through codecs.from_dict)."""
+    from lightkube import ApiError, codecs
+    from lightkube.models.autoscaling_v1 import ScaleSpec
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.apps_v1 import Deployment
+    from lightkube.resources.core_v1 import Pod
+    from lightkube.resources.policy_v1 import PodDisruptionBudget
+    from lightkube.types import PatchType
+
+    name, labels = "lightkube", {"corpus": "lightkube"}
+
+    def call(work: Callable[[Any], Any]) -> Callable[[Server], Any]:
+        def step(server: Server) -> Any:
+            with server.lightkube() as api:
+                try:
+                    return work(api)
+                except ApiError as error:
+                    return error.status.code
+
+        return step
+
+    def made() -> Any:
+        return codecs.from_dict(deployment(name, 1, **labels))
+
+    yield "lightkube: create a deployment", call(lambda api: api.create(made()))
+    yield "lightkube: get it", call(lambda api: api.get(Deployment, name, namespace=NAMESPACE))
+    yield (
+        "lightkube: list deployments by label",
+        call(lambda api: list(api.list(Deployment, namespace=NAMESPACE, labels=labels))),
+    )
+    yield (
+        "lightkube: server-side apply",
+        call(lambda api: api.apply(codecs.from_dict(deployment(name, 1, **labels, tier="back")), field_manager=name)),
+    )
+    yield (
+        "lightkube: merge patch",
+        call(lambda api: api.patch(Deployment, name, {"metadata": {"labels": {"patched": "merge"}}},
+                                   namespace=NAMESPACE, patch_type=PatchType.MERGE)),
+    )  # fmt: skip
+    yield (
+        "lightkube: strategic merge patch",
+        call(lambda api: api.patch(Deployment, name, {"metadata": {"annotations": {"note": "strategic"}}},
+                                   namespace=NAMESPACE)),
+    )  # fmt: skip
+
+    def scaled(server: Server) -> Any:
+        with server.lightkube() as api:
+            # The Scale answered holds the Deployment's status.replicas: wait for its controllers to count its pod
+            # first (kube-controller-manager can take seconds, just after the 410 step has restarted kube-apiserver).
+            with server.unrecorded():
+                _until(lambda: getattr(api.get(Deployment, name, namespace=NAMESPACE).status, "replicas", None) == 1)
+            scale = Deployment.Scale(metadata=ObjectMeta(name=name, namespace=NAMESPACE), spec=ScaleSpec(replicas=3))
+            return api.replace(scale, name, namespace=NAMESPACE)
+
+    yield "lightkube: replace the Scale", scaled
+    yield (
+        "lightkube: get a missing deployment (404)",
+        call(lambda api: api.get(Deployment, "nothere", namespace=NAMESPACE)),
+    )
+    yield "lightkube: create what exists (409)", call(lambda api: api.create(made()))
+
+    def watched(server: Server) -> list[str]:
+        with server.lightkube() as api:
+            stream = api.watch(Pod, namespace=NAMESPACE, labels=labels)
+            return _watch_while(
+                server,
+                ((kind, obj.metadata.name) for kind, obj in stream),
+                make=lambda: api.create(codecs.from_dict(pod("lightkube-watched", **labels))),
+                delete=lambda: api.delete(Pod, "lightkube-watched", namespace=NAMESPACE, grace_period=0),
+            )
+
+    yield "lightkube: a watch of pods by label as one is made and deleted", watched
+    # lightkube's deletecollection takes no selector: the namespace's only PDB is the client's "guard".
+    yield (
+        "lightkube: delete a collection (the PDBs)",
+        call(lambda api: api.deletecollection(PodDisruptionBudget, namespace=NAMESPACE)),
+    )
+    yield "lightkube: delete the deployment", call(lambda api: api.delete(Deployment, name, namespace=NAMESPACE))
+
+
+def kr8s_steps() -> Iterator[tuple[str, Callable[[Server], Any]]]:
+    """kr8s's requests (its sync API). 0.20 has no server-side apply, and patches only by merge or JSON patch; its
+    get by name is a list with a field selector, and its scale a merge patch of the object, not its Scale."""
+    import kr8s
+    from kr8s.objects import Deployment, Pod
+
+    name, labels = "kr8s", {"corpus": "kr8s"}
+
+    def call(work: Callable[[Any], Any]) -> Callable[[Server], Any]:
+        def step(server: Server) -> Any:
+            try:
+                return work(server.kr8s())
+            except kr8s.ServerError as error:
+                return error.response.status_code if error.response is not None else str(error)
+            except kr8s.NotFoundError:
+                return 404
+
+        return step
+
+    def made(api: Any) -> Any:
+        return Deployment(deployment(name, 1, **labels), api=api)
+
+    def existing(api: Any) -> Any:
+        return Deployment(name, namespace=NAMESPACE, api=api)
+
+    yield "kr8s: create a deployment", call(lambda api: made(api).create())
+    yield "kr8s: get it by name", call(lambda api: Deployment.get(name, namespace=NAMESPACE, api=api))
+    yield (
+        "kr8s: list deployments by label",
+        call(lambda api: list(api.get("deployments", namespace=NAMESPACE, label_selector=labels))),
+    )
+    yield "kr8s: merge patch", call(lambda api: existing(api).patch({"metadata": {"labels": {"patched": "merge"}}}))
+    yield (
+        "kr8s: json patch",
+        call(lambda api: existing(api).patch([{"op": "add", "path": "/metadata/labels/patched", "value": "json"}],
+                                             type="json")),
+    )  # fmt: skip
+    yield "kr8s: label", call(lambda api: existing(api).label(tier="front"))
+    yield "kr8s: scale", call(lambda api: Deployment.get(name, namespace=NAMESPACE, api=api).scale(3))
+    yield "kr8s: refresh a missing deployment (404)", call(lambda api: Deployment("nothere", NAMESPACE, api).refresh())
+    yield "kr8s: create what exists (409)", call(lambda api: made(api).create())
+
+    def watched(server: Server) -> list[str]:
+        api = server.kr8s()
+        stream = api.watch("pods", namespace=NAMESPACE, label_selector=labels)
+        return _watch_while(
+            server,
+            ((kind, obj.name) for kind, obj in stream),
+            make=lambda: Pod(pod("kr8s-watched", **labels), api=api).create(),
+            delete=lambda: Pod("kr8s-watched", NAMESPACE, api).delete(force=True),
+        )
+
+    yield "kr8s: a watch of pods by label as one is made and deleted", watched
+    # kr8s sends DeleteOptions as a body without kind or apiVersion (kubectl and the client send theirs with both).
+    yield (
+        "kr8s: delete the deployment, foreground",
+        call(lambda api: existing(api).delete(propagation_policy="Foreground")),
+    )
+
+
+def _until(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("a step's preparation never came true")
+        time.sleep(0.2)
+
+
+def _watch_while(
+    server: Server, events: Iterator[tuple[str, str]], make: Callable[[], Any], delete: Callable[[], Any]
+) -> list[str]:
+    """A library's watch read in a thread while a pod is made and deleted: the events it yielded, in order. Neither
+    library's watch ends of itself (lightkube's starts again when the server ends it; kr8s's takes no timeout), so the
+    proxy cuts it once the deletion has been seen, and the step waits until the proxy has recorded it."""
+    before = server.watches()
+    seen: list[str] = []
+
+    def read() -> None:
+        for kind, name in events:
+            seen.append(f"{kind} {name}")
+            if kind == "DELETED":
+                return
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    make()
+    time.sleep(0.5)
+    delete()
+    thread.join(10)
+    server.proxy.cut_watches()
+    server.watch_recorded(before)
+    return seen
+
+
 # Comparing --------------------------------------------------------------------------------------------------------
 
 
 def discovery(path: str) -> bool:
-    bare = path.split("?", 1)[0]
+    bare = path.split("?", 1)[0].rstrip("/") or "/"  # kr8s asks for /version/, /api/ and /apis/
     if bare.startswith("/openapi/") or bare in ("/api", "/apis", "/version"):
         return True
     parts = bare.strip("/").split("/")
@@ -395,11 +612,11 @@ class Run:
 
 def run_corpus(server: Server) -> Run:
     done = Run()
-    for label, step in [*kubectl_steps(), *client_steps()]:
-        start = len(server.proxy.exchanges)
+    for label, step in [*kubectl_steps(), *client_steps(), *lightkube_steps(), *kr8s_steps(), *closing_steps()]:
+        server.step_start = len(server.proxy.exchanges)
         step(server)
         time.sleep(0.2)  # the proxy records an exchange once it has passed the answer on
-        done.steps[label] = [e for e in server.proxy.exchanges[start:] if not discovery(e.path)]
+        done.steps[label] = [e for e in server.proxy.exchanges[server.step_start :] if not discovery(e.path)]
     return done
 
 
