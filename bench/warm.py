@@ -108,12 +108,12 @@ class Phases:
 
     PARTS = (
         ("engine steps (Lab.advance)", "provisioner.lab", "Lab.advance"),
-        ("catch-up / load", "karpui.clusters.lab", "engine"),
-        ("summaries", "karpui.clusters.lab", "summaries"),
-        ("rebase", "karpui.clusters.lab", "rebase"),
-        ("save, under the lock", "karpui.clusters.lab", "save"),
+        ("catch-up / load", "karpui.clusters.warm", "engine"),
+        ("summaries", "karpui.clusters.saves", "summaries"),
+        ("rebase", "karpui.clusters.warm", "rebase"),
+        ("save, under the lock", "karpui.clusters.saves", "save"),
         ("  change log", "karpui.clusters.changelog", "record_lab_run"),
-        ("  object rows", "karpui.clusters.lab", "_upsert"),
+        ("  object rows", "karpui.clusters.saves", "_upsert"),
         ("  costs", "karpui.history.costs", "record"),
     )
 
