@@ -1,5 +1,5 @@
 """Manifests for lab scenarios as YAML text (what `karp apply -f -` reads): a kwok NodePool with its node class, a
-Deployment of pause pods, a PodDisruptionBudget. Tests say only what differs."""
+Deployment of pause pods, a DaemonSet of agents, a PodDisruptionBudget. Tests say only what differs."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ kind: KWOKNodeClass
 metadata: {name: default}
 """
 
-ON_DEMAND_AMD64 = (
-    ("kubernetes.io/arch", ("amd64",)),
-    ("karpenter.sh/capacity-type", ("on-demand",)),
-)
+ON_DEMAND = (("karpenter.sh/capacity-type", ("on-demand",)),)
+ON_DEMAND_AMD64 = (("kubernetes.io/arch", ("amd64",)), *ON_DEMAND)
 
 
 def nodepool(
@@ -23,14 +21,22 @@ def nodepool(
     *,
     requirements: Sequence[tuple[str, Sequence[str]]] = ON_DEMAND_AMD64,
     annotations: Mapping[str, str] | None = None,
-    consolidate_after: str = "10s",
-    consolidation_policy: str = "WhenEmptyOrUnderutilized",
+    taints: Sequence[Mapping[str, str]] = (),
+    expire_after: str | None = None,
+    consolidate_after: str | None = "10s",
+    consolidation_policy: str | None = "WhenEmptyOrUnderutilized",
     limits: Mapping[str, str] | None = None,
     budgets: Sequence[Mapping[str, object]] | None = None,
     weight: int | None = None,
     node_class: bool = True,
 ) -> str:
-    """A kwok NodePool (with the default KWOKNodeClass before it unless `node_class` is False)."""
+    """A kwok NodePool (with the default KWOKNodeClass before it unless `node_class` is False). An option given as
+    None is not written (nor the disruption block when nothing is left in it), as in a manifest that leaves it out."""
+    disruption = {
+        **({"consolidationPolicy": consolidation_policy} if consolidation_policy is not None else {}),
+        **({"consolidateAfter": consolidate_after} if consolidate_after is not None else {}),
+        **({"budgets": list(budgets)} if budgets is not None else {}),
+    }
     spec: dict[str, object] = {
         "template": {
             "spec": {
@@ -38,13 +44,11 @@ def nodepool(
                 "requirements": [
                     {"key": key, "operator": "In", "values": list(values)} for key, values in requirements
                 ],
+                **({"taints": [dict(t) for t in taints]} if taints else {}),
+                **({"expireAfter": expire_after} if expire_after is not None else {}),
             }
         },
-        "disruption": {
-            "consolidationPolicy": consolidation_policy,
-            "consolidateAfter": consolidate_after,
-            **({"budgets": list(budgets)} if budgets is not None else {}),
-        },
+        **({"disruption": disruption} if disruption else {}),
         **({"limits": dict(limits)} if limits else {}),
         **({"weight": weight} if weight is not None else {}),
     }
@@ -56,19 +60,24 @@ def nodepool(
 def deployment(
     name: str,
     replicas: int,
-    cpu: str = "1",
+    cpu: str | None = "1",
     *,
     memory: str | None = None,
     nodepool: str | None = None,
     annotations: Mapping[str, str] | None = None,
     volumes: Sequence[str] = (),
+    grace_period: int | None = 0,
 ) -> str:
-    """A Deployment of `replicas` pause pods labelled app=NAME, each requesting `cpu` (and `memory`), optionally
-    held to one NodePool and given emptyDir volumes."""
-    requests = {"cpu": cpu, **({"memory": memory} if memory else {})}
+    """A Deployment of `replicas` pause pods labelled app=NAME, each requesting `cpu` (and `memory`; neither: no
+    requests at all), optionally held to one NodePool and given emptyDir volumes. The pods' grace period is
+    `grace_period` seconds; None leaves it out (Kubernetes' 30 s, which the lab's termination honours)."""
+    requests = {**({"cpu": cpu} if cpu is not None else {}), **({"memory": memory} if memory else {})}
+    container: dict[str, object] = {"name": "app", "image": "pause"}
+    if requests:
+        container["resources"] = {"requests": requests}
     pod_spec: dict[str, object] = {
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "app", "image": "pause", "resources": {"requests": requests}}],
+        **({"terminationGracePeriodSeconds": grace_period} if grace_period is not None else {}),
+        "containers": [container],
         **({"nodeSelector": {"karpenter.sh/nodepool": nodepool}} if nodepool else {}),
         **({"volumes": [{"name": v, "emptyDir": {}} for v in volumes]} if volumes else {}),
     }
@@ -81,6 +90,33 @@ def deployment(
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
             "template": {"metadata": template_meta, "spec": pod_spec},
+        },
+    }
+    return json.dumps(body) + "\n"
+
+
+def daemonset(
+    name: str,
+    cpu: str,
+    *,
+    memory: str | None = None,
+    image: str | None = None,
+    tolerations: Sequence[Mapping[str, str]] = (),
+) -> str:
+    """A DaemonSet of agent pods labelled app=NAME, one container named NAME running `image` (NAME unless given) and
+    requesting `cpu` (and `memory`), optionally tolerating taints."""
+    requests = {"cpu": cpu, **({"memory": memory} if memory else {})}
+    pod_spec: dict[str, object] = {
+        **({"tolerations": [dict(t) for t in tolerations]} if tolerations else {}),
+        "containers": [{"name": name, "image": image or name, "resources": {"requests": requests}}],
+    }
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec},
         },
     }
     return json.dumps(body) + "\n"
