@@ -5,53 +5,15 @@ from __future__ import annotations
 
 from tests.integration.test_nodepool_editor import editor, form_for
 from tests.karp import ok, table
+from tests.lab_manifests import ON_DEMAND, deployment, documents, nodepool
 
-POOLS = """\
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: alpha}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: beta}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: app, image: pause, resources: {requests: {cpu: "1"}}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: pinned}
-spec:
-  replicas: 0
-  selector: {matchLabels: {app: pinned}}
-  template:
-    metadata: {labels: {app: pinned}}
-    spec:
-      nodeSelector: {karpenter.sh/nodepool: beta}
-      containers: [{name: app, image: pause}]
-"""
+# alpha and beta of equal weight, both open to web's pods; pinned selects beta itself (no pods, no requests).
+POOLS = documents(
+    nodepool("alpha", requirements=ON_DEMAND, consolidation_policy=None, consolidate_after=None),
+    nodepool("beta", requirements=ON_DEMAND, consolidation_policy=None, consolidate_after=None, node_class=False),
+    deployment("web", 3, grace_period=None),
+    deployment("pinned", 0, cpu=None, nodepool="beta", grace_period=None),
+)
 
 
 def test_a_weight_change_says_which_pending_and_future_pods_would_launch_on_the_other_nodepool(lab):

@@ -8,63 +8,40 @@ import pytest
 
 from tests.integration.test_dashboard import logged_in, user
 from tests.karp import EXAMPLES, ok
+from tests.lab_manifests import ON_DEMAND, deployment, documents, nodepool
 
 NODES = (EXAMPLES / "static-nodes" / "nodes.yaml").read_text()
-POOLS = """\
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
-  limits: {cpu: "0"}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: batch-spot}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
-  limits: {cpu: "0"}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: gpu}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
-      taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
-"""
-WORKLOADS = """\
+SPOT = (("karpenter.sh/capacity-type", ("spot",)),)
+GPU_TAINT = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+# No disruption block (Karpenter's defaults), as the walk's NodePools have always been written.
+POOLS = documents(
+    nodepool(requirements=ON_DEMAND, limits={"cpu": "0"}, consolidation_policy=None, consolidate_after=None),
+    nodepool(
+        "batch-spot",
+        requirements=SPOT,
+        limits={"cpu": "0"},
+        consolidation_policy=None,
+        consolidate_after=None,
+        node_class=False,
+    ),
+    nodepool(
+        "gpu",
+        requirements=ON_DEMAND,
+        taints=[GPU_TAINT],
+        consolidation_policy=None,
+        consolidate_after=None,
+        node_class=False,
+    ),
+)
+PINNED = """\
 apiVersion: v1
 kind: Pod
 metadata: {name: pinned}
 spec:
   nodeSelector: {kubernetes.io/hostname: kind-worker}
   containers: [{name: app, image: pause, resources: {requests: {cpu: "5"}}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: batch}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: batch}}
-  template:
-    metadata: {labels: {app: batch}}
-    spec:
-      nodeSelector: {karpenter.sh/nodepool: batch-spot}
-      containers: [{name: app, image: pause, resources: {requests: {cpu: "1"}}}]
----
+"""
+HUGE = """\
 apiVersion: v1
 kind: Pod
 metadata: {name: huge}
@@ -73,6 +50,7 @@ spec:
   nodeSelector: {karpenter.sh/nodepool: gpu}
   containers: [{name: app, image: pause, resources: {requests: {cpu: "1000", memory: 2Gi}}}]
 """
+WORKLOADS = documents(PINNED, deployment("batch", 2, nodepool="batch-spot", grace_period=None), HUGE)
 
 
 @pytest.fixture

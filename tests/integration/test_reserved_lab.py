@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from tests.karp import ok
+from tests.lab_manifests import documents, nodepool
 
 CATALOG = {
     "apiVersion": "karpui.dev/v1alpha1",
@@ -35,21 +36,7 @@ CATALOG = {
         ],
     },
 }
-NODEPOOL = """
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [r-2x-amd64-linux]}
----
+INFLATE = """\
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: inflate}
@@ -61,6 +48,15 @@ spec:
     spec:
       containers: [{name: c, image: pause, resources: {requests: {cpu: 1500m}}}]
 """
+# Only the reserved type, so the second pod's node is its on-demand offering; no disruption block.
+NODEPOOL = documents(
+    nodepool(
+        requirements=(("node.kubernetes.io/instance-type", ("r-2x-amd64-linux",)),),
+        consolidation_policy=None,
+        consolidate_after=None,
+    ),
+    INFLATE,
+)
 
 
 def test_a_reservation_from_an_imported_catalog_launches_one_reserved_node_then_on_demand(lab, tmp_path):
