@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -28,85 +29,30 @@ os.environ["DATABASE_URL"] = f"sqlite:///{VAR / 'bench-editor.sqlite3'}"
 
 import django  # noqa: E402
 
+from tests.lab_manifests import NODE_CLASS, daemonset, deployment, documents, nodepool  # noqa: E402
+
 RUNS = 5
-POOL = """\
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: {name}}}
-spec:
-  {weight}template:
-    spec:
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
-      requirements:
-        - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity}]}}
-        - {{key: kubernetes.io/arch, operator: In, values: [{arch}]}}{taints}
-  {limits}disruption: {{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1h}}
-"""
-DEPLOYMENT = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      {selector}containers: [{{name: app, image: pause, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
-"""
-DAEMONSET = """\
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      tolerations: [{operator: Exists}]
-      containers: [{name: agent, image: agent, resources: {requests: {cpu: 100m}}}]
-"""
 
 
 def lab_files(pods: int) -> str:
+    def pool(name: str, capacity: str = "on-demand", arch: str = "amd64", **options: Any) -> str:
+        requirements = (("karpenter.sh/capacity-type", (capacity,)), ("kubernetes.io/arch", (arch,)))
+        return nodepool(name, requirements=requirements, consolidate_after="1h", node_class=False, **options)
+
     pools = [
-        POOL.format(name="default", weight="", capacity="on-demand", arch="amd64", taints="", limits=""),
-        POOL.format(
-            name="capped",
-            weight="weight: 10\n  ",
-            capacity="on-demand",
-            arch="amd64",
-            taints="",
-            limits=f'limits: {{cpu: "{pods // 4}"}}\n  ',
-        ),
-        POOL.format(name="batch-spot", weight="", capacity="spot", arch="amd64", taints="", limits=""),
-        POOL.format(
-            name="gpu",
-            weight="",
-            capacity="on-demand",
-            arch="amd64",
-            taints="\n      taints: [{key: nvidia.com/gpu, effect: NoSchedule}]",
-            limits="",
-        ),
-        POOL.format(name="arm", weight="", capacity="on-demand", arch="arm64", taints="", limits=""),
+        pool("default"),
+        pool("capped", weight=10, limits={"cpu": str(pods // 4)}),
+        pool("batch-spot", "spot"),
+        pool("gpu", taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]),
+        pool("arm", arch="arm64"),
     ]
     deployments = [
-        DEPLOYMENT.format(name="web", replicas=pods * 4 // 10, cpu="500m", selector=""),
-        DEPLOYMENT.format(
-            name="capped-app",
-            replicas=pods * 4 // 10,
-            cpu="1",
-            selector="nodeSelector: {karpenter.sh/nodepool: capped}\n      ",
-        ),
-        DEPLOYMENT.format(
-            name="batch",
-            replicas=pods * 2 // 10,
-            cpu="250m",
-            selector="nodeSelector: {karpenter.sh/nodepool: batch-spot}\n      ",
-        ),
+        deployment("web", pods * 4 // 10, "500m", grace_period=None),
+        deployment("capped-app", pods * 4 // 10, "1", nodepool="capped", grace_period=None),
+        deployment("batch", pods * 2 // 10, "250m", nodepool="batch-spot", grace_period=None),
     ]
-    nodeclass = "apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: default}\n"
-    return "---\n".join([nodeclass, *pools, DAEMONSET, *deployments])
+    agent = daemonset("agent", "100m", tolerations=[{"operator": "Exists"}])
+    return documents(NODE_CLASS, *pools, agent, *deployments)
 
 
 def build(pods: int) -> None:

@@ -31,32 +31,25 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from versus_karpenter import Real, real_cluster, write_readme  # noqa: E402
 
+from tests.lab_manifests import documents, nodepool  # noqa: E402
+
 README_START = "<!-- race: start -->"
 README_END = "<!-- race: end -->"
 LIMIT_SECONDS = 1800.0
 
-MANIFESTS = """
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-      expireAfter: 720h
-  disruption:
-    consolidationPolicy: WhenEmptyOrUnderutilized
-    consolidateAfter: 0s
-    budgets: [{nodes: "100%"}]
----
+# The Deployment is written out, not built: Karpenter's own pause image and container name, on a real cluster.
+MANIFESTS = documents(
+    nodepool(
+        requirements=(
+            ("kubernetes.io/arch", ("amd64",)),
+            ("kubernetes.io/os", ("linux",)),
+            ("karpenter.sh/capacity-type", ("on-demand",)),
+        ),
+        expire_after="720h",
+        consolidate_after="0s",
+        budgets=[{"nodes": "100%"}],
+    ),
+    """\
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: race, namespace: default}
@@ -71,7 +64,8 @@ spec:
         - name: main
           image: registry.k8s.io/pause:3.10
           resources: {requests: {cpu: "1", memory: 256Mi}}
-"""
+""",
+)
 
 
 @dataclass(frozen=True)

@@ -36,42 +36,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["DJANGO_SETTINGS_MODULE"] = "karpui.settings"
 
-NODEPOOL = """
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["8"]}
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}
-"""
+from tests.lab_manifests import deployment, documents, nodepool  # noqa: E402
+
+NODEPOOL = nodepool(
+    requirements=(
+        ("karpenter.kwok.sh/instance-cpu", ("8",)),
+        ("kubernetes.io/arch", ("amd64",)),
+        ("kubernetes.io/os", ("linux",)),
+        ("karpenter.sh/capacity-type", ("on-demand",)),
+    ),
+    consolidate_after="30s",
+)
 
 
 def deployments(count: int, replicas: int) -> str:
-    return "\n---\n".join(
-        f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: app-{i}}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: app-{i}}}}}
-  template:
-    metadata: {{labels: {{app: app-{i}}}}}
-    spec:
-      containers:
-        - {{name: app, image: pause, resources: {{requests: {{cpu: 700m, memory: 1Gi}}}}}}"""
-        for i in range(count)
-    )
+    return documents(*(deployment(f"app-{i}", replicas, "700m", memory="1Gi", grace_period=None) for i in range(count)))
 
 
 class FullCollections:
