@@ -1,10 +1,13 @@
 """Dashboard render times and sizes on a big lab: prints a table; asserts nothing.
 
-Usage: python bench/dashboard.py [--pods 20000] [--nodes PODS/10]     (e.g. --pods 2000 for the small lab)
-Builds the lab straight into a throwaway SQLite database in a temporary directory (KARPUI_VAR_DIR, if set, is used
-instead; the repository's var/ is never touched), then requests each page and its htmx partial in-process with
-Django's test client, timing the server side: one warm-up request per page, then the median of five. A page without
-a live region answers htmx with the whole page, so both columns then measure the same.
+Usage: python bench/dashboard.py [--pods 20000] [--nodes PODS/10] [--database sqlite|postgres] [--pg-name NAME]
+                                 [--only /events/]      (e.g. --pods 2000 for the small lab)
+Builds the lab straight into a throwaway database: SQLite in a temporary directory (KARPUI_VAR_DIR, if set, is used
+instead; the repository's var/ is never touched), or a PostgreSQL database on 127.0.0.1 dropped and created again
+(--pg-name; PGPASSWORD as `source /tmp/env.sh` sets it). Then requests each page (or those starting with --only) and
+its htmx partial in-process with Django's test client, timing the server side: one warm-up request per page, then
+the median of five. A page without a live region answers htmx with the whole page, so both columns then measure the
+same.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ VAR = Path(os.environ.get("KARPUI_VAR_DIR") or tempfile.mkdtemp(prefix="karpui-b
 os.environ["KARPUI_VAR_DIR"] = str(VAR)
 os.environ["DJANGO_SETTINGS_MODULE"] = "karpui.settings"
 os.environ["ALLOWED_HOSTS"] = "testserver"
-os.environ["DATABASE_URL"] = f"sqlite:///{VAR / 'bench-dashboard.sqlite3'}"
+# The simulated row clears the cache before each request: a per-process cache, never a Redis others share.
+os.environ.pop("REDIS_URL", None)
+SQLITE = VAR / "bench-dashboard.sqlite3"
 
 import django  # noqa: E402
 
@@ -76,7 +81,6 @@ def build(nodes: int, pods: int) -> None:
     from karpui import models
     from karpui.clusters import registry
 
-    Path(os.environ["DATABASE_URL"].removeprefix("sqlite:///")).unlink(missing_ok=True)
     call_command("migrate", verbosity=0)
     cluster = registry.cluster_get_or_create()
     rows = []
@@ -446,7 +450,7 @@ def _dated_pages() -> list[str]:
     return [f"/trends/?window=30d&{span}", f"/savings/?window=30d&{span}", f"/events/?part=logs&after={newest - 1}"]
 
 
-def measure() -> None:
+def measure(only: str = "") -> None:
     from django.contrib.auth.models import User
     from django.core.cache import cache
     from django.test import Client
@@ -455,6 +459,8 @@ def measure() -> None:
     client.force_login(User.objects.create_superuser("bench", "", "bench-password-not-used"))
     print(f"{'page':<38}{'full ms':>9}{'full KB':>9}{'partial ms':>12}{'partial KB':>12}")
     for page, simulated in [*((page, False) for page in [*PAGES, *_dated_pages()]), (UNCACHED, True)]:
+        if not page.startswith(only):
+            continue
         client.get(page)  # warm-up: the first request of a process pays for lazy imports (the CEL library, ...)
         full_ms, partial_ms = [], []
         for _ in range(RUNS):
@@ -485,11 +491,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=20000, help="pods in the lab (one in 50 pending); 2000 or 20000")
     parser.add_argument("--nodes", type=int, default=None, help="nodes (default: one per 10 pods)")
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--pg-name", default="karpui_bench_dashboard", help="the scratch PostgreSQL database")
+    parser.add_argument("--only", default="", help="only the pages starting with this, e.g. /events/")
     args = parser.parse_args()
+    if args.database == "sqlite":
+        SQLITE.unlink(missing_ok=True)
+        os.environ["DATABASE_URL"] = f"sqlite:///{SQLITE}"
+        where = f"SQLite in {VAR}"
+    else:
+        import subprocess
+
+        subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", args.pg_name], check=True)
+        subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", args.pg_name], check=True)
+        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{args.pg_name}"
+        where = f"PostgreSQL {args.pg_name}"
     django.setup()
     build(args.nodes or max(args.pods // 10, 1), args.pods)
-    print(f"{args.pods} pods on {args.nodes or max(args.pods // 10, 1)} nodes, database in {VAR}")
-    measure()
+    print(f"{args.pods} pods on {args.nodes or max(args.pods // 10, 1)} nodes, database {where}")
+    measure(args.only)
 
 
 if __name__ == "__main__":
