@@ -1,7 +1,8 @@
-"""The Events & logs page's reads: events (grouped, filtered in SQL, newest first) and controller log records, each
-with a pager of its own, and what is newer than a page a person has open, so a poll fetches only that.
+"""The Events & logs page's reads: events (filtered, grouped and paged in SQL, newest first) and controller log
+records, each with a pager of its own, and what is newer than a page a person has open, so a poll fetches only that.
 
-Events are read as a few JSON paths per row, never as whole manifests; log records a page at a time. A poll of
+Events are read as a few JSON paths per row inside the database, never as whole manifests, and only a page's rows
+come out of it; log records a page at a time. A poll of
 events answers only whether any is newer than the page's newest (the page then re-reads its first page); a poll of
 logs gets just the records added since the page's newest, to put above it.
 """
@@ -13,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from django.db.models.fields.json import KT
 
 from karpui import models
 from karpui.insight import grouping
@@ -52,49 +52,27 @@ def events_section(
     page: int = 1,
     everything: bool = False,
 ) -> dict[str, Any]:
-    """One page of event rows (all of them with `everything`, for a CSV) (grouping.event_rows: by reason, by object, or each event), newest first, and the
-    newest time among them all (a poll asks for anything later). Three queries."""
-    found = list(
-        _events(cluster, search, kind, event_type)
-        .order_by(KT("body__lastTimestamp").desc(), "name")
-        .values_list(
-            KT("body__type"),
-            KT("body__reason"),
-            KT("body__message"),
-            KT("body__count"),
-            KT("body__firstTimestamp"),
-            KT("body__lastTimestamp"),
-            KT("body__involvedObject__kind"),
-            KT("body__involvedObject__namespace"),
-            KT("body__involvedObject__name"),
-            "uid",
-        )
+    """One page of event rows (all of them with `everything`, for a CSV; grouping.event_rows: by reason, by object,
+    or each event), newest first, and the newest time among them all (a poll asks for anything later). Grouped and
+    paged in the database: one query (two for a page past the last), plus one for the nodes of the NodeClaims it
+    shows, if any."""
+    found = _events(cluster, search, kind, event_type)
+    wanted = max(page, 1)
+    size = None if everything else EVENTS_PAGE_SIZE
+    shown, totals = grouping.event_rows(
+        cluster, found, group, 0 if everything else (wanted - 1) * EVENTS_PAGE_SIZE, size
     )
-    events = [
-        {
-            "type": event_type_ or "",
-            "reason": reason or "",
-            "message": message or "",
-            "count": int(count or 1),
-            "firstTimestamp": first or "",
-            "lastTimestamp": last or "",
-            "involvedObject": {"kind": involved_kind or "", "namespace": namespace or "", "name": name or ""},
-            "uid": uid,
-        }
-        for event_type_, reason, message, count, first, last, involved_kind, namespace, name, uid in found
-    ]
-    rows = grouping.event_rows(cluster, events, group)
-    pages = max(-(-len(rows) // EVENTS_PAGE_SIZE), 1)
-    page = min(max(page, 1), pages)
+    pages = max(-(-totals["rows"] // EVENTS_PAGE_SIZE), 1)
+    page = min(wanted, pages)
+    if page < wanted and not everything:  # past the last page (which the page answers with a 400): the last's rows
+        shown, totals = grouping.event_rows(cluster, found, group, (page - 1) * EVENTS_PAGE_SIZE, size)
     return {
-        "events": rows
-        if everything
-        else grouping.with_urls(cluster, rows[(page - 1) * EVENTS_PAGE_SIZE : page * EVENTS_PAGE_SIZE]),
-        "event_count": len(events),
-        "event_rows": len(rows),
+        "events": shown if everything else grouping.with_urls(cluster, shown),
+        "event_count": totals["events"],
+        "event_rows": totals["rows"],
         "events_page": page,
         "events_pages": pages,
-        "events_since": events[0]["lastTimestamp"] if events else "",
+        "events_since": totals["since"],
         "group": group,
     }
 
