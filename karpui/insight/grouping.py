@@ -163,31 +163,35 @@ def event_rows(
     if limit is not None:
         page, names = " LIMIT %s OFFSET %s", " AND named.place <= %s"
         params += [limit, offset, NAMES_SHOWN]
-    # A row is its newest event's; the key is the last tie-break, for two rows whose newest events tie on both.
-    # A label's place among its row's distinct labels, and from the other end, make how many there are (a window
-    # cannot count distinct values); `copy` keeps one event per label. The totals come on every line, and on one
-    # of their own when the page is past the last. Only this module's column names are formatted into the SQL;
-    # values go as parameters.
+    # A row is its newest event's (one window over each row's events, sorted once); the key is the last tie-break,
+    # for two rows whose newest events tie on both. Only the shown rows' objects are gathered: their distinct
+    # labels, numbered in order and counted. The totals come on every line, and on a line of their own when the
+    # page is past the last. Only this module's column names are formatted into the SQL; values go as parameters.
     sql = f"""WITH e AS ({e}),
 ranked AS (
   SELECT {", ".join(columns)},
-    ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY event_last DESC, name, id) AS newest,
-    SUM(event_count) OVER (PARTITION BY {keys}) AS total_count,
-    COUNT(*) OVER (PARTITION BY {keys}) AS total_events,
-    MIN(event_first) OVER (PARTITION BY {keys}) AS first_seen
-  FROM e),
+    ROW_NUMBER() OVER w AS newest,
+    SUM(event_count) OVER w AS total_count,
+    COUNT(*) OVER w AS total_events,
+    MIN(event_first) OVER w AS first_seen
+  FROM e
+  WINDOW w AS (PARTITION BY {keys} ORDER BY event_last DESC, name, id
+    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
 made AS (SELECT * FROM ranked WHERE newest = 1),
 shown AS (SELECT * FROM made ORDER BY event_last DESC, name, {keys}{page}),
+labels AS (
+  SELECT {keys}, label, MIN(object_kind) AS object_kind, MIN(object_namespace) AS object_namespace,
+    MIN(object_name) AS object_name
+  FROM e WHERE ({keys}) IN (SELECT {keys} FROM shown)
+  GROUP BY {keys}, label),
 named AS (
-  SELECT {keys}, label, object_kind, object_namespace, object_name,
-    ROW_NUMBER() OVER (PARTITION BY {keys}, label ORDER BY id) AS copy,
-    DENSE_RANK() OVER (PARTITION BY {keys} ORDER BY label{bytewise}) AS place,
-    DENSE_RANK() OVER (PARTITION BY {keys} ORDER BY label{bytewise} DESC) AS back
-  FROM e WHERE ({keys}) IN (SELECT {keys} FROM shown)),
+  SELECT labels.*, ROW_NUMBER() OVER w AS place, COUNT(*) OVER w AS objects
+  FROM labels
+  WINDOW w AS (PARTITION BY {keys} ORDER BY label{bytewise} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
 listed AS (
   SELECT {", ".join(f"shown.{c}" for c in columns)}, total_count, total_events, first_seen,
-    label, object_kind, object_namespace, object_name, place + back - 1 AS objects, place
-  FROM shown JOIN named ON {" AND ".join(f"named.{c} = shown.{c}" for c in key)} AND copy = 1{names}),
+    label, object_kind, object_namespace, object_name, objects, place
+  FROM shown JOIN named ON {" AND ".join(f"named.{c} = shown.{c}" for c in key)}{names}),
 totals AS (
   SELECT (SELECT COUNT(*) FROM e) AS events, (SELECT MAX(event_last) FROM e) AS newest,
     (SELECT COUNT(*) FROM made) AS rows_made)
