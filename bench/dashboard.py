@@ -65,6 +65,7 @@ PAGES = [
     "/pods/",
     "/pods/?phase=Running&page=3",
     "/events/?group=none&events_page=3&logs_page=5",
+    "/events/?part=events&group=object",  # the events poll when something is newer: the section (its partial) again
     "/search/?q=default-0001",
 ]
 # The node page's simulation is kept per cluster revision, so its row in PAGES measures it kept; this row simulated.
