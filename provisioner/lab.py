@@ -65,7 +65,9 @@ class Lab:
         catalogs = dra.declare(config.catalogs, dra.driver_pools(self.store))
         # The DRAConfig objects' version the catalogs' devices were declared from (a warm engine redeclares on change).
         self.declared_from = self.store.kind_version("DRAConfig")
-        self.cloud = KwokCloudProvider(self.store, config.nodeclasses, catalogs, self.rng)
+        self.cloud = KwokCloudProvider(
+            self.store, config.nodeclasses, catalogs, self.rng, names_made=int(state.get("kwok_names_made", 0))
+        )
         self.cloud.reserved_capacity = config.options.gate(RESERVED_CAPACITY)
         self.ctx = ClusterContext(
             api=self.store,
@@ -280,6 +282,7 @@ class Lab:
         return {
             **self.state,
             "rng": self.rng.getstate(),
+            "kwok_names_made": self.cloud.names_made,
             "resource_version": self.store.resource_version,
             **self.manager.to_state(),
             **self.cluster.to_state(),

@@ -97,6 +97,7 @@ class Engine:
     manager: Manager | None = None
     ctx: ClusterContext | None = None
     rng: random.Random = field(default_factory=lambda: random.Random(0))  # noqa: S311 - names, not secrets
+    kwok_names_made: int = 0  # the kwok provider's node names so far (RandomName's sequence number)
     steps: int = 0
     term: int = 0  # the elector's transitions when the controllers' state was loaded
     recording: ClusterContext | None = None  # the step under way, whose records go before its writes
@@ -266,7 +267,9 @@ class Engine:
             self.manager = Manager(state)
             if "rng" in state:
                 self.rng.setstate(_tuples(state["rng"]))
-        cloud = KwokCloudProvider(self.api, nodeclasses, catalogs, self.rng)
+            self.kwok_names_made = int(state.get("kwok_names_made", 0))
+        # Made anew each step, from the configuration as it now is; its count of names goes on from the last.
+        cloud = KwokCloudProvider(self.api, nodeclasses, catalogs, self.rng, names_made=self.kwok_names_made)
         cloud.reserved_capacity = cluster_options(row).gate(RESERVED_CAPACITY)
         if self.ctx is None:
             self.ctx = ClusterContext(
@@ -322,10 +325,13 @@ class Engine:
         assert self.manager is not None
         row.clock = datetime.fromtimestamp(now, UTC)
         row.ticked_at = row.clock
+        if isinstance(ctx.cloud, KwokCloudProvider):
+            self.kwok_names_made = ctx.cloud.names_made
         row.lab_state = {
             **self.manager.to_state(),
             "informers": self.kube.failing(),  # /readyz reads it: a mirror whose watches are refused goes stale
             "rng": self.rng.getstate(),
+            "kwok_names_made": self.kwok_names_made,
             "nominations": {node: until for node, until in ctx.nominations.items() if until > now},
             "buffer_nodes": dict(ctx.buffer_nodes),
         }

@@ -1,6 +1,6 @@
 """The kwok cloud provider, as Karpenter's kwok provider: launching picks the cheapest compatible offering, and the
-instance is a Node object (annotated `kwok.x-k8s.io/node: fake`) created after the KWOKNodeClass's registration
-delay, which kwok then keeps Ready. In the lab the Node is created in the lab's own API server; in kwok mode in a
+instance is a Node object (named `kwok-<nodeclaim>-<random name>-<number>`, annotated `kwok.x-k8s.io/node: fake`)
+created after the KWOKNodeClass's registration delay, which kwok then keeps Ready. In the lab the Node is created in the lab's own API server; in kwok mode in a
 real cluster's."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
+from provisioner.cloudprovider.randomname import random_name
 from provisioner.cloudprovider.types import (
     REGISTRATION_TIMEOUT,
     CloudProviderError,
@@ -53,11 +54,15 @@ class KwokCloudProvider:
         nodeclasses: Mapping[tuple[str, str], NodeClass],
         catalogs: Mapping[str, list[InstanceType]],
         rng: random.Random,
+        names_made: int = 0,
     ) -> None:
         self.api = api
         self.nodeclasses = nodeclasses
         self.catalogs = catalogs
         self.rng = rng
+        # RandomName's sequence number: how many node names this provider has made (Karpenter's counts for its
+        # process; the lab's and an engine's are kept in the cluster's state, so names stay reproducible).
+        self.names_made = names_made
         self._seen: int | None = None  # the NodeClaim version at the last reconcile
         self._ran_at = float("-inf")
         self._dues_version: int | None = None
@@ -103,11 +108,18 @@ class KwokCloudProvider:
     _in_use_at: tuple[int, dict[str, int]] | None = None
 
     def create(self, nodeclaim: Obj) -> Launched:
+        # Karpenter's toNode names the Node before anything can fail, so a failed launch uses up a name too.
+        node_name = self.new_node_name(nodeclaim["metadata"]["name"])
         ref = nodeclaim["spec"]["nodeClassRef"]
         if (ref["kind"], ref["name"]) not in self.nodeclasses:
             raise NodeClassNotReadyError(f"node class {ref['name']} not found")
         types = {it.name: it for it in self._with_reservations(self.catalogs.get(ref["kind"], []))}
-        return launch(nodeclaim, types, self.rng)
+        return launch(nodeclaim, types, self.rng, node_name)
+
+    def new_node_name(self, nodeclaim_name: str) -> str:
+        """Karpenter's kwok toNode: `kwok-<nodeclaim>-<RandomName()>-<rand.Uint32()>`, drawn from the lab's RNG."""
+        self.names_made += 1
+        return f"kwok-{nodeclaim_name}-{random_name(self.rng, self.names_made)}-{self.rng.getrandbits(32)}"
 
     def delete(self, nodeclaim: Obj) -> None:
         node = self.api.get("Node", _node_name(nodeclaim))
@@ -160,8 +172,8 @@ class KwokCloudProvider:
                 try:
                     self.api.create(node_for(claim, now))
                 except AlreadyExists:
-                    # Named after its NodeClaim, so a taken name is this Node: created by a POST whose answer
-                    # was lost, and not yet in a real cluster's informer cache.
+                    # Named in its NodeClaim's providerID, so a taken name is this Node: created by a POST whose
+                    # answer was lost, and not yet in a real cluster's informer cache.
                     continue
                 changed = True
         self._seen, self._ran_at = self.api.kind_version("NodeClaim"), now
@@ -182,8 +194,9 @@ class KwokCloudProvider:
 
 
 def _node_name(nodeclaim: Obj) -> str:
-    """Karpenter's kwok provider names the Node after the NodeClaim."""
-    return str((nodeclaim.get("status") or {}).get("nodeName") or nodeclaim["metadata"]["name"])
+    """The NodeClaim's Node: the one it registered, else the one its providerID names ("" before its launch)."""
+    status = nodeclaim.get("status") or {}
+    return str(status.get("nodeName") or str(status.get("providerID") or "").removeprefix(PROVIDER_ID_PREFIX))
 
 
 def _is_kwok(node: Obj) -> bool:
@@ -221,8 +234,9 @@ def reserve_offerings(instance_type: InstanceType, in_use: Mapping[str, int], en
     return replace(instance_type, offerings=tuple(offerings))
 
 
-def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.Random) -> Launched:
-    """Choose the type and offering for a NodeClaim: the cheapest compatible available offering."""
+def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.Random, node_name: str) -> Launched:
+    """Choose the type and offering for a NodeClaim: the cheapest compatible available offering, on the instance
+    (the Node) named `node_name`."""
     requirements = Requirements.from_specs(nodeclaim["spec"].get("requirements") or [])
     names = requirements.get(wk.INSTANCE_TYPE)
     if names is None:
@@ -262,7 +276,7 @@ def launch(nodeclaim: Obj, instance_types: dict[str, InstanceType], rng: random.
     requested = parse_resources(((nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {})
     extra = {name: amount for name, amount in requested.items() if name not in it.capacity}
     return Launched(
-        provider_id=PROVIDER_ID_PREFIX + nodeclaim["metadata"]["name"],
+        provider_id=PROVIDER_ID_PREFIX + node_name,
         instance_type=it.name,
         zone=offering.zone,
         capacity_type=offering.capacity_type,
@@ -280,13 +294,13 @@ KWOK_VERSION = "kwok-v0.6.1"
 
 
 def node_for(nodeclaim: Obj, now: float) -> Obj:
-    """The Node kwok creates for a launched NodeClaim (named like it; hostname label = NodeClaim name), its
-    conditions as of `now`."""
+    """The Node kwok creates for a launched NodeClaim (named in its providerID; hostname label = NodeClaim name, as
+    Karpenter's kwok provider labels it), its conditions as of `now`."""
     status = nodeclaim["status"]
-    name = nodeclaim["metadata"]["name"]
+    name = str(status["providerID"]).removeprefix(PROVIDER_ID_PREFIX)
     labels = {
         **(nodeclaim["metadata"].get("labels") or {}),
-        wk.HOSTNAME: name,
+        wk.HOSTNAME: nodeclaim["metadata"]["name"],
         "eks-node-viewer/instance-price": f"{float(nodeclaim['metadata']['annotations'].get(wk.PRICE, 0)):f}",
         "kwok-partition": "a",
         KWOK_ANNOTATION: "fake",

@@ -191,9 +191,13 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
 
 
 def _node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:
-    """The Node with the NodeClaim's providerID (kwok names it after the NodeClaim, so look there first)."""
-    provider_id = (claim.get("status") or {}).get("providerID")
-    node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or claim["metadata"]["name"])
+    """The Node with the NodeClaim's providerID, or None before its launch. Looked up first by the name it
+    registered, else by the providerID's last part (kwok's `kwok://<node name>`), before a search of every Node."""
+    status = claim.get("status") or {}
+    provider_id = status.get("providerID")
+    if not provider_id:
+        return None
+    node = ctx.api.get("Node", status.get("nodeName") or str(provider_id).rsplit("/", 1)[-1])
     if node is not None and (node.get("spec") or {}).get("providerID") == provider_id:
         return node
     return next((n for n in ctx.api.list("Node") if (n.get("spec") or {}).get("providerID") == provider_id), None)
@@ -302,7 +306,7 @@ def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
     NodeClaim. Pods left on the Node (DaemonSets, pods tolerating the disruption taint) are removed by the
     cluster's pod garbage collector once the Node is gone."""
     name = claim["metadata"]["name"]
-    node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or name)
+    node = _node_of(ctx, claim)
     node_name = node["metadata"]["name"] if node is not None else ""
     if node is not None:
         drained = (node["metadata"].get("annotations") or {}).get(wk.DRAINED) == "true"
@@ -329,12 +333,16 @@ def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
 
 
 def _nodes_without_claims(ctx: ClusterContext) -> bool:
-    """`karp delete node` on a Karpenter node deletes its NodeClaim too (the termination controller's rule)."""
+    """`karp delete node` on a Karpenter node deletes its NodeClaim too (the termination controller's rule: the
+    NodeClaims with the Node's providerID)."""
     changed = False
-    claims = {c["metadata"]["name"]: c for c in ctx.api.list("NodeClaim")}
+    claims = {
+        c["status"]["providerID"]: c for c in ctx.api.list("NodeClaim") if (c.get("status") or {}).get("providerID")
+    }
     for node in ctx.api.list("Node"):
-        if node["metadata"].get("deletionTimestamp") and node["metadata"]["name"] in claims:
-            claim = claims[node["metadata"]["name"]]
+        provider_id = (node.get("spec") or {}).get("providerID")
+        if node["metadata"].get("deletionTimestamp") and provider_id in claims:
+            claim = claims[provider_id]
             if not claim["metadata"].get("deletionTimestamp"):
                 ctx.api.delete("NodeClaim", claim["metadata"]["name"])
                 changed = True

@@ -15,6 +15,9 @@ from provisioner.objects import NodeClass
 from tests.contract.conftest import NOW, Clock
 
 KWOK = NodeClass("karpenter.kwok.sh/v1alpha1", "KWOKNodeClass", "default", {"nodeRegistrationDelay": "30s"})
+# NodeClaim default-abcde's Node, named as Karpenter's kwok provider names it: kwok-<nodeclaim>-<RandomName()>-<Uint32>,
+# drawn from the seeded RNG.
+NODE = "kwok-default-abcde-zebraancient-1-cq9gfz6y1t-4156669319"
 
 
 @pytest.fixture
@@ -65,10 +68,24 @@ def test_create_launches_the_cheapest_compatible_offering(cluster):
     assert (launched.instance_type, launched.capacity_type, launched.provider_id) == (
         "c-8x-amd64-linux",
         "on-demand",
-        "kwok://default-abcde",
+        f"kwok://{NODE}",
     )
     assert launched.price == pytest.approx(0.21718)
     assert (launched.allocatable["cpu"], launched.allocatable["memory"]) == ("7900m", "16374Mi")
+
+
+def test_each_launch_names_a_node_with_the_next_sequence_number_a_failed_one_too(cluster):
+    """As Karpenter's toNode, which names the Node before resolving the node class."""
+    store, provider, _ = cluster
+    first = provider.create(nodeclaim(store))
+    with pytest.raises(NodeClassNotReadyError):
+        provider.create(nodeclaim(store, "a", nodeclass="gone"))
+    third = provider.create(nodeclaim(store, "default-fghij"))
+    assert [first.provider_id, third.provider_id] == [
+        f"kwok://{NODE}",
+        "kwok://kwok-default-fghij-snagglefootsnapdragon-3-tgue52rvej-432508404",
+    ]
+    assert provider.names_made == 3
 
 
 def test_create_refuses_a_missing_node_class_and_an_unknown_type(cluster):
@@ -85,14 +102,15 @@ def test_the_node_appears_after_the_registration_delay_and_then_lists(cluster):
     launch(store, provider, claim)
     assert provider.registered_by(claim) == NOW + 30
     assert provider.next_due(NOW) == NOW + 30
-    assert provider.reconcile(NOW + 29) is False and store.get("Node", "default-abcde") is None
+    assert provider.reconcile(NOW + 29) is False and store.get("Node", NODE) is None
     clock.now = NOW + 30
     assert provider.reconcile(NOW + 30) is True
-    node = store.get("Node", "default-abcde")
+    node = store.get("Node", NODE)
     assert node["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
-    assert node["spec"]["providerID"] == "kwok://default-abcde"
+    assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "default-abcde"
+    assert node["spec"]["providerID"] == f"kwok://{NODE}"
     assert [i.instance_type for i in provider.list()] == ["c-8x-amd64-linux"]
-    assert provider.get("kwok://default-abcde").zone == node["metadata"]["labels"]["topology.kubernetes.io/zone"]
+    assert provider.get(f"kwok://{NODE}").zone == node["metadata"]["labels"]["topology.kubernetes.io/zone"]
     assert provider.get("kwok://never-launched") is None
 
 
@@ -103,7 +121,7 @@ def test_delete_removes_the_instance_once_and_then_reports_it_gone(cluster):
     clock.now = NOW + 30
     provider.reconcile(clock.now)
     provider.delete(claim)
-    node = store.get("Node", "default-abcde")
+    node = store.get("Node", NODE)
     assert node["metadata"]["deletionTimestamp"]  # the termination finalizer holds it until the lifecycle lets go
     store.remove_finalizer(node, "karpenter.sh/termination")
     with pytest.raises(NodeClaimNotFoundError):
