@@ -106,8 +106,9 @@ def test_the_workloads_list_shows_replicas_and_waiting_pods_with_replicasets_und
 
 
 def test_search_finds_objects_of_every_kind_by_a_part_of_their_name(browsing):
-    [node] = [r["NAME"] for r in table("get", "nodes")]
-    results = browsing.get("/search/", {"q": node[-5:].upper()}).context["results"]
+    [claim] = table("get", "nodeclaims")
+    node = claim["NODE"]  # kwok-<nodeclaim>-...: the NodeClaim's random part is in both names
+    results = browsing.get("/search/", {"q": claim["NAME"][-5:].upper()}).context["results"]
     assert [(g["kind"], g["count"]) for g in results][:2] == [("Node", 1), ("NodeClaim", 1)]
     assert results[0]["items"] == [{"label": node, "url": f"/nodes/{node}/"}]
     inflate = browsing.get("/search/", {"q": "inflate"}).context["results"]

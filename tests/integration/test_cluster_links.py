@@ -116,13 +116,14 @@ def approvals(cluster: str) -> dict[str, object]:
 def test_every_link_poll_and_form_of_cluster_bs_pages_stays_on_cluster_b(two_clusters):
     client, *_ = two_clusters
     nodes = [row["NAME"] for row in table("--cluster", "b", "get", "nodes")]
+    claims = [row["NAME"] for row in table("--cluster", "b", "get", "nodeclaims")]
     pods = [row["NAME"] for row in table("--cluster", "b", "get", "pods")]
     pages = [
         *(page for page in PAGES if page != "/clusters/"),  # every cluster's page: it links to each
         *(f"/nodes/{node}/" for node in nodes),
         f"/nodes/{nodes[0]}/?why=1",
         *(f"/objects/Pod/default/{pod}/" for pod in pods),
-        f"/objects/NodeClaim/{nodes[0]}/",
+        f"/objects/NodeClaim/{claims[0]}/",
         "/nodepools/default/",
         "/nodepools/new/",
         "/pods/pending/?group=none",

@@ -53,6 +53,7 @@ def test_a_node_page_lists_its_events_newest_first(lab):
     ok("apply", "-f", str(EXAMPLES / "disruption"))
     ok("advance", "30s")
     node = table("get", "nodes")[0]["NAME"]
+    [claim] = [c["NAME"] for c in table("get", "nodeclaims") if c["NODE"] == node]
     listed = logged_in(user()).get(f"/nodes/{node}/").context["events"]
 
     assert [(e["involvedObject"]["kind"], e["reason"]) for e in listed] == [
@@ -60,4 +61,7 @@ def test_a_node_page_lists_its_events_newest_first(lab):
         ("Node", "Unconsolidatable"),
         ("NodeClaim", "Launched"),
     ]
-    assert {e["involvedObject"]["name"] for e in listed} == {node}
+    assert {(e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in listed} == {
+        ("NodeClaim", claim),
+        ("Node", node),
+    }

@@ -71,7 +71,7 @@ def test_spot_consolidation_deletes_the_smaller_node_and_never_replaces_spot_wit
     spot_lab()
     ok("advance", "60s")
     assert [c["TYPE"] for c in table("get", "nodeclaims")] == ["c-8x-amd64-linux"]
-    assert {p["NODE"] for p in table("get", "pods", "-o", "wide")} == {table("get", "nodeclaims")[0]["NAME"]}
+    assert {p["NODE"] for p in table("get", "pods", "-o", "wide")} == {table("get", "nodeclaims")[0]["NODE"]}
     [command] = commands()
     assert [command["REASON"], command["DECISION"]] == ["Underutilized", "delete"] and command["PHASE"] == "Succeeded"
     ok("scale", "deploy/inflate", "--replicas", "3")
@@ -232,7 +232,8 @@ spec:
 """,
     )
     [node] = table("get", "nodes")
-    ok("delete", "nodeclaim", node["NAME"])
+    [claim] = table("get", "nodeclaims")
+    ok("delete", "nodeclaim", claim["NAME"])
     ok("advance", "10s")
     assert [n["NAME"] for n in table("get", "nodes")] == [node["NAME"]]  # draining: evictions answered 429
     events = [e for e in rows("get", "events") if "FailedDraining" in e]
@@ -287,7 +288,7 @@ def test_consolidation_moves_no_pod_onto_a_node_still_inside_its_own_consolidate
     the c-8x. (Moving it at 20 s, as before #3006, is what this test catches.)"""
     ok("apply", "-f", "-", stdin=WAITING_POOL + "---" + deployment("old", 1, "1"))
     ok("advance", "50s")
-    [(old, old_type)] = [(r["NAME"], r["TYPE"]) for r in table("get", "nodeclaims")]
+    [(old, old_node, old_type)] = [(r["NAME"], r["NODE"], r["TYPE"]) for r in table("get", "nodeclaims")]
     ok("apply", "-f", "-", stdin=deployment("new", 3, "1500m"))
     proposed_at = None
     for second in range(1, 91):
@@ -299,7 +300,7 @@ def test_consolidation_moves_no_pod_onto_a_node_still_inside_its_own_consolidate
     assert (old_type, fresh["TYPE"]) == ("c-2x-amd64-linux", "c-8x-amd64-linux")
     assert proposed_at == 70
     [command] = commands()
-    assert [command["REASON"], command["DECISION"], command["NODES"]] == ["Underutilized", "delete", old]
+    assert [command["REASON"], command["DECISION"], command["NODES"]] == ["Underutilized", "delete", old_node]
     ok("advance", "30s")
     assert [claim["NAME"] for claim in table("get", "nodeclaims")] == [fresh["NAME"]]
-    assert {pod["NODE"] for pod in table("get", "pods", "-o", "wide")} == {fresh["NAME"]}
+    assert {pod["NODE"] for pod in table("get", "pods", "-o", "wide")} == {fresh["NODE"]}

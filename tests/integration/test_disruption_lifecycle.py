@@ -15,6 +15,12 @@ def nodes():
     return [n["NAME"] for n in table("get", "nodes")]
 
 
+def claim_of(node):
+    """The NodeClaim whose Node is `node` (kwok names the Node apart from it: kwok-<nodeclaim>-...)."""
+    [claim] = [c["NAME"] for c in table("get", "nodeclaims") if c["NODE"] == node]
+    return claim
+
+
 def provisioned(replicas="1"):
     ok("apply", "-f", str(EXAMPLES / "provisioning"))
     ok("scale", "deploy/inflate", "--replicas", replicas)
@@ -54,7 +60,7 @@ def test_a_drifted_node_is_replaced_and_deleted_once_the_replacement_is_initiali
     [old] = nodes()
     ok("apply", "-f", "-", stdin=drift_pool())
     ok("advance", "12s")
-    claim = json.loads(ok("get", "nodeclaim", old, "-o", "json"))
+    claim = json.loads(ok("get", "nodeclaim", claim_of(old), "-o", "json"))
     drifted = next(c for c in claim["status"]["conditions"] if c["type"] == "Drifted")
     assert (drifted["status"], drifted["reason"]) == ("True", "NodePoolDrifted")
     ok("advance", "30s")
@@ -100,6 +106,7 @@ def test_a_replacement_that_never_initializes_times_out_after_ten_minutes(lab):
 def test_drain_evicts_normal_pods_before_critical_ones_and_waits_at_least_five_seconds(lab):
     provisioned("1")
     [node] = nodes()
+    claim = claim_of(node)
     critical = yaml.safe_load((EXAMPLES / "provisioning" / "deployment.yaml").read_text())
     critical["metadata"]["name"] = "critical"
     critical["spec"]["replicas"] = 1
@@ -107,10 +114,10 @@ def test_drain_evicts_normal_pods_before_critical_ones_and_waits_at_least_five_s
         "app": "critical"
     }
     critical["spec"]["template"]["spec"]["priorityClassName"] = "system-cluster-critical"
-    critical["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    critical["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": claim}  # kwok's hostname label
     critical["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
     ok("apply", "-f", "-", stdin=yaml.safe_dump(critical))
-    ok("delete", "nodeclaim", node)
+    ok("delete", "nodeclaim", claim)
     events = json.loads(ok("get", "events", "-o", "json"))["items"]
     evicted = [e["involvedObject"]["name"] for e in events if e["reason"] == "Evicted"]
     assert len(evicted) == 1 and evicted[0].startswith("inflate-")  # the critical pod waits for the next pass
@@ -137,7 +144,7 @@ def grace_lab(pod_grace):
     ok("apply", "-f", "-", stdin=yaml.safe_dump(deploy))
     ok("advance", "5s")
     [node] = nodes()
-    ok("delete", "nodeclaim", node)
+    ok("delete", "nodeclaim", claim_of(node))
     return node
 
 

@@ -25,9 +25,9 @@ def test_two_pods_each_claiming_the_only_device_get_two_nodes_and_their_own_gpu(
     assert [c["READY"] for c in claims] == ["Unknown", "Unknown"]  # initialization waits for the driver's slices
     ok("advance", "30s")
     slices = table("get", "resourceslices")
-    assert sorted(s["NODE"] for s in slices) == sorted(c["NAME"] for c in claims)
+    assert sorted(s["NODE"] for s in slices) == sorted(c["NODE"] for c in claims)
     pods = {p["NAME"]: p["NODE"] for p in table("get", "pods", "-o", "wide")}
-    assert set(pods.values()) == {c["NAME"] for c in claims}
+    assert set(pods.values()) == {c["NODE"] for c in claims}
     for claim in json.loads(ok("get", "resourceclaims", "-o", "json"))["items"]:
         [result] = claim["status"]["allocation"]["devices"]["results"]
         [holder] = claim["status"]["reservedFor"]

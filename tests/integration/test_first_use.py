@@ -69,7 +69,7 @@ def test_the_limits_example_beside_the_provisioning_one_leaves_two_pods_pending_
     pools = {pool["NAME"]: pool["NODES"] for pool in table("get", "nodepools")}
     assert pools == {"capped": "4", "default": "0"}
     assert {pod["NODE"] for pod in pods if pod["STATUS"] == "Running"} == {
-        c["NAME"] for c in table("get", "nodeclaims")
+        c["NODE"] for c in table("get", "nodeclaims")
     }
 
 

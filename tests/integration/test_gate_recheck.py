@@ -31,6 +31,11 @@ def command(name):
     return json.loads(ok("get", "dc", name, "-o", "json"))
 
 
+def hostname(node):
+    """A node's kubernetes.io/hostname label, which a pod selects it by: kwok labels it with the NodeClaim's name."""
+    return json.loads(ok("get", "node", node, "-o", "json"))["metadata"]["labels"]["kubernetes.io/hostname"]
+
+
 def commands(phase=None):
     return [c[0] for c in rows("get", "disruptioncommands") if phase is None or c[5] == phase]
 
@@ -245,7 +250,9 @@ def test_more_evictions_is_material_the_successor_keeps_the_note_place_and_deadl
                 {
                     "weight": 100,
                     "preference": {
-                        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [small]}]
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": [hostname(small)]}
+                        ]
                     },
                 }
             ]
@@ -286,7 +293,7 @@ def test_a_command_that_expired_and_comes_back_keeps_its_place_its_deadline_and_
     [first] = commands("AwaitingApproval")
     queued, deadline = command(first)["status"]["proposedAt"], command(first)["status"]["expiresAt"]
     pinned = json.loads(manifests.deployment("pinned", 1, "100m"))
-    pinned["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    pinned["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": hostname(node)}
     ok("apply", "-f", "-", stdin=json.dumps(pinned))
     ok("advance", "5s")
     status = command(first)["status"]

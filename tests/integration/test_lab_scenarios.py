@@ -31,7 +31,7 @@ def test_scaling_a_deployment_provisions_the_cheapest_node_that_fits_all_five(la
     }
     assert node["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
     pods = table("get", "pods", "-o", "wide")
-    assert [(p["STATUS"], p["NODE"]) for p in pods] == [("Running", claim["NAME"])] * 5
+    assert [(p["STATUS"], p["NODE"]) for p in pods] == [("Running", claim["NODE"])] * 5
     [found] = logs("found provisionable pod(s)")
     assert found["Pods"].count("default/inflate-") == 5
     [created] = logs("created nodeclaim")
@@ -87,7 +87,7 @@ def test_hostname_anti_affinity_gets_one_nodeclaim_per_pod(lab):
     ok("advance", "5s")
     claims = table("get", "nodeclaims")
     assert len(claims) == 3
-    assert {p["NODE"] for p in table("get", "pods", "-o", "wide")} == {c["NAME"] for c in claims}
+    assert {p["NODE"] for p in table("get", "pods", "-o", "wide")} == {c["NODE"] for c in claims}
 
 
 def test_pods_beyond_the_cpu_limit_stay_pending_with_the_limit_named(lab):

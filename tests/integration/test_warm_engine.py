@@ -65,7 +65,8 @@ def test_a_warm_run_ends_where_a_cold_load_would_have():
     assert models.Cluster.objects.get(name="warm").pk in warm_labs._warm  # the runs above went on from memory
     cold = scenario("cold", cold=True)
     assert warm == cold  # every object with its body, every log record, the clock and the resourceVersion
-    assert [key[2] for key in warm["objects"] if key[0] == "NodeClaim"] == ["default-twfpr"]  # the replacement
+    # The replacement (its name drawn after the first node's kwok name, from the same seeded RNG).
+    assert [key[2] for key in warm["objects"] if key[0] == "NodeClaim"] == ["default-vlc8w"]
 
 
 def test_while_a_worker_ticks_a_write_reads_only_its_rows_and_the_next_tick_reacts():
@@ -206,7 +207,8 @@ def test_ticks_stopped_between_steps_end_where_uninterrupted_ticks_would_have(mo
     stopped = ticked("stopped", 4, monkeypatch)
     assert stopped == ticked("uninterrupted", 1_000_000, monkeypatch)
     assert stopped["clock"] == START + timedelta(seconds=40)
-    assert {(phase, node) for _, phase, node in stopped["pods"]} == {("Running", "default-twfpr")}
+    kwok_node = "kwok-default-twfpr-banetwilight-1-9jec3hqdz6-2356645542"  # kwok-<nodeclaim>-<RandomName()>-<Uint32>
+    assert {(phase, node) for _, phase, node in stopped["pods"]} == {("Running", kwok_node)}
     assert len(stopped["pods"]) == 7 and stopped["nodeclaims"] == [("default-twfpr", "c-8x-amd64-linux")]
 
 

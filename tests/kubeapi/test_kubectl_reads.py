@@ -3,6 +3,7 @@ same outcomes the `karp` tests assert (tests/integration/test_lab_scenarios.py).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from karpui import models
@@ -21,19 +22,19 @@ def test_get_shows_the_nodeclaim_its_node_and_the_pods_as_karp_does(kubectl: Any
     [claim] = kubectl.table("get", "nodeclaims")
     assert (
         [claim["TYPE"], claim["CAPACITY"], claim["ZONE"]] == ["c-8x-amd64-linux", "on-demand", claim["ZONE"]]
-        and claim["NODE"] == claim["NAME"]
+        and re.fullmatch(rf"kwok-{claim['NAME']}-[a-z]+-1-[a-z0-9]{{10}}-\d+", claim["NODE"])  # as Karpenter's kwok
         and claim["READY"] == "True"
     )
     header = kubectl.ok("get", "nodeclaims").splitlines()[0].split()
     assert header == ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"]
     [node] = kubectl.table("get", "nodes", "-o", "wide")
     assert [node["NAME"], node["STATUS"], node["ROLES"]] == [
-        claim["NAME"],
+        claim["NODE"],
         "Ready",
         "<none>",
     ] and "c-8x-amd64-linux" in node.values()
     pods = kubectl.table("get", "pods", "-o", "wide")
-    assert [(p["STATUS"], p["NODE"]) for p in pods] == [("Running", claim["NAME"])] * 5
+    assert [(p["STATUS"], p["NODE"]) for p in pods] == [("Running", claim["NODE"])] * 5
     [pool] = kubectl.table("get", "nodepools")
     assert [pool["NAME"], pool["NODECLASS"], pool["NODES"], pool["READY"]] == ["default", "default", "1", "True"]
     both = kubectl.ok("get", "nodeclaims,nodepools")
@@ -44,10 +45,11 @@ def test_get_shows_the_nodeclaim_its_node_and_the_pods_as_karp_does(kubectl: Any
 
 def test_describe_nodeclaim_shows_its_conditions_and_events(kubectl: Any) -> None:
     inflate()
-    name = models.KubeObject.objects.get(kind="NodeClaim").name
+    stored = models.KubeObject.objects.get(kind="NodeClaim")
+    name, node = stored.name, stored.body["status"]["nodeName"]
     text = kubectl.ok("describe", "nodeclaim", name)
     assert f"Name:         {name}" in text
-    assert "Node Name:               " + name in text
+    assert "Node Name:               " + node in text
     events = text.split("Events:")[1]
     assert "Launched" in events and "karpenter" in events
 

@@ -55,7 +55,7 @@ def test_getting_started_apply_scale_get_describe_and_delete(kubectl: Any, tmp_p
     [wide] = kubectl.table("get", "nodes", "-o", "wide")
     assert (wide["NAME"], wide["STATUS"]) == (claim["NODE"], "Ready")
     assert [(p["STATUS"], p["NODE"]) for p in kubectl.table("get", "pods", "-o", "wide")] == [
-        ("Running", claim["NAME"])
+        ("Running", claim["NODE"])
     ] * 5
     described = kubectl.ok("describe", "nodeclaim", claim["NAME"])
     assert f"Name:         {claim['NAME']}\n" in described

@@ -24,7 +24,7 @@ def test_typed_and_dynamic_clients_read_pods_nodes_and_nodeclaims(kube_client: A
     assert deployment.spec.replicas == 3
     nodeclaims = dynamic.DynamicClient(kube_client).resources.get(api_version="karpenter.sh/v1", kind="NodeClaim")
     [claim] = nodeclaims.get().items
-    assert claim.metadata.name == node.metadata.name
+    assert claim.status.nodeName == node.metadata.name
     assert claim.metadata.labels["node.kubernetes.io/instance-type"] == "c-4x-amd64-linux"
 
 

@@ -83,7 +83,8 @@ def test_v1beta1_tables_print_the_v1beta1_crd_s_columns(api: AdminApi) -> None:
     ]
     name, labels = stored["metadata"]["name"], stored["metadata"]["labels"]
     [row] = table["rows"]
-    assert row["cells"][:5] == [name, "c-8x-amd64-linux", labels["topology.kubernetes.io/zone"], name, "True"]
+    node = stored["status"]["nodeName"]  # kwok-<nodeclaim>-...
+    assert row["cells"][:5] == [name, "c-8x-amd64-linux", labels["topology.kubernetes.io/zone"], node, "True"]
     assert row["cells"][6:] == ["on-demand", "default", "default"]
 
 
@@ -199,7 +200,7 @@ def test_kubectl_gets_and_explains_nodeclaims_at_v1beta1(kubectl: Any) -> None:
         v1["NAME"],
         "c-8x-amd64-linux",
         v1["ZONE"],
-        v1["NAME"],
+        v1["NODE"],
         "True",
     ] and [row["CAPACITY"], row["NODEPOOL"], row["NODECLASS"]] == [
         "on-demand",

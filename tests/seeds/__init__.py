@@ -7,6 +7,3 @@ from pathlib import Path
 
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 SETUP = Path(__file__).resolve().parent / "setup"
-# What waits for kwok nodes named as Karpenter's kwok provider names them (kwok-<nodeclaim>-...; issue 22 point 4),
-# which lands separately: the documents count nodes with `grep -c kwok` and print their names.
-KWOK_NAMES = "needs kwok node names as Karpenter's kwok provider makes them (issue 22 point 4)"

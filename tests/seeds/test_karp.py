@@ -7,12 +7,10 @@ import json
 import re
 from collections import Counter
 
-import pytest
-
 from karpui import models
 from provisioner.cluster.objects import parse_timestamp
 from tests import karp as cli
-from tests.seeds import KWOK_NAMES, SEEDS, SETUP
+from tests.seeds import SEEDS, SETUP
 
 # The documents' kind cluster, `kind create cluster --name karpenter-lab`: every verb here goes to it, as the documents'
 # kubectl goes to its current context, kind-karpenter-lab (experiment 2 names its own cluster, taint-lab).
@@ -113,7 +111,6 @@ def test_000_exp1_the_nodeclaim_is_an_on_demand_c8x_ready_and_its_node_has_7900m
     assert (node["status"]["allocatable"]["cpu"], node["status"]["allocatable"]["memory"]) == ("7900m", "16374Mi")
 
 
-@pytest.mark.xfail(strict=True, reason=KWOK_NAMES)
 def test_000_exp1_nodes_are_counted_by_the_kwok_in_their_names(lab):
     scaled_to_five()
     names = [n[0] for n in rows("get", "nodes")]

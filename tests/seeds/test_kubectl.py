@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.seeds import KWOK_NAMES, SEEDS, SETUP
+from tests.seeds import SEEDS, SETUP
 from tests.seeds.conftest import Shell, document
 
 # Each test reads what its experiment's transcript printed; the mark makes pytest-django set up the test database
@@ -95,7 +95,6 @@ def test_000_exp1_the_first_sample_is_5_pending_and_within_5s_one_nodeclaim_runs
     assert seen == [(0, 0, "5 Pending")] + [(t, 1, "5 Running") for t in range(5, 50, 5)]
 
 
-@pytest.mark.xfail(strict=True, reason=KWOK_NAMES)
 def test_000_exp1_the_samples_print_as_the_document_does(exp1: dict[str, str]) -> None:
     assert exp1["samples"].splitlines() == ["  0s  nodeclaim=0  節點=0  pods( 5 Pending )"] + [
         f"{t:3d}s  nodeclaim=1  節點=1  pods( 5 Running )" for t in range(5, 50, 5)
@@ -109,7 +108,6 @@ def test_000_exp1_the_nodeclaim_is_an_on_demand_c8x_and_ready(exp1: dict[str, st
     assert re.fullmatch(r"default-[a-z0-9]{5}", claim[0]) and re.fullmatch(r"test-zone-[a-d]", claim[3])
 
 
-@pytest.mark.xfail(strict=True, reason=KWOK_NAMES)
 def test_000_exp1_the_kwok_node_has_7900m_and_16374mi(exp1: dict[str, str]) -> None:
     [[name, cpu, memory]] = rows(exp1["node columns"])
     assert name.startswith("kwok-default-") and (cpu, memory) == ("7900m", "16374Mi")
@@ -136,14 +134,12 @@ def test_000_exp1_scaled_to_0_the_nodeclaim_goes_between_31_and_36_seconds(exp1:
     assert seen == [(t, 1) for t in range(0, 35, 5)] + [(35, 0)]  # there at 30 s, gone by 35 s
 
 
-@pytest.mark.xfail(strict=True, reason=KWOK_NAMES)
 def test_000_exp1_scaled_to_0_the_samples_print_as_the_document_does(exp1: dict[str, str]) -> None:
     assert exp1["until gone"].splitlines() == [f"{t:3d}s  nodeclaim=1  節點=1" for t in range(0, 35, 5)] + [
         " 35s  nodeclaim=0  節點=0"
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=KWOK_NAMES)
 def test_000_exp1_the_log_shows_the_decision_the_taint_and_the_deletion_6s_apart(exp1: dict[str, str]) -> None:
     records = [json.loads(line) for line in exp1["disruption log"].splitlines()]
     assert [r["message"] for r in records] == ["disrupting node(s)", "tainted node", "deleted nodeclaim"]
@@ -348,7 +344,6 @@ def test_000_exp3_dra_is_switched_on_through_karpenters_deployment_and_its_logs_
     )
 
 
-@pytest.mark.xfail(strict=True, reason=KWOK_NAMES)
 def test_000_exp3_the_nodes_are_counted_by_the_kwok_in_their_names(exp3: dict[str, str]) -> None:
     assert all(p.split()[2].startswith("kwok-default-") for p in exp3["pods"].splitlines())
     samples = [SAMPLE3.match(line) for line in exp3["samples"].splitlines()]
