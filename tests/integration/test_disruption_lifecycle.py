@@ -179,3 +179,16 @@ def test_deleting_a_nodepool_drains_and_removes_its_nodes_and_its_pods_wait(lab)
 
     assert rows("get", "nodeclaims") == [] and rows("get", "nodes") == []
     assert [p["STATUS"] for p in table("get", "pods")] == ["Pending"] * 3
+
+
+def test_deleting_a_karpenter_node_deletes_its_nodeclaim_found_by_provider_id(lab):
+    """The termination controller's rule: the Node's NodeClaim (the one with its providerID, named apart from it) goes
+    too, its pods to a NodeClaim of their own."""
+    provisioned()
+    [node] = nodes()
+    claim = claim_of(node)
+    assert ok("delete", "node", node) == f'node "{node}" deleted\n'
+    ok("advance", "10s")
+    [replacement] = table("get", "nodeclaims")
+    assert node not in nodes() and replacement["NAME"] != claim
+    assert {p["NODE"] for p in table("get", "pods", "-o", "wide")} == {replacement["NODE"]}
