@@ -69,7 +69,9 @@ class Setting:
         claims = self.client.list("NodeClaim")
         nodes = self.client.list("Node")
         pods = self.client.list("Pod")
-        assert sorted(c["metadata"]["name"] for c in claims) == sorted(n["metadata"]["name"] for n in nodes)
+        assert sorted((c.get("status") or {}).get("nodeName") for c in claims) == sorted(
+            n["metadata"]["name"] for n in nodes
+        )
         assert len({p["metadata"]["name"] for p in pods}) == len(pods) == REPLICAS
         assert {p["spec"]["nodeName"] for p in pods} <= {n["metadata"]["name"] for n in nodes}
         assert all(any(p["spec"]["nodeName"] == n["metadata"]["name"] for p in pods) for n in nodes)
@@ -142,9 +144,11 @@ def test_evictions_refused_with_429_are_retried_and_the_drain_completes(setting:
 
     def replaced() -> bool:
         """Running elsewhere, the old NodeClaim gone, and any node the scheduler left empty consolidated away."""
-        names = [c["metadata"]["name"] for c in setting.client.list("NodeClaim")]
+        claims = setting.client.list("NodeClaim")
+        names = [c["metadata"]["name"] for c in claims]
+        nodes = {(c.get("status") or {}).get("nodeName") for c in claims}  # kwok names each kwok-<nodeclaim>-...
         used = {p["spec"].get("nodeName") for p in setting.client.list("Pod")}
-        return setting.running() and claim["metadata"]["name"] not in names and set(names) <= used
+        return setting.running() and claim["metadata"]["name"] not in names and nodes <= used
 
     took = setting.settle(replaced, 120, "the pods drained and running on new nodes, the old one gone")
     refused = [s for s in setting.proxy.seen if "eviction" in s[1] and s[2] == 429]
