@@ -92,7 +92,9 @@ def test_the_api_server_killed_and_kept_down_5_s_mid_scale_up(setting: Setting) 
     setting.real.fault("release", "kube-apiserver")
     back = time.monotonic()
     setting.real.wait_ready()
-    wait_for(lambda: setting.settled(6), 120, "six pods Running on six nodes", (engine,))
+    # 53 s on a quiet machine (bench/README.md); kube-scheduler and kwok back off their own reconnects too, and
+    # under CI's two busy workers 120 s was missed twice.
+    wait_for(lambda: setting.settled(6), 240, "six pods Running on six nodes", (engine,))
     print(f"kube-apiserver killed mid scale-up: caught up {time.monotonic() - back:.1f} s after its restart")
     setting.exactly(6)
 
