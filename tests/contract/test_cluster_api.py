@@ -124,20 +124,23 @@ def test_finalizers_hold_an_object_until_the_last_one_is_removed(implementation,
     held = api.delete("Node", "n1")
     assert timestamp_ok(implementation, held["metadata"]["deletionTimestamp"])
     assert api.get("Node", "n1") is not None
-    remove_as_a_controller_does(api, "Node", "n1", "karpenter.sh/termination")
+    remove_as_a_controller_does(api, "Node", "n1", "karpenter.sh/termination", implementation.sync)
     assert api.get("Node", "n1") is None
 
 
-def remove_as_a_controller_does(api, kind, name, finalizer, tries=10):
+def remove_as_a_controller_does(api, kind, name, finalizer, sync, tries=10):
     """The removal is optimistically locked, as Karpenter's is: on a real cluster kube-controller-manager may write
-    the new node (its taints, its lifecycle) between the read and the patch, and the answer is to read it again,
-    after a requeue's backoff (five immediate retries all met a write on a loaded CI machine)."""
+    the new node (its taints, its lifecycle) between the read and the patch, and the answer is to read it again
+    from a cache brought up to date (`sync`: the informers' deltas applied, as the engine's next step does), after
+    a requeue's backoff. Without the sync the cache kept the version the write had overtaken, conflict after
+    conflict."""
     for attempt in range(tries):
         try:
             api.remove_finalizer(api.get(kind, name), finalizer)
             return
         except Conflict:
             time.sleep(0.1 * (attempt + 1))
+            sync()
     raise AssertionError(f"{kind} {name}: {tries} conflicts in a row")
 
 
