@@ -12,6 +12,7 @@ from django.db.models import Count, Q, QuerySet
 from django.db.models.fields.json import KT, KeyTransform
 
 from karpui import models
+from karpui.insight import paging
 from karpui.insight.capacity import age
 from karpui.insight.drilldown import object_url
 from karpui.insight.owners import pod_owners
@@ -101,8 +102,7 @@ def pods_page(
     requests and age; four queries."""
     rows = _pods(cluster, filters).order_by("namespace", "name")
     total = rows.count()
-    pages = max((total + PODS_PAGE_SIZE - 1) // PODS_PAGE_SIZE, 1)
-    page = min(max(page, 1), pages)
+    page, pages = paging.page_within(total, page, PODS_PAGE_SIZE)
     shown = rows if everything else rows[(page - 1) * PODS_PAGE_SIZE : page * PODS_PAGE_SIZE]
     found = list(
         shown.values_list(
@@ -185,8 +185,7 @@ def workloads_page(
         rows = rows.exclude(Q(kind="ReplicaSet") & Q(body__metadata__ownerReferences__0__kind="Deployment"))
     rows = rows.order_by("namespace", "name", "kind")
     total = rows.count()
-    pages = max((total + WORKLOADS_PAGE_SIZE - 1) // WORKLOADS_PAGE_SIZE, 1)
-    page = min(max(page, 1), pages)
+    page, pages = paging.page_within(total, page, WORKLOADS_PAGE_SIZE)
     shown = rows if everything else rows[(page - 1) * WORKLOADS_PAGE_SIZE : page * WORKLOADS_PAGE_SIZE]
     found = list(
         shown.values_list(

@@ -14,6 +14,7 @@ from django.db.models import Count, Sum
 from django.db.models.fields.json import KT
 
 from karpui import models
+from karpui.insight import paging
 from provisioner.cluster.objects import parse_timestamp
 from provisioner.quantity import QuantityError, parse_quantity
 
@@ -333,8 +334,7 @@ def nodes_page(
     kept = sorted((n for n in every if filters.keeps(n)), key=lambda n: n.name)
     kept.sort(key=NODE_SORTS[column], reverse=sort.startswith("-") != (column == "age"))
     total = len(kept)
-    pages = max((total + NODES_PAGE_SIZE - 1) // NODES_PAGE_SIZE, 1)
-    page = min(max(page, 1), pages)
+    page, pages = paging.page_within(total, page, NODES_PAGE_SIZE)
     shown = kept if everything else kept[(page - 1) * NODES_PAGE_SIZE : page * NODES_PAGE_SIZE]
     states = _states(cluster, [n.name for n in shown])
     return {

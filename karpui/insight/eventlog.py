@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from karpui import models
-from karpui.insight import grouping
+from karpui.insight import grouping, paging
 from karpui.links import cluster_url
 
 EVENTS_PAGE_SIZE = 50  # event rows (a reason's row folds its objects): ~0.5 KB each
@@ -148,8 +148,7 @@ def logs_section(*, cluster: models.Cluster, search: str = "", logger: str = "",
     """One page of log records, newest first, with the loggers to filter by; four queries."""
     rows = _logs(cluster, search, logger)
     total = rows.count()
-    pages = max(-(-total // LOGS_PAGE_SIZE), 1)
-    page = min(max(page, 1), pages)
+    page, pages = paging.page_within(total, page, LOGS_PAGE_SIZE)
     shown = list(rows[(page - 1) * LOGS_PAGE_SIZE : page * LOGS_PAGE_SIZE])
     # order_by("logger") replaces Meta.ordering (time, id): DISTINCT takes in the ordering's columns.
     loggers = models.LogEntry.objects.filter(cluster=cluster).order_by("logger").values_list("logger", flat=True)

@@ -23,6 +23,7 @@ from django.db.models import Count, Sum
 from django.db.models.fields.json import KT, KeyTextTransform, KeyTransform
 
 from karpui import models
+from karpui.insight import paging
 from karpui.insight.capacity import age
 from karpui.insight.drilldown import object_url
 from karpui.insight.owners import Owner, pod_owners
@@ -447,8 +448,7 @@ def pending_pods(
     else:
         items = _groups(cluster, pods, group, query)
         size = GROUPS_PAGE_SIZE
-    pages = max((len(items) + size - 1) // size, 1)
-    page = min(max(page, 1), pages)
+    page, pages = paging.page_within(len(items), page, size)
     shown = items if everything else items[(page - 1) * size : page * size]
     narrowed = {
         **query,
