@@ -4,7 +4,7 @@ seen; after 410 Gone (that version is no longer kept), list again; after errors,
 again every `resync_seconds` anyway, so a change lost anywhere is corrected within that period.
 
 It runs in a daemon thread and only ever hands deltas to `sink`; it never touches the engine's cache. A refused or
-failed list or watch is logged (the first of a run of failures, then every tenth), a 429's Retry-After is waited out,
+failed list or watch is logged (the first of a run of failures, every tenth, and any whose reason changed), a 429's Retry-After is waited out,
 and `failing_for()` says how long it has gone without a working list or watch, for the engine's readiness.
 """
 
@@ -126,6 +126,7 @@ class Informer:
     def _failed(self, error: Exception) -> None:
         self.errors += 1
         self.failures += 1
+        reason_changed = f"{type(error).__name__}: {error}" != self.last_error
         self.last_error = f"{type(error).__name__}: {error}"
         if self.failing_since is None:
             self.failing_since = self.clock()
@@ -133,7 +134,9 @@ class Informer:
         retry_after = float(getattr(error, "retry_after", 0) or 0)
         if isinstance(error, TooManyRequests) and retry_after > wait:
             wait = retry_after  # the server said when it can take the request: sooner would only be refused
-        if self.failures == 1 or self.failures % 10 == 0:
+        # The first failure, every tenth, and any whose reason differs from the one before: a cut watch followed
+        # by 429s says why it keeps failing at once rather than at the tenth.
+        if self.failures == 1 or self.failures % 10 == 0 or reason_changed:
             logger.warning(
                 "informer %s: list/watch failed (%d in a row, for %.0f s): %s; retrying in %.1f s",
                 self.kind, self.failures, self.failing_for(), self.last_error, wait,
