@@ -96,12 +96,26 @@ def on_nodes(real: Any, namespace: str, app: str) -> list[str]:
     return sorted(p["spec"].get("nodeName", "") for p in pods(real, namespace) if p["metadata"]["labels"]["app"] == app)
 
 
+EXP2_NODES = ["taint-lab-control-plane", "taint-lab-worker", "taint-lab-worker2"]
+
+
+def ready_nodes(real: Any) -> list[str]:
+    return sorted(
+        n["metadata"]["name"]
+        for n in listed(real, "nodes")
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions") or [])
+    )
+
+
 def test_000_exp2_taints_keep_pods_off_a_node_until_they_tolerate_it(real: Any, engine: EngineProcess) -> None:
     """exp2-nodes.yaml stands for kind's control plane and two workers; here kwok keeps them alive (the annotation)
     as a kubelet would, and kube-scheduler places the pods."""
     for document in yaml.safe_load_all((SEEDS / "exp2-nodes.yaml").read_text()):
         document["metadata"].setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
         real.kubectl("create", "-f", "-", input=json.dumps(document))
+    # kind's nodes are Ready before the document's first pod; kwok makes these Ready a moment after they are created,
+    # and kube-scheduler would put every pod on the only Ready worker meanwhile.
+    wait_for(lambda: ready_nodes(real) == EXP2_NODES, 60, "the three nodes Ready", (engine,))
     real.kubectl("apply", "-f", str(SEEDS / "exp2-cpu-only.yaml"))
     wait_for(lambda: running(real, 4, "nodepool"), 60, "four cpu-only pods Running", (engine,))
     assert on_nodes(real, "nodepool", "cpu-only") == ["taint-lab-worker"] * 2 + ["taint-lab-worker2"] * 2
