@@ -332,6 +332,16 @@ def main() -> None:
             f"{1000 * sum(timings) / max(len(timings), 1):.0f} ms on average"
         )
         print(f"  commands by phase: {json.dumps(dict(sorted(phases.items())))}")
+        for command in [c for c in [*old, *mine] if c["status"].get("phase") == "Rejected"]:
+            spec, status = command["spec"], command["status"]
+            # Why validation refused it, and whether the same nodes were proposed again (issue 26, case 3).
+            nodes = sorted(c["node"] for c in spec["candidates"])
+            again = [c for c in [*old, *mine] if sorted(x["node"] for x in c["spec"]["candidates"]) == nodes]
+            print(
+                f"  rejected: {command['metadata']['name']} {spec['reason']} {spec.get('decision', '')} "
+                f"({spec.get('method', '')}) {','.join(nodes)}: {status.get('message', '')}; "
+                f"proposed {len(again)} time(s) for these nodes"
+            )
         print(
             f"  pods stranded: at most {watch.max_stranded} Unschedulable at once, "
             f"{watch.stranded_seconds:.0f} pod-seconds"
