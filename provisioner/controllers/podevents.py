@@ -1,5 +1,6 @@
 """Karpenter's pod-events controller: a NodeClaim's `lastPodEventTime` moves when the set of its node's
-non-DaemonSet pods changes (a bind, a pod finishing or being deleted); consolidateAfter counts from it."""
+non-DaemonSet pods changes (a bind, a pod finishing or being deleted), unless it moved less than 10 s ago;
+consolidateAfter counts from it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ import hashlib
 import json
 from typing import Any
 
-from provisioner.cluster.objects import timestamp
+from provisioner.cluster.objects import parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
+
+# Karpenter's dedupeTimeout (nodeclaim/podevents/controller.go): a pod event within 10 s of the recorded one is not
+# written, to spare the API server; consolidateAfter then counts from the first event of a burst. Pods deleted a
+# few seconds after they were bound (a quick scale-down) leave their nodes consolidatable as if still bound.
+DEDUPE_SECONDS = 10.0
 
 
 class PodEventsController:
@@ -50,7 +56,9 @@ class PodEventsController:
             self._uids[node] = uids
             digest = hashlib.sha256(json.dumps(uids).encode()).hexdigest()[:16]
             if self.pod_sets.get(node) != digest:
-                if node in self.pod_sets or by_node.get(node):
+                last = claim["status"].get("lastPodEventTime")
+                recent = last is not None and ctx.now - parse_timestamp(last) < DEDUPE_SECONDS
+                if (node in self.pod_sets or by_node.get(node)) and not recent:
                     claim["status"]["lastPodEventTime"] = timestamp(ctx.now)
                     ctx.api.update(claim)
                     changed = True

@@ -98,7 +98,7 @@ def test_events_expire_an_hour_after_they_were_last_seen():
     assert ("Event", "default", "old") in store.removed
 
 
-def _lab(components):
+def _lab(components, consolidate_after=None, advance=60):
     from provisioner.catalog.kwok import kwok_catalog
     from provisioner.lab import Lab, LabConfig
     from provisioner.manifests.nodepool import parse_nodepool
@@ -114,7 +114,8 @@ def _lab(components):
                     "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
                     "requirements": [],
                 }
-            }
+            },
+            **({"disruption": {"consolidateAfter": consolidate_after}} if consolidate_after else {}),
         },
     }
     config = LabConfig(
@@ -140,8 +141,29 @@ def _lab(components):
             },
         }
     )
-    lab.advance(60)
+    lab.advance(advance)
     return lab
+
+
+@pytest.mark.parametrize(("after_bind", "last_pod_event", "consolidatable"), [(7, 1, 31), (19, 20, 50)])
+def test_a_pod_event_within_10_s_of_the_last_one_does_not_move_the_nodeclaims_last_pod_event(
+    after_bind, last_pod_event, consolidatable
+):
+    # Karpenter's dedupeTimeout (nodeclaim/podevents/controller.go:84-88): both pods bind 1 s in; one is deleted
+    # 7 s later, inside the 10 s, so consolidateAfter (30 s) still counts from the bind; 19 s later, from the delete.
+    from provisioner.cluster.objects import parse_timestamp
+
+    lab = _lab("all", consolidate_after="30s", advance=1 + after_bind)
+    deployment = lab.store.get("Deployment", "inflate", "default")
+    deployment["spec"]["replicas"] = 1
+    lab.store.update(deployment, spec_changed=True)
+    lab.advance(60)
+    [claim] = lab.store.list("NodeClaim")
+    [condition] = [c for c in claim["status"]["conditions"] if c["type"] == "Consolidatable"]
+    since = 1_800_000_000.0
+    assert parse_timestamp(claim["status"]["lastPodEventTime"]) - since == last_pod_event
+    assert (condition["status"], parse_timestamp(condition["lastTransitionTime"]) - since) == ("True", consolidatable)
+    assert len(lab.store.list("Pod")) == 1
 
 
 def test_a_lab_running_only_its_cluster_side_makes_pods_but_never_nodeclaims():
