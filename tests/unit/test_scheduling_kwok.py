@@ -69,7 +69,7 @@ def test_launch_zone_is_drawn_from_the_seeded_rng_among_equal_prices():
 
 # corpus/008-taints: a tainted NodePool of weight 50 beside a plain one, 2 tolerating and 6 plain pods of 1 CPU /
 # 128Mi created in the same second. Karpenter's queue orders equal pods by creation second, then by UID
-# (scheduling/queue.go:86-107), NodePools by weight (provisioner.go:299), and an in-flight NodeClaim takes any later
+# (scheduling/queue.go:72-107), NodePools by weight (provisioner.go:299), and an in-flight NodeClaim takes any later
 # pod that fits (scheduler.go:626-636). So the whole decision follows the pod with the lowest UID, which is random
 # on a cluster: Karpenter v1.15 itself made both decisions below on the kwok cluster (bench/README.md, "The
 # differences, and why"). Upstream: "Weighted NodePools / should schedule to the nodepool with the highest priority
