@@ -20,9 +20,10 @@ catalog's prices), the pods left pending per workload, and the disruption decisi
 ("disrupting node(s)": reason, decision, the disrupted nodes' types, the count of replacements). A workload is the
 same when every compare is.
 
-On a real cluster a `wait` after an apply in a workload with compare steps ends once nothing has changed for 6 s
-with every NodeClaim ready and every pod bound (at most the wait plus 20 s); any other `wait` runs its whole length
-(Karpenter's disruption acts 25-35 s after a scale-down). Each provisioner's log of each workload is kept in
+A `wait` after an apply in a workload with compare steps ends once nothing has changed for 6 s with every NodeClaim
+ready and every pod bound (at most the wait plus 20 s); any other `wait` runs its whole length (Karpenter's
+disruption acts 25-35 s after a scale-down). The lab follows the same rule on its own clock, advanced a second at a
+time, so a scale-down comes as long after the binds as it does on a real cluster. Each provisioner's log of each workload is kept in
 var/versus/<provisioner>/<set>-<name>.log.
 
 --record writes Karpenter's results to bench/workloads/<set>/karpenter.json, so a later change is compared with
@@ -58,7 +59,11 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
 PLAN_IMPROVEMENT = "karpui.dev/plan-improvement"
+# A settling wait (Provisioner.wait) ends once nothing has changed for QUIET_SECONDS with every NodeClaim ready and
+# every pod bound, or SETTLE_GRACE_SECONDS past the step's length; it looks every POLL_SECONDS.
 QUIET_SECONDS = 6.0
+SETTLE_GRACE_SECONDS = 20.0
+POLL_SECONDS = 1.0
 README_START = "<!-- versus_karpenter: start -->"
 README_END = "<!-- versus_karpenter: end -->"
 
@@ -268,13 +273,52 @@ class Provisioner:
     plan_improvement = False
     settle = True
 
+    def wait(self, duration: float, after_scale: bool) -> None:
+        """A `wait` step, by one rule for every provisioner, each on its own clock (wall time or the lab's)."""
+        if after_scale or not self.settle:
+            self.pause(duration)
+            return
+        # Settled: every pod bound, every NodeClaim ready, nothing changed for a while. Pods that stay pending (a
+        # limit, say) wait out the step and 20 s more (a loaded control plane is slower than the step expects). The
+        # lab follows the rule too, a second of its clock at a time: a real cluster's settled wait ends a few
+        # seconds after the binds, and what comes next (a scale-down, say) must come as soon in the lab.
+        deadline = self.clock() + duration + SETTLE_GRACE_SECONDS
+        last, since = None, self.clock()
+        while self.clock() < deadline:
+            state = self.state()
+            if state != last:
+                last, since = state, self.clock()
+            elif self.clock() - since >= QUIET_SECONDS and state[1]:
+                return
+            self.pause(min(POLL_SECONDS, deadline - self.clock()))
+
     def begin(self, workload: Workload) -> None: ...
     def end(self) -> None: ...
     def apply(self, stream: str) -> None: ...
     def scale(self, target: str, replicas: int) -> None: ...
-    def wait(self, duration: float, after_scale: bool) -> None: ...
+    def clock(self) -> float: ...
+    def pause(self, seconds: float) -> None: ...
+    def state(self) -> tuple[Any, bool]: ...
     def node_condition(self, step: dict[str, str]) -> None: ...
     def snapshot(self) -> Snapshot: ...
+
+
+def progress(nodeclaims: list[dict[str, Any]], pods: list[dict[str, Any]]) -> tuple[Any, bool]:
+    """What changes while a provisioner works (the NodeClaims' names, each pod's node and phase), and whether it has
+    settled: every NodeClaim ready, no pod left unbound."""
+    ready = all(
+        any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
+        for n in nodeclaims
+    ) and not any(not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp") for p in pods)
+    signature = (
+        tuple(sorted(n["metadata"]["name"] for n in nodeclaims)),
+        tuple(
+            sorted(
+                (p["metadata"]["name"], p["spec"].get("nodeName"), (p.get("status") or {}).get("phase")) for p in pods
+            )
+        ),
+    )
+    return signature, ready
 
 
 class Lab(Provisioner):
@@ -290,6 +334,7 @@ class Lab(Provisioner):
         self.database = folder / "lab.sqlite3"
         self.template = folder / "lab-template.sqlite3"
         self.seen_log = 0
+        self.lab_seconds = 0.0  # how far `wait` steps have moved the lab's clock
 
     def setup(self) -> None:
         os.environ["DJANGO_SETTINGS_MODULE"] = "karpui.settings"
@@ -352,6 +397,7 @@ class Lab(Provisioner):
         settings.KARPUI_MIN_VALUES_POLICY = env.get("MIN_VALUES_POLICY", "Strict")
         settings.KARPUI_PREFERENCE_POLICY = env.get("PREFERENCE_POLICY", "Respect")
         self.seen_log = 0
+        self.lab_seconds = 0.0
 
     def end(self) -> None:
         from django.conf import settings
@@ -365,10 +411,19 @@ class Lab(Provisioner):
     def scale(self, target: str, replicas: int) -> None:
         self.karp("scale", target, "--replicas", str(replicas))
 
-    def wait(self, duration: float, after_scale: bool) -> None:
+    def clock(self) -> float:
+        return self.lab_seconds
+
+    def pause(self, seconds: float) -> None:
         from karpui.clusters import lab as labs
 
-        labs.advance("lab", duration)
+        labs.advance("lab", seconds)  # the whole span: nothing bounds its work
+        self.lab_seconds += seconds
+
+    def state(self) -> tuple[Any, bool]:
+        claims = json.loads(self.karp("get", "nodeclaims", "-o", "json"))["items"]
+        pods = json.loads(self.karp("get", "pods", "-A", "-o", "json"))["items"]
+        return progress(claims, pods)
 
     def node_condition(self, step: dict[str, str]) -> None:
         from tests.integration.test_feature_workloads import set_node_condition
@@ -489,45 +544,18 @@ class Real(Provisioner):
         kind, name = target.split("/", 1)
         self.kubectl("scale", kind, name, f"--replicas={replicas}")
 
-    def wait(self, duration: float, after_scale: bool) -> None:
-        if after_scale or not self.settle:
-            deadline = time.monotonic() + duration
-            while time.monotonic() < deadline:
-                self.sample()
-                time.sleep(1.0)
-            return
-        # Settled: every pod bound, every NodeClaim ready, nothing changed for a while. Pods that stay pending (a
-        # limit, say) wait out the step and 20 s more (a loaded control plane is slower than the lab's clock).
-        deadline = time.monotonic() + duration + 20.0
-        last, since = None, time.monotonic()
-        while time.monotonic() < deadline:
+    def clock(self) -> float:
+        return time.monotonic()
+
+    def pause(self, seconds: float) -> None:
+        """Wall time passing, the provisioner watched each second (it may have exited)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
             self.sample()
-            state = self.state()
-            if state != last:
-                last, since = state, time.monotonic()
-            elif time.monotonic() - since >= QUIET_SECONDS and state[1]:
-                return
-            time.sleep(1.0)
+            time.sleep(min(POLL_SECONDS, left))
 
     def state(self) -> tuple[Any, bool]:
-        """What changes while a provisioner works, and whether it has settled: every NodeClaim ready, no pod left
-        unbound."""
-        claims = self.items("nodeclaims")
-        pods = self.items("pods", "-A")
-        ready = all(
-            any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
-            for n in claims
-        ) and not any(not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp") for p in pods)
-        signature = (
-            tuple(sorted(n["metadata"]["name"] for n in claims)),
-            tuple(
-                sorted(
-                    (p["metadata"]["name"], p["spec"].get("nodeName"), (p.get("status") or {}).get("phase"))
-                    for p in pods
-                )
-            ),
-        )
-        return signature, ready
+        return progress(self.items("nodeclaims"), self.items("pods", "-A"))
 
     def node_condition(self, step: dict[str, str]) -> None:
         from provisioner.cluster.objects import timestamp

@@ -216,3 +216,56 @@ def test_a_static_nodepools_scale_down_is_compared_by_its_nodeclaims_not_as_a_co
     static = {"reason": "Overprovisioned", "decision": "delete", "disrupted-nodes": [], "replacement-node-count": 0}
     taken = versus.snapshot([], [], [static, KARPENTER_EMPTY])
     assert taken.disruptions == ("empty delete [c-8x-amd64-linux/on-demand] +0",)
+
+
+def scripted(versus, changes_at: dict[float, tuple[str, bool]], *, settle: bool = True):
+    """A provisioner on a clock of its own whose state (a label and whether it has settled) changes at set moments."""
+
+    class Scripted(versus.Provisioner):
+        def __init__(self) -> None:
+            self.now = 0.0
+            self.looked: list[float] = []
+            self.settle = settle
+
+        def clock(self) -> float:
+            return self.now
+
+        def pause(self, seconds: float) -> None:
+            self.now += seconds
+
+        def state(self):
+            self.looked.append(self.now)
+            return changes_at[max(t for t in changes_at if t <= self.now)]
+
+    return Scripted()
+
+
+def test_a_wait_after_an_apply_ends_six_seconds_after_the_last_change_once_settled(versus):
+    runner = scripted(versus, {0.0: ("applied", False), 3.0: ("bound", True)})
+    runner.wait(25.0, after_scale=False)
+    assert runner.now == 9.0  # the binds seen at 3 s, nothing new for 6 s
+
+
+def test_a_wait_whose_pods_stay_pending_runs_the_step_and_twenty_seconds_more(versus):
+    runner = scripted(versus, {0.0: ("applied", False), 3.0: ("a limit reached", False)})
+    runner.wait(25.0, after_scale=False)
+    assert runner.now == 45.0
+
+
+def test_a_wait_after_a_scale_or_in_a_workload_without_compares_runs_its_whole_length(versus):
+    after_scale = scripted(versus, {0.0: ("bound", True)})
+    after_scale.wait(50.0, after_scale=True)
+    unsettled = scripted(versus, {0.0: ("bound", True)}, settle=False)
+    unsettled.wait(25.0, after_scale=False)
+    assert (after_scale.now, after_scale.looked, unsettled.now, unsettled.looked) == (50.0, [], 25.0, [])
+
+
+def test_settling_looks_at_nodeclaim_names_readiness_and_each_pods_node_and_phase(versus):
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    claims = [{"metadata": {"name": "default-a"}, "status": ready}, {"metadata": {"name": "default-b"}, "status": {}}]
+    pods = [pod("p1", "app", "node-a", "Running"), pod("p2", "app", None, "Pending")]
+    assert versus.progress(claims, pods) == (
+        (("default-a", "default-b"), (("p1", "node-a", "Running"), ("p2", None, "Pending"))),
+        False,
+    )
+    assert versus.progress(claims[:1], pods[:1])[1] is True
