@@ -3,11 +3,14 @@
 # controller, Karpenter's kwok provider and its DRA kwok driver (hack/kube/karpenter/dra-kwok-driver: upstream's
 # main with its addresses configurable) from the Go modules pinned in hack/kube/*/go.mod, into a cache outside
 # the repository keyed by version; each piece is built only when missing (or when its go.sum changed).
+# karpenter-dra, built only when asked for (bench/versus_karpenter.py runs it for DRA workloads), is Karpenter's
+# kwok provider with hack/kube/karpenter/kwok-dynamicresources.patch: its instance types declare the devices the
+# cluster's DRAConfigs publish on them, as seed 000's experiment 3 patches it.
 #
 #   hack/kube/build.sh                 build what is missing (or whose sources changed), print where everything is
-#   hack/kube/build.sh kubernetes      build one piece: kubernetes | kwok | karpenter
+#   hack/kube/build.sh kubernetes      build one piece: kubernetes | kwok | karpenter | karpenter-dra (all: every one)
 #   hack/kube/build.sh --paths         print the paths (shell assignments) without building
-#   hack/kube/build.sh --check         exit 0 when every piece is built, 1 otherwise
+#   hack/kube/build.sh --check         exit 0 when kubernetes, kwok and karpenter are built, 1 otherwise
 #
 # KARPUI_KUBE_CACHE moves the cache (default ~/.cache/karpui-kube). Needs Go >= 1.26; Karpenter's module asks for
 # a newer patch release, which Go fetches from the module proxy as golang.org/toolchain (GOTOOLCHAIN=auto).
@@ -26,6 +29,8 @@ karpenter_version="$(required karpenter sigs.k8s.io/karpenter)"
 k8s_dir="$cache/kubernetes-$k8s_version-etcd-$etcd_version"
 kwok_dir="$cache/kwok-$kwok_version"
 karpenter_dir="$cache/karpenter-$karpenter_version"
+karpenter_dra_dir="$cache/karpenter-$karpenter_version-dra"
+dra_patch="$here/karpenter/kwok-dynamicresources.patch"
 
 paths() {
   cat <<EOF
@@ -36,23 +41,31 @@ KARPUI_KWOK_BIN=$kwok_dir/bin/kwok
 KARPUI_KWOK_STAGES=$kwok_dir/stages
 KARPUI_KWOK_VERSION=$kwok_version
 KARPUI_KARPENTER_BIN=$karpenter_dir/bin/karpenter-kwok
+KARPUI_KARPENTER_DRA_BIN=$karpenter_dra_dir/bin/karpenter-kwok-dra
 KARPUI_DRA_DRIVER_BIN=$karpenter_dir/bin/dra-kwok-driver
 KARPUI_KARPENTER_CRDS=$karpenter_dir/crds
 KARPUI_KARPENTER_VERSION=$karpenter_version
 EOF
 }
 
-# A piece is built when its stamp names the sources it was built from: go.mod, go.sum and any Go file of ours.
+# A piece is built when its stamp names the sources it was built from: go.mod, go.sum and any Go file of ours, and
+# for karpenter-dra the patch as well (so a changed patch rebuilds it, and only it).
 stamp_of() { find "$here/$1" -type f \( -name 'go.*' -o -name '*.go' \) | sort | xargs sha256sum | sed "s|$here/||" | sha256sum | cut -c1-16; }
-built() { [[ -f "$2/.built" && "$(cat "$2/.built")" == "$(stamp_of "$1")" ]]; }
+stamp() {
+  case "$1" in
+    karpenter-dra) { stamp_of karpenter; sha256sum <"$dra_patch"; } | sha256sum | cut -c1-16 ;;
+    *) stamp_of "$(mod_of "$1")" ;;
+  esac
+}
+built() { [[ -f "$(dir_of "$1")/.built" && "$(cat "$(dir_of "$1")/.built")" == "$(stamp "$1")" ]]; }
 
 now() { date +%s; }
 say() { printf '[kube-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# go build -v names each package as it compiles it: the full output goes to a log beside the cache, and a count
-# every 100 packages shows a 20-minute build is alive.
-gobuild() { # module-dir, out, ldflags, packages...
-  local mod="$1" out="$2" ldflags="$3" log="$cache/build-$1.log"
+# go build -v names each package as it compiles it: the full output goes to a log beside the cache (the piece's),
+# and a count every 100 packages shows a 20-minute build is alive.
+gobuild() { # module-dir, out, ldflags, then go build's flags and packages
+  local mod="$1" out="$2" ldflags="$3" log="$cache/build-$piece.log"
   shift 3
   if ! (cd "$here/$mod" && CGO_ENABLED=0 GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" go build -v -trimpath -ldflags "-s -w $ldflags" \
     -o "$out" "$@") > >(tee -a "$log" | awk -v m="$mod" '{ n++ } n % 100 == 0 { printf "[kube-build] %s: %d packages compiled\n", m, n; fflush() }' >&2) 2>&1; then
@@ -79,7 +92,7 @@ build_kubernetes() {
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler; do
     [[ -x "$tmp/bin/$b" ]] || { say "FAILED: $b was not built (run: cd hack/kube/k8s && go build ./...)"; return 1; }
   done
-  stamp_of k8s >"$tmp/.built"
+  stamp kubernetes >"$tmp/.built"
   rm -rf "$k8s_dir" && mv "$tmp" "$k8s_dir"
 }
 
@@ -98,7 +111,7 @@ build_kwok() {
     done
   done
   chmod -R u+w "$tmp"
-  stamp_of kwok >"$tmp/.built"
+  stamp kwok >"$tmp/.built"
   rm -rf "$kwok_dir" && mv "$tmp" "$kwok_dir"
 }
 
@@ -115,24 +128,49 @@ build_karpenter() {
   src="$(cd "$here/karpenter" && GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)"
   cp "$src"/pkg/apis/crds/*.yaml "$src"/kwok/apis/crds/*.yaml "$src"/dra-kwok-driver/pkg/apis/crds/*.yaml "$tmp/crds/"
   chmod -R u+w "$tmp"
-  stamp_of karpenter >"$tmp/.built"
+  stamp karpenter >"$tmp/.built"
   rm -rf "$karpenter_dir" && mv "$tmp" "$karpenter_dir"
 }
 
-dir_of() { case "$1" in kubernetes) echo "$k8s_dir" ;; kwok) echo "$kwok_dir" ;; karpenter) echo "$karpenter_dir" ;; esac; }
-mod_of() { case "$1" in kubernetes) echo k8s ;; *) echo "$1" ;; esac; }
+build_karpenter_dra() {
+  local tmp="$karpenter_dra_dir.tmp" src
+  rm -rf "$tmp" && mkdir -p "$tmp/bin" "$tmp/mod"
+  say "karpenter $karpenter_version with kwok-dynamicresources.patch: its kwok provider declaring DRAConfigs' devices, as karpenter-kwok-dra"
+  # The module cache is shared and read-only: the patch goes into a copy of Karpenter's source beside the binary.
+  src="$(cd "$here/karpenter" && GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)"
+  cp -r "$src" "$tmp/src" && chmod -R u+w "$tmp/src"
+  patch -p1 --forward --quiet -d "$tmp/src" <"$dra_patch" || { say "FAILED: $dra_patch does not apply to $src"; return 1; }
+  # hack/kube/karpenter's go.mod with Karpenter replaced by the patched copy: every other module stays at the version
+  # the unpatched binary is built with, and the repository's go.mod is left alone.
+  cp "$here/karpenter/go.mod" "$here/karpenter/go.sum" "$tmp/mod/"
+  printf '\nreplace sigs.k8s.io/karpenter => %s\n' "$tmp/src" >>"$tmp/mod/go.mod"
+  gobuild karpenter "$tmp/bin/karpenter-kwok-dra" "-X sigs.k8s.io/karpenter/pkg/operator.Version=$karpenter_version" \
+    -modfile="$tmp/mod/go.mod" sigs.k8s.io/karpenter/kwok
+  [[ -x "$tmp/bin/karpenter-kwok-dra" ]] || { say "FAILED: karpenter-kwok-dra was not built"; return 1; }
+  rm -rf "$tmp/src" "$tmp/mod"
+  stamp karpenter-dra >"$tmp/.built"
+  rm -rf "$karpenter_dra_dir" && mv "$tmp" "$karpenter_dra_dir"
+}
+
+dir_of() {
+  case "$1" in
+    kubernetes) echo "$k8s_dir" ;; kwok) echo "$kwok_dir" ;; karpenter) echo "$karpenter_dir" ;;
+    karpenter-dra) echo "$karpenter_dra_dir" ;;
+  esac
+}
+mod_of() { case "$1" in kubernetes) echo k8s ;; karpenter-dra) echo karpenter ;; *) echo "$1" ;; esac; }
 
 pieces=()
 for arg in "$@"; do
   case "$arg" in
     --paths) paths; exit 0 ;;
     --check)
-      for p in kubernetes kwok karpenter; do built "$(mod_of $p)" "$(dir_of $p)" || exit 1; done
+      for p in kubernetes kwok karpenter; do built "$p" || exit 1; done
       exit 0 ;;
-    kubernetes | kwok | karpenter) pieces+=("$arg") ;;
-    all) pieces+=(kubernetes kwok karpenter) ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "hack/kube/build.sh: unknown argument '$arg' (kubernetes, kwok, karpenter, all, --paths, --check)" >&2; exit 2 ;;
+    kubernetes | kwok | karpenter | karpenter-dra) pieces+=("$arg") ;;
+    all) pieces+=(kubernetes kwok karpenter karpenter-dra) ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "hack/kube/build.sh: unknown argument '$arg' (kubernetes, kwok, karpenter, karpenter-dra, all, --paths, --check)" >&2; exit 2 ;;
   esac
 done
 ((${#pieces[@]})) || pieces=(kubernetes kwok karpenter)
@@ -145,14 +183,15 @@ flock 9
 
 start="$(now)"
 cold=0
-for p in "${pieces[@]}"; do
-  if built "$(mod_of "$p")" "$(dir_of "$p")"; then
+for piece in "${pieces[@]}"; do
+  p="$piece"
+  if built "$p"; then
     say "$p: already built in $(dir_of "$p")"
     continue
   fi
   t0="$(now)"
-  rm -f "$cache/build-$(mod_of "$p").log"
-  "build_$p"
+  rm -f "$cache/build-$p.log"
+  "build_${p//-/_}"
   cold=1
   say "$p built in $(($(now) - t0)) s -> $(dir_of "$p")"
 done
