@@ -9,7 +9,8 @@ Each workload (bench/workloads/<set>/<name>/scenario.yaml, format in bench/workl
 through each provisioner in turn, one at a time from the same empty state:
 * karpenter: Karpenter's kwok provider v1.15 (hack/kube/build.sh's binary) on a real control plane
   (hack/kube/cluster.py, started here unless --kubeconfig names one), run by this script as a process of its own
-  with the scenario's environment;
+  with the scenario's environment; a scenario with IGNORE_DRA_REQUESTS=false runs the build whose instance types
+  declare the devices of the cluster's DRAConfigs (`hack/kube/build.sh karpenter-dra`, seed 000's experiment 3);
 * kwok: karpui's engine (`manage.py engine`, a process of its own with its own database) in kwok mode on the same
   cluster;
 * lab: karpui's lab in this process (a throwaway SQLite database), `wait` steps advancing its clock.
@@ -472,12 +473,14 @@ class Real(Provisioner):
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.log.write_bytes(b"")
         self.log_offset = 0
+        from tests.kube.karpenter import binary
+
+        # Karpenter's build for the workload: the DRA-declaring one with IGNORE_DRA_REQUESTS=false (raises, before the
+        # log is opened, when that one is not built).
+        karpenter = binary(env) if self.name == "karpenter" else ""
         out = open(self.log, "ab")  # noqa: SIM115 - the child owns it
         if self.name == "karpenter":
-            from tests.kube.realcluster import paths
-
             _TAKEN.clear()  # the last run's ports are free again
-            binary = paths()["KARPUI_KARPENTER_BIN"]
             folder = self.cluster.folder
             child_env = {
                 **{k: v for k, v in os.environ.items() if not k.startswith(("KARPUI_", "DATABASE_URL"))},
@@ -490,7 +493,7 @@ class Real(Provisioner):
                 **env,
             }
             self.process = subprocess.Popen(
-                [binary], env=child_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                [karpenter], env=child_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         else:
             from tests.kube.engineprocess import Database
@@ -711,7 +714,10 @@ def record(results: list[Result]) -> None:
     for set_name, found in by_set.items():
         path = WORKLOADS / set_name / "karpenter.json"
         data = json.loads(path.read_text()) if path.exists() else {"workloads": {}}
-        data["karpenter"] = "kwok provider v1.15.0 on kube-apiserver v1.37.2 (hack/kube)"
+        data["karpenter"] = (
+            "kwok provider v1.15.0 on kube-apiserver v1.37.2 (hack/kube); with IGNORE_DRA_REQUESTS=false, built with"
+            " hack/kube/karpenter/kwok-dynamicresources.patch"
+        )
         data["workloads"].update(found)
         data["workloads"] = dict(sorted(data["workloads"].items()))
         path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")

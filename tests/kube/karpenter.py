@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,22 @@ class Karpenter:
 
     def lines(self) -> list[str]:
         return self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+
+
+def binary(env: Mapping[str, str]) -> str:
+    """The kwok provider to run with these options: with IGNORE_DRA_REQUESTS=false the one built with
+    hack/kube/karpenter/kwok-dynamicresources.patch (`hack/kube/build.sh karpenter-dra`), whose instance types declare
+    the devices the cluster's DRAConfigs publish, as seed 000's experiment 3 patches it; upstream's declares none, so
+    Karpenter would launch nothing for a pod with a ResourceClaim. Otherwise upstream's: Karpenter then ignores DRA
+    and the declarations would change nothing."""
+    from provisioner.options import parse_bool
+
+    if parse_bool("IGNORE_DRA_REQUESTS", env.get("IGNORE_DRA_REQUESTS", "true")):
+        return paths()["KARPUI_KARPENTER_BIN"]
+    patched = paths()["KARPUI_KARPENTER_DRA_BIN"]
+    if not os.access(patched, os.X_OK):
+        raise RuntimeError(f"{patched} is not built: run hack/kube/build.sh karpenter-dra (a few minutes, warm)")
+    return patched
 
 
 def _free_port() -> int:
@@ -59,12 +75,12 @@ def _ready(port: int) -> bool:
 @contextlib.contextmanager
 def karpenter(real: Any, folder: Path, **env: str) -> Iterator[Karpenter]:
     """Karpenter's kwok provider against `real` until the block ends; `env` are its options (FEATURE_GATES,
-    BATCH_IDLE_DURATION, LOG_LEVEL, ...)."""
+    BATCH_IDLE_DURATION, LOG_LEVEL, IGNORE_DRA_REQUESTS, ...; `binary` says which build runs)."""
     health, metrics = _free_port(), _free_port()
     log = folder / "karpenter.log"
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [paths()["KARPUI_KARPENTER_BIN"]],
+            [binary(env)],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

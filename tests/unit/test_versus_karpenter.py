@@ -269,3 +269,29 @@ def test_settling_looks_at_nodeclaim_names_readiness_and_each_pods_node_and_phas
         False,
     )
     assert versus.progress(claims[:1], pods[:1])[1] is True
+
+
+def test_every_workload_with_a_resource_claim_runs_karpenter_with_dra_on(versus):
+    with_claims = [
+        w.key
+        for w in versus.workloads(["seeds", "karpenter-1.x", "corpus"], [], None)
+        if any("resourceClaims:" in path.read_text() for path in w.folder.glob("*.yaml"))
+    ]
+    assert with_claims == ["seeds/exp3-dra", "corpus/055-dra", "corpus/056-dra", "corpus/057-dra"]
+    for workload in versus.workloads(["seeds", "corpus"], ["exp3-dra", "055-dra", "056-dra", "057-dra"], None):
+        assert workload.env == {"IGNORE_DRA_REQUESTS": "false"}, workload.key
+
+
+def test_dra_on_runs_the_kwok_provider_that_declares_draconfigs_devices(monkeypatch, tmp_path):
+    from tests.kube import karpenter
+
+    upstream, patched = tmp_path / "karpenter-kwok", tmp_path / "karpenter-kwok-dra"
+    found = {"KARPUI_KARPENTER_BIN": str(upstream), "KARPUI_KARPENTER_DRA_BIN": str(patched)}
+    monkeypatch.setattr(karpenter, "paths", lambda: found)
+    assert karpenter.binary({}) == str(upstream)
+    assert karpenter.binary({"IGNORE_DRA_REQUESTS": "true", "FEATURE_GATES": "NodeOverlay=true"}) == str(upstream)
+    with pytest.raises(RuntimeError, match="karpenter-kwok-dra is not built: run hack/kube/build.sh karpenter-dra"):
+        karpenter.binary({"IGNORE_DRA_REQUESTS": "false"})
+    patched.write_bytes(b"#!/bin/sh\n")
+    patched.chmod(0o755)
+    assert karpenter.binary({"IGNORE_DRA_REQUESTS": "false"}) == str(patched)
