@@ -340,7 +340,8 @@ def main() -> None:
             print(
                 f"  rejected: {command['metadata']['name']} {spec['reason']} {spec.get('decision', '')} "
                 f"({spec.get('method', '')}) {','.join(nodes)}: {status.get('message', '')}; "
-                f"proposed {len(again)} time(s) for these nodes"
+                f"proposed {len(again)} time(s) for these nodes "
+                f"({', '.join(c['status'].get('phase', '') + ' ' + c['spec'].get('decision', '') for c in again)})"
             )
         print(
             f"  pods stranded: at most {watch.max_stranded} Unschedulable at once, "
