@@ -27,6 +27,15 @@ def catalogs_by_node_class() -> dict[str, list[InstanceType]]:
     return catalogs
 
 
+def catalogs_key() -> tuple[Any, ...]:
+    """What `catalogs_by_node_class` is built from, in two small queries: equal keys, equal catalogs (every write of
+    a catalog or a declaration saves its row, which moves `updated_at`)."""
+    return (
+        tuple(models.Catalog.objects.order_by("name").values_list("name", "updated_at")),
+        tuple(models.DeviceDeclaration.objects.order_by("name").values_list("name", "resource_version", "updated_at")),
+    )
+
+
 def lab_config(cluster: models.Cluster, problems: list[tuple[dict[str, Any], str]] | None = None) -> LabConfig:
     """What the cluster's controllers work from. A stored NodePool that no longer parses (written before a rule
     existed, or by hand) is left out, with its error in `problems`: one bad NodePool never stops the others."""
@@ -68,8 +77,7 @@ def config_key(cluster: models.Cluster) -> tuple[Any, ...]:
             .order_by("kind", "name")
             .values_list("kind", "name", "generation")
         ),
-        tuple(models.Catalog.objects.order_by("name").values_list("name", "updated_at")),
-        tuple(models.DeviceDeclaration.objects.order_by("name").values_list("name", "resource_version")),
+        *catalogs_key(),
         cluster.paused_until,
         cluster.lab_components,
     )

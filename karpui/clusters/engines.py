@@ -48,6 +48,7 @@ from provisioner.adapters.direct import DirectAPI
 from provisioner.adapters.kinds import KINDS
 from provisioner.adapters.kube import KubeCluster
 from provisioner.adapters.transport import Transport
+from provisioner.catalog import InstanceType
 from provisioner.cloudprovider.kwok import KwokCloudProvider
 from provisioner.cluster import dra
 from provisioner.cluster.composite import OBSERVE, CompositeCluster
@@ -104,6 +105,7 @@ class Engine:
     echo: Callable[[str], None] | None = None  # where log lines are printed (manage.py engine: its stdout)
     cluster_name: str = ""
     karpenter_log: KarpenterLog | None = None  # observe mode: Karpenter's log file, where the operator named one
+    catalogs_built: tuple[tuple[Any, ...], dict[str, list[InstanceType]]] | None = None  # (key, catalogs by kind)
 
     @classmethod
     def open(
@@ -261,7 +263,7 @@ class Engine:
             for kind in NODE_CLASS_KINDS
             for obj in self.kube.list(kind)
         }
-        catalogs = dra.declare(configuration.catalogs_by_node_class(), dra.driver_pools(self.api))
+        catalogs = dra.declare(self._catalogs(), dra.driver_pools(self.api))
         if self.manager is None:
             state = models.Cluster.objects.values_list("lab_state", flat=True).get(pk=row.pk) or {}
             self.manager = Manager(state)
@@ -301,6 +303,15 @@ class Engine:
             with ctx.guard("nodepool", manifest):
                 raise ManifestError(f"NodePool {manifest['metadata']['name']} left out until fixed: {error}")
         return ctx
+
+    def _catalogs(self) -> dict[str, list[InstanceType]]:
+        """The catalogs by node class kind, built again only when a catalog or a device declaration changed: building
+        them from their rows took longer than the rest of an idle step, and the same lists from step to step keep
+        what is keyed on them warm."""
+        key = configuration.catalogs_key()
+        if self.catalogs_built is None or self.catalogs_built[0] != key:
+            self.catalogs_built = (key, configuration.catalogs_by_node_class())
+        return self.catalogs_built[1]
 
     def _mirror(self, row: models.Cluster) -> None:
         """Write what changed in the cluster's objects since the last mirror, and remove what is gone."""
