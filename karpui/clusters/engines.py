@@ -71,6 +71,7 @@ logger = logging.getLogger(__name__)
 MIRRORED = frozenset(k.kind for k in KINDS) - {"NodePool", "Lease", *NODE_CLASS_KINDS}
 LEASE_NAME = "karpui-engine"
 OWN_EVENTS = "karpui"  # observe mode: the source of karpui's own Events, kept apart from the cluster's
+DELETE_CHUNK = 500  # names in one DELETE of mirror rows: well under SQLite's limit of bound variables
 MAX_ROUNDS = 12  # as a lab's settle: a handful of steps react to each other, more is a component that spins
 
 
@@ -94,7 +95,8 @@ class Engine:
     local: ObjectStore
     api: CompositeCluster
     local_version: int  # the change log version karpui's own objects are caught up to
-    mirrored: dict[Key, str] = field(default_factory=dict)  # what the mirror holds: key -> resourceVersion
+    mirrored: dict[str, dict[Key, str]] = field(default_factory=dict)  # the mirror's: kind -> key -> resourceVersion
+    mirrored_versions: dict[str, int] = field(default_factory=dict)  # kind -> the cache's kind version mirrored
     manager: Manager | None = None
     ctx: ClusterContext | None = None
     rng: random.Random = field(default_factory=lambda: random.Random(0))  # noqa: S311 - names, not secrets
@@ -105,6 +107,7 @@ class Engine:
     echo: Callable[[str], None] | None = None  # where log lines are printed (manage.py engine: its stdout)
     cluster_name: str = ""
     karpenter_log: KarpenterLog | None = None  # observe mode: Karpenter's log file, where the operator named one
+    configuration_versions: tuple[int, ...] | None = None  # NodePools' and node classes' kind versions mirrored
     catalogs_built: tuple[tuple[Any, ...], dict[str, list[InstanceType]]] | None = None  # (key, catalogs by kind)
 
     @classmethod
@@ -145,12 +148,12 @@ class Engine:
             engine.karpenter_log = KarpenterLog.at(path, state.get("karpenter_log"))
         # What the mirror holds of the cluster's own objects: in observe mode karpui's own Events are rows beside
         # the cluster's, and only the cluster's are the mirror's to remove.
-        engine.mirrored = {
-            (kind, namespace, name): str(version)
-            for kind, namespace, name, version in models.KubeObject.objects.filter(cluster=row, kind__in=MIRRORED)
+        for kind, namespace, name, version in (
+            models.KubeObject.objects.filter(cluster=row, kind__in=MIRRORED)
             .exclude(kind="Event", body__source__component=OWN_EVENTS)
             .values_list("kind", "namespace", "name", "resource_version")
-        }
+        ):
+            engine.mirrored.setdefault(kind, {})[(kind, namespace, name)] = str(version)
         return engine
 
     def stop(self, release: bool = True) -> None:
@@ -202,6 +205,7 @@ class Engine:
         """Leading anew (or no longer): what this process decided in an earlier term may be stale, as another engine
         may have led meanwhile. The controllers' state and karpui's objects are read again from the database."""
         self.term = self.elector.transitions
+        self.configuration_versions = None  # another engine may have written the rows meanwhile
         self.manager, self.ctx = None, None
         row = models.Cluster.objects.defer("lab_state").get(pk=self.cluster_id)
         self.local, self.api, self.local_version = _local_store(row, self.kube)
@@ -314,23 +318,37 @@ class Engine:
         return self.catalogs_built[1]
 
     def _mirror(self, row: models.Cluster) -> None:
-        """Write what changed in the cluster's objects since the last mirror, and remove what is gone."""
-        seen: dict[Key, Obj] = {}
+        """Write what changed in the cluster's objects since the last mirror, and remove what is gone. A kind whose
+        cached objects have not changed since (the cache's kind version) is not read at all: at thousands of pods
+        and their Events, comparing every object each step cost more than the rest of an idle step."""
+        changed: list[Obj] = []
+        gone: list[Key] = []
+        mirrored: dict[str, dict[Key, str]] = {}
+        versions: dict[str, int] = {}
         for kind in MIRRORED:
-            for obj in self.kube.list(kind):
-                seen[key_of(obj)] = obj
-        changed = [obj for key, obj in seen.items() if self.mirrored.get(key) != obj["metadata"].get("resourceVersion")]
-        gone = [key for key in self.mirrored if key not in seen]
+            versions[kind] = self.kube.kind_version(kind)
+            if self.mirrored_versions.get(kind) == versions[kind] and kind in self.mirrored:
+                continue
+            before = self.mirrored.get(kind, {})
+            seen = self.kube.peek_all(kind)
+            now = mirrored[kind] = {key: str(obj["metadata"].get("resourceVersion", "")) for key, obj in seen.items()}
+            changed.extend(obj for key, obj in seen.items() if before.get(key) != now[key])
+            gone.extend(key for key in before if key not in seen)
         models.KubeObject.objects.bulk_create(
             [_row(row, obj) for obj in changed],
             update_conflicts=True,
             unique_fields=["cluster", "kind", "namespace", "name"],
             update_fields=["uid", "resource_version", "body", "updated_at", *models.KubeObject.SUMMARY_FIELDS],
         )
-        for kind, namespace, name in gone:
-            models.KubeObject.objects.filter(cluster=row, kind=kind, namespace=namespace, name=name).delete()
-        self.mirrored = {key: str(obj["metadata"].get("resourceVersion", "")) for key, obj in seen.items()}
-        _mirror_configuration(row, self.kube)
+        _delete_rows(row, gone)
+        self.mirrored.update(mirrored)
+        self.mirrored_versions = versions
+        # The NodePools' and node classes' rows are compared with the cluster's objects only when those changed in
+        # the cache (the web writes them to the cluster, which sends them back), or in a new term.
+        configuration_versions = tuple(self.kube.kind_version(kind) for kind in ("NodePool", *NODE_CLASS_KINDS))
+        if configuration_versions != self.configuration_versions:
+            _mirror_configuration(row, self.kube)
+            self.configuration_versions = configuration_versions
 
     def _save(self, row: models.Cluster, ctx: ClusterContext, now: float) -> None:
         assert self.manager is not None
@@ -400,6 +418,18 @@ def _row(cluster: models.Cluster, obj: Obj) -> models.KubeObject:
         body=obj,
         **models.KubeObject.summary(obj),
     )
+
+
+def _delete_rows(cluster: models.Cluster, keys: Iterable[Key]) -> None:
+    """Remove the mirror's rows of these objects, a few hundred names of one kind and namespace a query (a scale-down
+    removes thousands of pods and their Events in one step)."""
+    names: dict[tuple[str, str], list[str]] = {}
+    for kind, namespace, name in keys:
+        names.setdefault((kind, namespace), []).append(name)
+    for (kind, namespace), all_names in names.items():
+        for start in range(0, len(all_names), DELETE_CHUNK):
+            chunk = all_names[start : start + DELETE_CHUNK]
+            models.KubeObject.objects.filter(cluster=cluster, kind=kind, namespace=namespace, name__in=chunk).delete()
 
 
 def _mirror_configuration(row: models.Cluster, kube: KubeCluster) -> None:

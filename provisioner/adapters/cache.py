@@ -157,6 +157,10 @@ class Cache:
         """The cached object itself (not a copy): for comparisons, never to change."""
         return self._objects.get(kind, {}).get((kind, namespace_of(kind, namespace), name))
 
+    def peek_all(self, kind: str) -> Mapping[Key, Obj]:
+        """The kind's cached objects themselves by key (not copies, in no order): for comparisons, never to change."""
+        return self._objects.get(kind, {})
+
     def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
         obj = self.peek(kind, name, namespace)
         return copy_json(obj) if obj is not None else None

@@ -27,7 +27,7 @@ from provisioner.adapters.cache import Cache, Event, Replace
 from provisioner.adapters.informer import RESYNC_SECONDS, Informer
 from provisioner.adapters.kinds import INFORMED, Kind, Resource, resolve, served_versions
 from provisioner.adapters.transport import MERGE_PATCH, Transport
-from provisioner.cluster.objects import NotFound, Obj, is_deleting, key_of
+from provisioner.cluster.objects import Key, NotFound, Obj, is_deleting, key_of
 from provisioner.selectors import LabelSelector
 
 
@@ -148,6 +148,11 @@ class KubeCluster:
 
     def kind_version(self, kind: str) -> int:
         return self.cache.kind_version(kind)
+
+    def peek_all(self, kind: str) -> Mapping[Key, Obj]:
+        """The kind's cached objects themselves (not copies): what the engine's mirror compares and writes out,
+        without copying every object of the cluster each step to read its resourceVersion."""
+        return self.cache.peek_all(kind)
 
     # Writes ---------------------------------------------------------------------------------------------------
 

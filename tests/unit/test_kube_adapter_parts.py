@@ -148,3 +148,12 @@ def test_reads_are_copies_and_kind_versions_move_per_change():
     assert cache.kind_version("Pod") == version + 1
     assert cache.kind_version("Node") == 0
     assert BY_KIND["Node"].namespaced is False
+
+
+def test_peek_all_is_the_kinds_cached_objects_themselves_by_key():
+    cache = Cache()
+    cache.replace(Replace("Pod", (pod("a", 1), pod("b", 2, uid="ub")), "2"))
+    peeked = cache.peek_all("Pod")
+    assert sorted(peeked) == [("Pod", "default", "a"), ("Pod", "default", "b")]
+    assert peeked[("Pod", "default", "a")] is cache.peek("Pod", "a")
+    assert cache.peek_all("Node") == {}
