@@ -2,7 +2,7 @@
 gone, and what each provisioner's process spent doing it. Asserts nothing; prints a table and draws a plot.
 
 Usage: python bench/race.py [--pods 1000,5000] [--provisioners karpenter,kwok] [--kubeconfig FILE] [--readme]
-                            [--plot bench/race.png]
+                            [--plot bench/race.png] [--profile DIR]
 
 For each size and provisioner, one at a time from the same empty cluster (hack/kube/cluster.py's control plane,
 started here unless --kubeconfig names one): Karpenter's kwok provider v1.15, or karpui's engine in kwok mode
@@ -12,6 +12,10 @@ at 0 replicas are applied; then the Deployment is scaled to N and timed until N 
 bound pod Running and Ready), and scaled to 0 and timed until no NodeClaim is left. The provisioner's CPU-seconds
 (user + system, its whole process group) and peak RSS (VmHWM) are read from /proc over the whole run. Karpenter's
 own CI bar: 1,000 pods out in under 2 minutes at under 260 MB.
+
+--profile DIR runs karpui's engine under cProfile and writes each lap's stats to DIR/kwok-<pods>.prof, printing the
+functions with the most cumulative time; the profiler's own cost makes that lap's times and CPU-seconds no figures
+to compare.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pstats
 import sys
 import tempfile
 import time
@@ -175,6 +180,7 @@ def main() -> None:
     parser.add_argument("--readme", action="store_true")
     parser.add_argument("--save", help="write the laps as JSON to this file")
     parser.add_argument("--laps", help="run nothing: table and plot from these --save files (comma-separated)")
+    parser.add_argument("--profile", help="a folder: karpui's engine runs under cProfile, its stats written there")
     args = parser.parse_args()
     if args.laps:
         laps = [Lap(**one) for path in args.laps.split(",") for one in json.loads(Path(path).read_text())]
@@ -187,12 +193,17 @@ def main() -> None:
         for pods in (int(p) for p in args.pods.split(",")):
             for name in args.provisioners.split(","):
                 runner = Real(handle.cluster, folder, name)
+                if args.profile and name == "kwok":
+                    runner.profile = Path(args.profile) / f"kwok-{pods}.prof"
+                    runner.profile.parent.mkdir(parents=True, exist_ok=True)
                 try:
                     one = lap(runner, pods)
                 finally:
                     runner.end()
                 laps.append(one)
                 print(table([one]).splitlines()[-1], flush=True)
+                if runner.profile is not None:
+                    pstats.Stats(str(runner.profile)).sort_stats("cumulative").print_stats(40)
                 if args.save:
                     Path(args.save).write_text(json.dumps([vars(o) for o in laps], indent=1) + "\n")
         handle.cluster.reset()

@@ -457,6 +457,7 @@ class Real(Provisioner):
         self.log = folder / f"{kind}.log"
         self.log_offset = 0
         self.usage: list[tuple[float, float, int]] = []
+        self.profile: Path | None = None  # karpui's engine: run under cProfile, its stats written here at the end
 
     def kubectl(self, *args: str, input: str | None = None) -> str:
         return str(self.cluster.kubectl(*args, input=input).stdout)
@@ -508,8 +509,9 @@ class Real(Provisioner):
                 KARPUI_MIN_VALUES_POLICY=env.get("MIN_VALUES_POLICY", "Strict"),
                 KARPUI_PREFERENCE_POLICY=env.get("PREFERENCE_POLICY", "Respect"),
             )
+            profiled = ["-m", "cProfile", "-o", str(self.profile)] if self.profile is not None else []
             self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "engine", "--cluster", "real", "--lease-namespace", "karpui"],
+                [sys.executable, *profiled, "manage.py", "engine", "--cluster", "real", "--lease-namespace", "karpui"],
                 cwd=ROOT,
                 env=child_env,
                 stdout=out,
