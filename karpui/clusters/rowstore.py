@@ -60,6 +60,10 @@ class RowStore(ObjectStore):
         self._read_kind(kind, None if namespace is None else namespace_of(kind, namespace))
         return super().list(kind, namespace, selector, fields)
 
+    def scan(self, kind: str) -> builtins.list[Obj]:
+        self._read_kind(kind, None)
+        return super().scan(kind)
+
     def _read_kind(self, kind: str, namespace: str | None) -> None:
         if (kind, None) in self._read_kinds or (kind, namespace) in self._read_kinds:
             return

@@ -91,5 +91,8 @@ class UncachedCluster(KubeCluster):
             items = [item for item in items if selector.matches(item["metadata"].get("labels") or {})]
         return sorted(items, key=lambda item: (item["metadata"].get("namespace", ""), item["metadata"]["name"]))
 
+    def scan(self, kind: str) -> builtins.list[Obj]:
+        return self.list(kind)
+
     def kind_version(self, kind: str) -> int:
         return 0  # nothing is cached, so nothing can be stale

@@ -147,6 +147,9 @@ class KubeCluster:
     ) -> builtins.list[Obj]:
         return self.cache.list(kind, namespace, selector, fields)
 
+    def scan(self, kind: str) -> builtins.list[Obj]:
+        return builtins.list(self.cache.peek_all(kind).values())
+
     def kind_version(self, kind: str) -> int:
         return self.cache.kind_version(kind)
 

@@ -5,6 +5,7 @@ Objects are Kubernetes-shaped dicts (`objects.Obj`). What every implementation g
 * `get` and `list` return the implementation's current objects. A caller that changes one must hand it back with
   `update` (or `patch`) in the same reconcile, or discard the change by reading it again; objects are never shared
   between clusters.
+* `scan` returns every object of a kind, unsorted and unfiltered, for reading only: a caller never changes them.
 * `list` returns objects sorted by namespace, then name, filtered by namespace (None: all), a label selector and
   exact-match field selectors (`{"spec.nodeName": "node-a"}`, `{"metadata.name": "x"}`).
 * Every write bumps the cluster's resourceVersion and stores it in `metadata.resourceVersion`; `update` of an
@@ -19,6 +20,7 @@ Objects are Kubernetes-shaped dicts (`objects.Obj`). What every implementation g
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -38,6 +40,11 @@ class ClusterReader(Protocol):
         selector: LabelSelector | None = None,
         fields: Mapping[str, str] | None = None,
     ) -> list[Obj]: ...
+
+    def scan(self, kind: str) -> builtins.list[Obj]:
+        """Every object of `kind`, in no particular order, to read and never to change: the implementation's own
+        objects (a cache's, without the copies its `list` makes), for a controller that only reads many of them."""
+        ...
 
     def kind_version(self, kind: str) -> int:
         """A number that changes whenever an object of `kind` is written (a cache bumps it on each watch event):

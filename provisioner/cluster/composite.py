@@ -79,6 +79,11 @@ class CompositeCluster:
             ]
         return self._store(kind).list(kind, namespace, selector, fields)
 
+    def scan(self, kind: str) -> builtins.list[Obj]:
+        if kind == "Event" and self.mode == OBSERVE:
+            return [*self.local.scan(kind), *self.remote.scan(kind)]
+        return self._store(kind).scan(kind)
+
     def kind_version(self, kind: str) -> int:
         if kind == "Event" and self.mode == OBSERVE:
             return self.local.kind_version(kind) + self.remote.kind_version(kind)

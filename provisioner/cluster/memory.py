@@ -230,6 +230,9 @@ class ObjectStore:
             keys = self._keys(kind)
         return builtins.list(select(objects, keys, kind, namespace, selector, fields))
 
+    def scan(self, kind: str) -> builtins.list[Obj]:
+        return builtins.list(self._by_kind.get(kind, {}).values())
+
     def owned_by(self, kind: str, uid: str) -> builtins.list[Obj]:
         """Objects of `kind` whose controller is the object with `uid`, in list order."""
         return self.list(kind, fields={"owner": uid})

@@ -34,7 +34,7 @@ class PodEventsController:
             return False  # no pod or NodeClaim was written: no pod set can have changed
         changed = False
         by_node: dict[str, list[str]] = {}
-        for pod in ctx.api.list("Pod"):
+        for pod in ctx.api.scan("Pod"):  # read only, and every pod: a cache's copies would cost more than the rest
             node = pod["spec"].get("nodeName")
             owners = pod["metadata"].get("ownerReferences") or []
             if (

@@ -114,6 +114,9 @@ class _OwnObjects:
     def list(self, *args: Any, **kwargs: Any) -> list[Obj]:
         return [o for o in self.cluster.list(*args, **kwargs) if o["metadata"]["uid"] not in self.before]
 
+    def scan(self, kind: str) -> list[Obj]:
+        return [o for o in self.cluster.scan(kind) if o["metadata"]["uid"] not in self.before]
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.cluster, name)
 

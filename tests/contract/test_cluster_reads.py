@@ -44,6 +44,17 @@ def test_list_filters_by_namespace_labels_and_fields_and_sorts_by_namespace_then
     assert api.list("Node") == []
 
 
+def test_scan_reads_every_object_of_a_kind_as_list_does_in_any_order(seeded):
+    seeded.seed([pod("b", "default", {}, "n1"), pod("a", "team"), node("n1")])
+    api = seeded.api
+    assert sorted(names(api.scan("Pod"))) == [("default", "b"), ("team", "a")]
+    assert sorted(o["metadata"]["resourceVersion"] for o in api.scan("Pod")) == sorted(
+        o["metadata"]["resourceVersion"] for o in api.list("Pod")
+    )
+    assert [o["metadata"]["name"] for o in api.scan("Node")] == ["n1"]
+    assert api.scan("PodDisruptionBudget") == []
+
+
 def test_objects_written_by_others_carry_their_identity(seeded):
     written = seeded.seed([pod("a"), node("n1")])
     got = seeded.api.get("Pod", "a", "default")
