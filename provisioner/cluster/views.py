@@ -85,10 +85,11 @@ class Views:
     def pods_by_node(self, store: ClusterReader) -> dict[str, list[Pod]]:
         result: dict[str, list[Pod]] = {}
         known = self._pods
-        for obj in store.list("Pod"):
-            node = obj["spec"].get("nodeName")
-            if not node:
-                continue
+        # Read, never changed: the store's own objects (a cache's `list` would copy every pod), in `list`'s order.
+        bound = [obj for obj in store.scan("Pod") if obj["spec"].get("nodeName")]
+        bound.sort(key=lambda obj: (obj["metadata"].get("namespace") or "default", obj["metadata"]["name"]))
+        for obj in bound:
+            node = obj["spec"]["nodeName"]
             # `pod`'s cache hit, inline: this runs for every bound pod each time a snapshot is built.
             meta = obj["metadata"]
             cached = known.get(meta["uid"])
