@@ -18,7 +18,7 @@ from provisioner.cluster import dra
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.names import random_suffix
 from provisioner.cluster.objects import Obj
-from provisioner.cluster.views import node_view
+from provisioner.cluster.views import node_view, unbound_pods
 from provisioner.controllers import capacitybuffer
 from provisioner.controllers.attribution import attribute_launch
 from provisioner.controllers.batcher import Batcher
@@ -109,7 +109,7 @@ class ProvisioningController:
         self.batcher.maximum = ctx.options.batch_max_duration
         provisionable = [
             dra.with_devices(ctx.api, obj, pod)
-            for obj, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))  # only unbound
+            for obj, pod in ctx.views.readable(unbound_pods(ctx.api))
             if pod.is_provisionable()
         ]
         # CapacityBuffers' virtual pods join after the real ones (Karpenter injects them after its Validate filter)
