@@ -71,6 +71,7 @@ class KwokCloudProvider:
         # them out); on, each reservation offers what its running instances leave of it.
         self.reserved_capacity = True
         self._reserved: dict[tuple[int, bool], tuple[Any, builtins.list[InstanceType]]] = {}
+        self._any_reserved: dict[int, tuple[builtins.list[InstanceType], bool]] = {}  # id -> (types, any reserved)
 
     def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType] | None:
         ref = nodepool.node_class_ref
@@ -82,7 +83,11 @@ class KwokCloudProvider:
         """The types with each reserved offering's capacity less the instances running in its reservation (an
         exhausted one is unavailable), or without reserved offerings when the gate is off. The same list object
         comes back while nothing changed, so what is keyed on it stays warm."""
-        if not any(o.reserved for it in types for o in it.offerings):
+        known = self._any_reserved.get(id(types))
+        if known is None or known[0] is not types:
+            # Looked at once per list (the catalogs' lists are kept from step to step): every simulation asks.
+            known = self._any_reserved[id(types)] = (types, any(o.reserved for it in types for o in it.offerings))
+        if not known[1]:
             return types
         key = (id(types), self.reserved_capacity)
         in_use = self._in_use() if self.reserved_capacity else {}
