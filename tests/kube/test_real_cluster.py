@@ -55,6 +55,6 @@ def test_the_contract_suites_pass_against_the_real_api_server_and_leave_it_clean
     client = real.client()
     before = {kind: len(client.list(kind)) for kind in ("Namespace", "Node", "Pod", "PodDisruptionBudget")}
     passed = run_contract_suites(real.kubeconfig)
-    assert passed.count("PASSED tests/contract/test_cluster_reads.py") == 4
+    assert passed.count("PASSED tests/contract/test_cluster_reads.py") == 5
     assert passed.count("PASSED tests/contract/test_cluster_api.py") == 11
     assert {kind: len(client.list(kind)) for kind in before} == before
