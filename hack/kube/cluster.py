@@ -222,6 +222,28 @@ def insecure_context() -> ssl.SSLContext:
 # Components -------------------------------------------------------------------------------------------------------
 
 
+# A Node with this annotation keeps the conditions it is given: kwok's node-initialize stage, which sets every
+# condition of a node that is not Ready back to healthy at once, passes it by. A node made NotReady on purpose (a
+# node repair test, as Karpenter's regression suite makes one with ReplaceNodeConditions) then stays NotReady.
+HOLD_CONDITIONS = "karpui.dev/kwok-hold-conditions"
+_NODE_INITIALIZE_SELECTOR = "  selector:\n    matchExpressions:\n"
+
+
+def kwok_stages(source: Path, folder: Path) -> list[str]:
+    """kwok's stages from the build, copied into the cluster's folder with node-initialize passing by nodes that hold
+    their conditions; the paths, sorted."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for stage in sorted(source.glob("*.yaml")):
+        text = stage.read_text()
+        if "\n  name: node-initialize\n" in text:
+            assert _NODE_INITIALIZE_SELECTOR in text, f"{stage}: kwok's node-initialize stage has no matchExpressions"
+            held = f"    - key: '.metadata.annotations[\"{HOLD_CONDITIONS}\"]'\n      operator: 'DoesNotExist'\n"
+            text = text.replace(_NODE_INITIALIZE_SELECTOR, _NODE_INITIALIZE_SELECTOR + held, 1)
+        (folder / stage.name).write_text(text)
+    return sorted(str(path) for path in folder.glob("*.yaml"))
+
+
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL it when the supervisor dies, however it dies."""
     with contextlib.suppress(OSError, AttributeError):
@@ -390,7 +412,7 @@ class Cluster:
             f"https://127.0.0.1:{ports['scheduler']}/healthz",
             port=ports["scheduler"],
         )
-        stages = sorted(str(p) for p in Path(self.paths["KARPUI_KWOK_STAGES"]).glob("*.yaml"))
+        stages = kwok_stages(Path(self.paths["KARPUI_KWOK_STAGES"]), folder / "kwok-stages")
         kwok = Component(
             "kwok",
             [

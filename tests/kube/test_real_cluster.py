@@ -58,3 +58,23 @@ def test_the_contract_suites_pass_against_the_real_api_server_and_leave_it_clean
     assert passed.count("PASSED tests/contract/test_cluster_reads.py") == 5
     assert passed.count("PASSED tests/contract/test_cluster_api.py") == 11
     assert {kind: len(client.list(kind)) for kind in before} == before
+
+
+def test_a_node_holding_its_conditions_stays_not_ready_where_kwok_makes_another_ready_again(real: Any) -> None:
+    # What a node repair comparison needs (bench/versus_karpenter.py's node-condition step): hack/kube's kwok stages
+    # pass by a node annotated karpui.dev/kwok-hold-conditions, where kwok's node-initialize makes any other Ready.
+    for name in ("kwok-held", "kwok-plain"):
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"}},
+        }
+        real.kubectl("create", "-f", "-", input=json.dumps(node))
+    real.kubectl("wait", "--for=condition=Ready", "node/kwok-held", "node/kwok-plain", "--timeout=60s")
+    real.kubectl("annotate", "node", "kwok-held", "karpui.dev/kwok-hold-conditions=true")
+    not_ready = json.dumps({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Test"}]}})
+    for name in ("kwok-held", "kwok-plain"):
+        real.kubectl("patch", "node", name, "--subresource=status", "--type=strategic", "-p", not_ready)
+    real.kubectl("wait", "--for=condition=Ready", "node/kwok-plain", "--timeout=60s")
+    ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status} {.status.conditions[?(@.type=='Ready')].reason}"
+    assert real.kubectl("get", "node", "kwok-held", "-o", ready).stdout == "False Test"
