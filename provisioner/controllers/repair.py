@@ -128,9 +128,11 @@ def hold_for_health(ctx: ClusterContext, command: Obj) -> str | None:
 def begin(ctx: ClusterContext, command: Obj) -> None:
     """annotateTerminationGracePeriod then deleteNodeClaim: the drain's deadline is now (a deadline already past is
     kept), so termination deletes the pods at once."""
-    _, claim, _ = _subjects(ctx, command)
+    candidate, claim, _ = _subjects(ctx, command)
     if claim is None:
         return
+    # Karpenter's node.health controller reconciles the Node: its lines name the Node and the NodeClaim.
+    subjects = {"Node": {"name": candidate["node"]}, "NodeClaim": {"name": claim["metadata"]["name"]}}
     annotations = claim["metadata"].setdefault("annotations", {})
     current = annotations.get(wk.TERMINATION_TIMESTAMP)
     if current is None or not _before(current, ctx.now):
@@ -139,13 +141,13 @@ def begin(ctx: ClusterContext, command: Obj) -> None:
         ctx.log(
             LogRecord(
                 "annotated nodeclaim",
-                {"NodeClaim": {"name": claim["metadata"]["name"]}, wk.TERMINATION_TIMESTAMP: timestamp(ctx.now)},
+                {**subjects, wk.TERMINATION_TIMESTAMP: timestamp(ctx.now)},
                 logger=LOGGER,
             )
         )
     if not claim["metadata"].get("deletionTimestamp"):
         ctx.api.delete("NodeClaim", claim["metadata"]["name"])
-        ctx.log(LogRecord("deleting unhealthy node", {"NodeClaim": {"name": claim["metadata"]["name"]}}, logger=LOGGER))
+        ctx.log(LogRecord("deleting unhealthy node", subjects, logger=LOGGER))
 
 
 def _before(stamp: str, now: float) -> bool:

@@ -117,6 +117,19 @@ def test_the_repair_sets_the_termination_timestamp_to_its_moment():
     assert gone["metadata"]["annotations"][TERMINATION_TIMESTAMP] == forced
 
 
+def test_the_repair_logs_name_the_node_and_its_nodeclaim_as_karpenters_node_health_controller_does():
+    made, claim, node = one_node()
+    sicken(made, node)
+    made.advance(10 * 60 + 1)
+    forced = repairs(made)[0]["spec"]["forceAt"]
+    logged = [(r.record.message, r.record.fields) for r in made.logs if r.record.logger == "controller.node.health"]
+    subjects = {"Node": {"name": node}, "NodeClaim": {"name": claim}}
+    assert logged == [
+        ("annotated nodeclaim", {**subjects, TERMINATION_TIMESTAMP: forced}),
+        ("deleting unhealthy node", subjects),
+    ]
+
+
 def test_a_later_termination_timestamp_is_brought_forward():
     """should not respect termination grace period if set on the nodepool"""
     made, claim, node = one_node()
