@@ -22,13 +22,18 @@ catalog's prices), the pods left pending per workload, and the disruption decisi
 same when every compare is.
 
 A `wait` after an apply in a workload with compare steps ends once nothing has changed for 6 s with every NodeClaim
-ready and every pod bound (at most the wait plus 20 s); any other `wait` runs its whole length (Karpenter's
-disruption acts 25-35 s after a scale-down). The lab follows the same rule on its own clock, advanced a second at a
-time, so a scale-down comes as long after the binds as it does on a real cluster. Each provisioner's log of each workload is kept in
+ready and every pod bound (at most the wait plus 20 s); any other `wait` runs its whole length. A `settle: LONGEST`
+step (the corpus's scale-downs) ends once nothing has changed for 60 s with every pod bound (at most LONGEST): the
+disruption a scale-down starts is compared once it has run its course, not part-way through a budget's pacing. The
+lab follows the same rules on its own clock, advanced a second at a time, so a scale-down comes as long after the
+binds as it does on a real cluster. The empty nodes deleted are compared as one decision however many commands
+carried them (the budget and the passes' timing split them). Each provisioner's log of each workload is kept in
 var/versus/<provisioner>/<set>-<name>.log.
 
 --record writes Karpenter's results to bench/workloads/<set>/karpenter.json, so a later change is compared with
-Karpenter's recorded decisions without running it (`--provisioners lab` reads them). --plan-improvement also runs
+Karpenter's recorded decisions without running it (`--provisioners lab` reads them). Where Karpenter breaks a tie at
+random (the order of equal pods is their UIDs'), --record-outcomes keeps the recorded run and adds each run that
+decided otherwise as another outcome; a provisioner that decided as one of those is counted the same, and said so. --plan-improvement also runs
 the lab with `karpui.dev/plan-improvement: "enabled"` on every NodePool and reports its cost against Karpenter's.
 --readme writes the table into bench/README.md between the markers.
 """
@@ -59,12 +64,17 @@ NODEPOOL = "karpenter.sh/nodepool"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
+HOLD_CONDITIONS = "karpui.dev/kwok-hold-conditions"  # hack/kube/cluster.py's kwok leaves such a node's conditions
 PLAN_IMPROVEMENT = "karpui.dev/plan-improvement"
 # A settling wait (Provisioner.wait) ends once nothing has changed for QUIET_SECONDS with every NodeClaim ready and
 # every pod bound, or SETTLE_GRACE_SECONDS past the step's length; it looks every POLL_SECONDS.
 QUIET_SECONDS = 6.0
 SETTLE_GRACE_SECONDS = 20.0
 POLL_SECONDS = 1.0
+# A `settle` step (after a scale-down) ends once the NodeClaims and pods have not changed for DISRUPTION_QUIET_SECONDS
+# with every pod bound, or at the step's length. Karpenter's disruption acts in commands its budget sizes, 10-25 s
+# apart (its 10 s pass, the 15 s it validates a command), so a minute without one means it has nothing left to do.
+DISRUPTION_QUIET_SECONDS = 60.0
 README_START = "<!-- versus_karpenter: start -->"
 README_END = "<!-- versus_karpenter: end -->"
 
@@ -101,6 +111,8 @@ class Snapshot:
             if name == "zones" and not zonal:
                 continue
             mine, theirs = getattr(self, name), getattr(other, name)
+            if name == "disruptions":
+                mine, theirs = emptiness_as_one(mine), emptiness_as_one(theirs)
             if mine != theirs:
                 said.append(f"{name}: {_short(theirs)} (Karpenter {_short(mine)})")
         return said
@@ -159,6 +171,19 @@ def snapshot(nodeclaims: list[dict[str, Any]], pods: list[dict[str, Any]], decis
         # what was decided.
         tuple(sorted(line for line in map(decision_line, decisions) if not line.startswith("overprovisioned "))),
         cost,
+    )
+
+
+def emptiness_as_one(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """The empty nodes deleted, as one decision: Emptiness deletes every empty, Consolidatable node its budget allows
+    at each pass, so how many commands carry them is the budget and when the passes came (two Karpenter runs of one
+    workload took 1, 1, 1 and 2, 2 nodes). Every other command is compared as it was."""
+    taken = [line[len("empty delete [") : -len("] +0")] for line in lines if line.startswith("empty delete [")]
+    if len(taken) < 2:
+        return lines
+    merged = " ".join(sorted(" ".join(taken).split()))
+    return tuple(
+        sorted([line for line in lines if not line.startswith("empty delete [")] + [f"empty delete [{merged}] +0"])
     )
 
 
@@ -221,7 +246,12 @@ def manifests(workload: Workload, files: list[str], plan_improvement: bool) -> s
 
 
 def waits(workload: Workload) -> float:
-    return sum(seconds(step["wait"]) for step in workload.scenario["steps"] if "wait" in step)
+    """The longest its steps may wait in all."""
+    return sum(
+        seconds(step.get("wait") or step["settle"])
+        for step in workload.scenario["steps"]
+        if {"wait", "settle"} & set(step)
+    )
 
 
 def seconds(duration: str) -> float:
@@ -257,6 +287,8 @@ class Provisioner:
                     after_scale = True
                 elif "wait" in step:
                     self.wait(seconds(step["wait"]), after_scale)
+                elif "settle" in step:
+                    self.until_quiet(self.clock() + seconds(step["settle"]), DISRUPTION_QUIET_SECONDS)
                 elif "compare" in step:
                     taken[step["compare"]] = self.snapshot()
                 elif "node-condition" in step:
@@ -283,13 +315,17 @@ class Provisioner:
         # limit, say) wait out the step and 20 s more (a loaded control plane is slower than the step expects). The
         # lab follows the rule too, a second of its clock at a time: a real cluster's settled wait ends a few
         # seconds after the binds, and what comes next (a scale-down, say) must come as soon in the lab.
-        deadline = self.clock() + duration + SETTLE_GRACE_SECONDS
+        self.until_quiet(self.clock() + duration + SETTLE_GRACE_SECONDS, QUIET_SECONDS)
+
+    def until_quiet(self, deadline: float, quiet: float) -> None:
+        """Looks each second until nothing has changed for `quiet` seconds with every NodeClaim ready and every pod
+        bound, or until the deadline."""
         last, since = None, self.clock()
         while self.clock() < deadline:
             state = self.state()
             if state != last:
                 last, since = state, self.clock()
-            elif self.clock() - since >= QUIET_SECONDS and state[1]:
+            elif self.clock() - since >= quiet and state[1]:
                 return
             self.pause(min(POLL_SECONDS, deadline - self.clock()))
 
@@ -458,6 +494,7 @@ class Real(Provisioner):
         self.log_offset = 0
         self.usage: list[tuple[float, float, int]] = []
         self.profile: Path | None = None  # karpui's engine: run under cProfile, its stats written here at the end
+        self.made_unhealthy: dict[str, dict[str, Any]] = {}  # Node name -> its type, as a node-condition step found it
 
     def kubectl(self, *args: str, input: str | None = None) -> str:
         return str(self.cluster.kubectl(*args, input=input).stdout)
@@ -569,6 +606,14 @@ class Real(Provisioner):
             (n for n in self.items("nodes") if (n["metadata"].get("labels") or {}).get(NODEPOOL) == step["nodepool"]),
             key=lambda n: n["metadata"]["name"],
         )
+        node = nodes[0]
+        labels = node["metadata"].get("labels") or {}
+        self.made_unhealthy[node["metadata"]["name"]] = {
+            "instance-type": labels.get(INSTANCE_TYPE),
+            "capacity-type": labels.get(CAPACITY_TYPE),
+        }
+        # kwok's node-initialize stage would set a NotReady node's conditions back at once (hack/kube/cluster.py)
+        self.kubectl("annotate", "node", node["metadata"]["name"], f"{HOLD_CONDITIONS}=true", "--overwrite")
         since = time.time() - seconds(step.get("since", "0s"))
         patch = {
             "status": {
@@ -578,7 +623,7 @@ class Real(Provisioner):
         self.kubectl(
             "patch",
             "node",
-            nodes[0]["metadata"]["name"],
+            node["metadata"]["name"],
             "--subresource=status",
             "--type=strategic",
             "-p",
@@ -590,12 +635,21 @@ class Real(Provisioner):
         fresh, self.log_offset = text[self.log_offset :], len(text)
         found = []
         for line in fresh.splitlines():
-            if '"disrupting node(s)"' not in line:
+            if '"disrupting node(s)"' not in line and '"deleting unhealthy node"' not in line:
                 continue
             try:
-                found.append(json.loads(line[line.index("{") :]))
+                fields = json.loads(line[line.index("{") :])
             except ValueError:
                 continue
+            if fields.get("message") == "deleting unhealthy node":
+                if self.name != "karpenter":
+                    continue  # karpui records its repair as a disruption command too
+                # Karpenter's node.health controller (v1.14's repair, --legacy-node-repair in v1.15) deletes the
+                # NodeClaim without a disruption command; its line names the Node, whose type the bench noted when
+                # it made the node unhealthy.
+                taken = self.made_unhealthy.get((fields.get("Node") or {}).get("name", ""), {})
+                fields = {"reason": "Unhealthy", "decision": "delete", "disrupted-nodes": [taken]}
+            found.append(fields)
         return found
 
     def snapshot(self) -> Snapshot:
@@ -671,19 +725,29 @@ class Result:
     snapshots: dict[str, dict[str, Snapshot]] = field(default_factory=dict)  # provisioner -> compare -> snapshot
     seconds: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    # What Karpenter decided in other runs of the workload, where that differed (a tie it breaks at random)
+    other_outcomes: list[dict[str, Snapshot]] = field(default_factory=list)
 
     def differences(self, provisioner: str) -> list[str] | None:
+        """What `provisioner` decided differently from Karpenter's recorded run; nothing where it decided as one of
+        Karpenter's other recorded runs did."""
         theirs, mine = self.snapshots.get("karpenter"), self.snapshots.get(provisioner)
         if theirs is None or mine is None:
             return None
-        said = []
-        for step, snap in theirs.items():
-            other = mine.get(step)
-            if other is None:
-                said.append(f"{step}: not recorded")
-                continue
-            said += [f"{step}: {d}" for d in snap.differences(other, self.workload.zonal)]
+        said = outcome_differences(theirs, mine, self.workload.zonal)
+        if said and any(not outcome_differences(o, mine, self.workload.zonal) for o in self.other_outcomes):
+            return []
         return said
+
+    def as_another_outcome(self, provisioner: str) -> bool:
+        """Whether `provisioner` decided as one of Karpenter's other runs did, not as its recorded one."""
+        theirs, mine = self.snapshots.get("karpenter"), self.snapshots.get(provisioner)
+        return (
+            theirs is not None
+            and mine is not None
+            and bool(outcome_differences(theirs, mine, self.workload.zonal))
+            and self.differences(provisioner) == []
+        )
 
     def cost_ratio(self, provisioner: str) -> float | None:
         theirs, mine = self.snapshots.get("karpenter"), self.snapshots.get(provisioner)
@@ -695,32 +759,57 @@ class Result:
         return mine[step].cost / theirs[step].cost
 
 
-def recorded(set_name: str) -> dict[str, dict[str, Snapshot]]:
+def outcome_differences(theirs: dict[str, Snapshot], mine: dict[str, Snapshot], zonal: bool) -> list[str]:
+    said = []
+    for step, snap in theirs.items():
+        other = mine.get(step)
+        if other is None:
+            said.append(f"{step}: not recorded")
+            continue
+        said += [f"{step}: {d}" for d in snap.differences(other, zonal)]
+    return said
+
+
+def _outcome(steps: dict[str, Any]) -> dict[str, Snapshot]:
+    return {step: Snapshot.from_json(snap) for step, snap in steps.items()}
+
+
+def recorded(set_name: str) -> dict[str, tuple[dict[str, Snapshot], list[dict[str, Snapshot]]]]:
+    """Each workload's recorded Karpenter run, and its other outcomes."""
     path = WORKLOADS / set_name / "karpenter.json"
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
+    others = data.get("other outcomes") or {}
     return {
-        name: {step: Snapshot.from_json(snap) for step, snap in steps.items()}
+        name: (_outcome(steps), [_outcome(o) for o in others.get(name, [])])
         for name, steps in data["workloads"].items()
     }
 
 
-def record(results: list[Result]) -> None:
-    by_set: dict[str, dict[str, Any]] = {}
+def record(results: list[Result], outcomes: bool = False) -> None:
+    """Karpenter's runs into each set's karpenter.json: as the recorded run (replacing it), or with `outcomes` as
+    another outcome of the workload where it differs from every one recorded (the recorded run is kept)."""
     for result in results:
-        if "karpenter" in result.snapshots:
-            by_set.setdefault(result.workload.set, {})[result.workload.name] = {
-                step: snap.as_json() for step, snap in result.snapshots["karpenter"].items()
-            }
-    for set_name, found in by_set.items():
-        path = WORKLOADS / set_name / "karpenter.json"
+        if "karpenter" not in result.snapshots:
+            continue
+        workload = result.workload
+        path = WORKLOADS / workload.set / "karpenter.json"
         data = json.loads(path.read_text()) if path.exists() else {"workloads": {}}
         data["karpenter"] = (
             "kwok provider v1.15.0 on kube-apiserver v1.37.2 (hack/kube); with IGNORE_DRA_REQUESTS=false, built with"
             " hack/kube/karpenter/kwok-dynamicresources.patch"
         )
-        data["workloads"].update(found)
+        taken = {step: snap.as_json() for step, snap in result.snapshots["karpenter"].items()}
+        known = data["workloads"].get(workload.name)
+        if not outcomes or known is None:
+            data["workloads"][workload.name] = taken
+        else:
+            others = data.setdefault("other outcomes", {}).setdefault(workload.name, [])
+            fresh = _outcome(taken)
+            if all(outcome_differences(_outcome(o), fresh, workload.zonal) for o in [known, *others]):
+                others.append(taken)
+            data["other outcomes"] = dict(sorted(data["other outcomes"].items()))
         data["workloads"] = dict(sorted(data["workloads"].items()))
         path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
 
@@ -756,7 +845,12 @@ def table(results: list[Result], provisioners: list[str]) -> str:
                 cells.append(f"{ratio:.3f}×" if ratio is not None else "–")
                 continue
             differences = result.differences(name)
-            cells.append("–" if differences is None else "same" if not differences else "; ".join(differences))
+            if differences is None:
+                cells.append("–")
+            elif result.as_another_outcome(name):
+                cells.append("same as another run of Karpenter's")
+            else:
+                cells.append("same" if not differences else "; ".join(differences))
         claims = _short(first.nodeclaims) if first else result.errors.get("karpenter", "–")[:80]
         cost = f"{first.cost:.4f}" if first else "–"
         lines.append(f"| {result.workload.key} | {claims} | {cost} | " + " | ".join(cells) + " |")
@@ -778,10 +872,13 @@ def summary(results: list[Result], provisioners: list[str]) -> str:
             continue
         compared = [d for d in (x.differences(name) for x in results) if d is not None]
         same = sum(1 for d in compared if not d)
+        as_another = sum(1 for x in results if x.as_another_outcome(name))
         if compared:
             lines.append(
                 f"{name}: the same decisions as Karpenter on {same} of {len(compared)} workloads "
-                f"({100 * same / len(compared):.1f} %)"
+                f"({100 * same / len(compared):.1f} %"
+                + (f"; {as_another} of them as another of Karpenter's runs decided" if as_another else "")
+                + ")"
             )
     return "\n".join(lines)
 
@@ -806,12 +903,17 @@ def main() -> None:
     parser.add_argument("--limit", type=int)
     parser.add_argument(
         "--longest",
-        default="5m",
-        help="leave out workloads whose waits add up to more than this on a real cluster (default 5m)",
+        default="10m",
+        help="leave out workloads whose waits add up to more than this on a real cluster (default 10m)",
     )
     parser.add_argument("--provisioners", default="karpenter,lab,kwok")
     parser.add_argument("--plan-improvement", action="store_true")
     parser.add_argument("--record", action="store_true", help="write Karpenter's results to <set>/karpenter.json")
+    parser.add_argument(
+        "--record-outcomes",
+        action="store_true",
+        help="keep the recorded run and add Karpenter's result as another outcome where it differs from all recorded",
+    )
     parser.add_argument("--readme", action="store_true", help="write the table into bench/README.md")
     parser.add_argument("--save", help="write every provisioner's snapshots to this JSON file as it goes")
     parser.add_argument(
@@ -863,7 +965,8 @@ def main() -> None:
     try:
         for workload in chosen:
             result = Result(workload)
-            old = memory[workload.set].get(workload.name)
+            old, others = memory[workload.set].get(workload.name) or (None, [])
+            result.other_outcomes = others
             if old is not None and not any(r.name == "karpenter" for r in runners):
                 result.snapshots["karpenter"] = old
             for runner in runners:
@@ -875,8 +978,8 @@ def main() -> None:
                 result.seconds[runner.name] = time.monotonic() - started
             result.snapshots.update(merged.get(workload.key, {}))
             results.append(result)
-            if args.record:
-                record([result])
+            if args.record or args.record_outcomes:
+                record([result], outcomes=args.record_outcomes)
             if args.save:
                 save(results, Path(args.save))
             verdicts = []

@@ -186,7 +186,9 @@ def test_every_consolidation_workload_scales_down_and_compares_after(versus):
         compares = [s["compare"] for s in steps if "compare" in s]
         if workload.name.endswith("consolidation"):
             assert compares == ["up", "down"], workload.name
-            assert any("scale" in s for s in steps), workload.name
+            # the scale-down's disruption is compared once it has settled, at most six minutes after the scale
+            assert [list(s) for s in steps[-3:]] == [["scale"], ["settle"], ["compare"]], workload.name
+            assert steps[-2] == {"settle": "6m"}, workload.name
         else:
             assert compares == ["up"], workload.name
 
@@ -216,6 +218,30 @@ def test_a_static_nodepools_scale_down_is_compared_by_its_nodeclaims_not_as_a_co
     static = {"reason": "Overprovisioned", "decision": "delete", "disrupted-nodes": [], "replacement-node-count": 0}
     taken = versus.snapshot([], [], [static, KARPENTER_EMPTY])
     assert taken.disruptions == ("empty delete [c-8x-amd64-linux/on-demand] +0",)
+
+
+def test_empty_nodes_deleted_compare_as_one_decision_however_many_commands_carried_them(versus):
+    two = "empty delete [c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand] +0"
+    one = "empty delete [c-2x-amd64-linux/on-demand] +0"
+    replace = "underutilized replace [c-4x-amd64-linux/on-demand] +1"
+    karpenter = versus.Snapshot((), (), (), tuple(sorted([two, two, one, replace])), 0.0)
+    lab = versus.Snapshot((), (), (), tuple(sorted([one, two, one, one, replace])), 0.0)
+    assert karpenter.differences(lab) == []
+    assert versus.emptiness_as_one((two, one, replace)) == (
+        "empty delete [c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand] +0",
+        replace,
+    )
+    # one node fewer, or another command split differently, still differs
+    fewer = versus.Snapshot((), (), (), tuple(sorted([two, one, one, replace])), 0.0)
+    split = versus.Snapshot((), (), (), tuple(sorted([two, two, one, replace, replace])), 0.0)
+    assert karpenter.differences(fewer) == [
+        "disruptions: empty delete [c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand"
+        " c-2x-amd64-linux/on-demand] +0, underutilized replace [c-4x-amd64-linux/on-demand] +1 (Karpenter empty"
+        " delete [c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand"
+        " c-2x-amd64-linux/on-demand c-2x-amd64-linux/on-demand] +0, underutilized replace"
+        " [c-4x-amd64-linux/on-demand] +1)"
+    ]
+    assert len(karpenter.differences(split)) == 1
 
 
 def scripted(versus, changes_at: dict[float, tuple[str, bool]], *, settle: bool = True):
@@ -260,6 +286,17 @@ def test_a_wait_after_a_scale_or_in_a_workload_without_compares_runs_its_whole_l
     assert (after_scale.now, after_scale.looked, unsettled.now, unsettled.looked) == (50.0, [], 25.0, [])
 
 
+def test_a_settle_step_ends_a_minute_after_the_last_change_with_every_pod_bound(versus):
+    # a scale at 0 s; emptiness deletes nodes at 19 s and 44 s; a pod rebinds until 50 s
+    changes = {0.0: ("scaled", True), 19.0: ("two gone", True), 44.0: ("four gone", False), 50.0: ("bound", True)}
+    runner = scripted(versus, changes)
+    runner.until_quiet(360.0, versus.DISRUPTION_QUIET_SECONDS)
+    assert runner.now == 110.0
+    stuck = scripted(versus, {0.0: ("scaled", True), 30.0: ("a pod left unbound", False)})
+    stuck.until_quiet(360.0, versus.DISRUPTION_QUIET_SECONDS)
+    assert stuck.now == 360.0
+
+
 def test_settling_looks_at_nodeclaim_names_readiness_and_each_pods_node_and_phase(versus):
     ready = {"conditions": [{"type": "Ready", "status": "True"}]}
     claims = [{"metadata": {"name": "default-a"}, "status": ready}, {"metadata": {"name": "default-b"}, "status": {}}]
@@ -295,3 +332,53 @@ def test_dra_on_runs_the_kwok_provider_that_declares_draconfigs_devices(monkeypa
     patched.write_bytes(b"#!/bin/sh\n")
     patched.chmod(0o755)
     assert karpenter.binary({"IGNORE_DRA_REQUESTS": "false"}) == str(patched)
+
+
+def test_a_decision_karpenter_made_in_another_run_counts_as_the_same_and_says_so(versus):
+    plain = versus.snapshot([claim("a", "plain", "c-8x-amd64-linux", "on-demand", "test-zone-a")], [], [])
+    both = versus.snapshot(
+        [
+            claim("a", "plain", "c-8x-amd64-linux", "on-demand", "test-zone-a"),
+            claim("b", "tainted", "c-2x-amd64-linux", "on-demand", "test-zone-a"),
+        ],
+        [],
+        [],
+    )
+    workload = next(w for w in versus.workloads(["corpus"], ["010-taints"], None))
+    drawn = versus.Result(workload, {"karpenter": {"up": plain}, "lab": {"up": both}, "kwok": {"up": plain}})
+    assert drawn.differences("lab") == [
+        "up: nodeclaims: 1× plain/c-8x-amd64-linux/on-demand, 1× tainted/c-2x-amd64-linux/on-demand "
+        "(Karpenter 1× plain/c-8x-amd64-linux/on-demand)"
+    ]
+    drawn.other_outcomes = [{"up": both}]
+    assert (drawn.differences("lab"), drawn.as_another_outcome("lab")) == ([], True)
+    assert (drawn.differences("kwok"), drawn.as_another_outcome("kwok")) == ([], False)
+    assert versus.summary([drawn], ["karpenter", "lab"]) == (
+        "lab: the same decisions as Karpenter on 1 of 1 workloads (100.0 %; 1 of them as another of Karpenter's runs "
+        "decided)"
+    )
+    assert (
+        "| corpus/010-taints | 1× plain/c-8x-amd64-linux/on-demand | 0.2172 | same as another run of Karpenter's |"
+        in (versus.table([drawn], ["karpenter", "lab"]))
+    )
+
+
+def test_recording_outcomes_keeps_the_recorded_run_and_adds_only_a_new_decision(versus, monkeypatch, tmp_path):
+    monkeypatch.setattr(versus, "WORKLOADS", tmp_path)
+    (tmp_path / "corpus").mkdir()
+    plain = versus.snapshot([claim("a", "plain", "c-8x-amd64-linux", "on-demand", "test-zone-a")], [], [])
+    tainted = versus.snapshot([claim("b", "tainted", "c-2x-amd64-linux", "on-demand", "test-zone-b")], [], [])
+    workload = versus.Workload("corpus", "010-taints", tmp_path, {"steps": []})
+    versus.record([versus.Result(workload, {"karpenter": {"up": plain}})])
+    for run in (tainted, plain, tainted):
+        versus.record([versus.Result(workload, {"karpenter": {"up": run}})], outcomes=True)
+    [(name, (run, others))] = versus.recorded("corpus").items()
+    assert (name, run["up"].nodeclaims, [o["up"].nodeclaims for o in others]) == (
+        "010-taints",
+        (("plain", "c-8x-amd64-linux", "on-demand"),),
+        [(("tainted", "c-2x-amd64-linux", "on-demand"),)],
+    )
+    versus.record([versus.Result(workload, {"karpenter": {"up": tainted}})])  # --record: the recorded run replaced
+    assert versus.recorded("corpus")["010-taints"][0]["up"].nodeclaims == (
+        ("tainted", "c-2x-amd64-linux", "on-demand"),
+    )
