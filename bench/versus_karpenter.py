@@ -433,8 +433,26 @@ class Lab(Provisioner):
         settings.KARPUI_IGNORE_DRA_REQUESTS = parse_bool("IGNORE_DRA_REQUESTS", env.get("IGNORE_DRA_REQUESTS", "true"))
         settings.KARPUI_MIN_VALUES_POLICY = env.get("MIN_VALUES_POLICY", "Strict")
         settings.KARPUI_PREFERENCE_POLICY = env.get("PREFERENCE_POLICY", "Respect")
+        self.set_karpenter_env(env)
         self.seen_log = 0
         self.lab_seconds = 0.0
+
+    def set_karpenter_env(self, env: dict[str, str]) -> None:
+        """The workload's options on the lab's Karpenter Deployments (`kubectl set env deploy/karpenter`): the lab
+        decides with their environment over the settings, and the chart's sets PREFERENCE_POLICY and
+        MIN_VALUES_POLICY."""
+        from provisioner.options import OPTION_VARIABLES
+
+        wanted = {name: value for name, value in env.items() if name in OPTION_VARIABLES}
+        if not wanted:
+            return
+        # One release's: the lab makes the change on both alike.
+        deployment = json.loads(self.karp("get", "deployment", "karpenter", "-n", "kube-system", "-o", "json"))
+        deployment["metadata"].pop("resourceVersion", None)
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            kept = [e for e in container.get("env") or [] if e["name"] not in wanted]
+            container["env"] = kept + [{"name": n, "value": v} for n, v in wanted.items()]
+        self.karp("apply", "-f", "-", stdin=json.dumps(deployment))
 
     def end(self) -> None:
         from django.conf import settings
