@@ -222,7 +222,10 @@ def lab_install_ensure(cluster: models.Cluster) -> None:
     if cluster.mode != models.Cluster.Mode.LAB or cluster.lab_components != models.Cluster.LabComponents.ALL:
         return
     node = sim_karpenter.control_plane_node(cluster.name, cluster.clock.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    wanted = [(node, "kubelet"), *((obj, "helm") for obj in sim_karpenter.install())]
+    # Rendered with the deployment's policies, as a chart is with the values it was given: the lab reads the
+    # Deployment's environment over the settings, and the chart always sets these two.
+    chart = sim_karpenter.install(settings.KARPUI_PREFERENCE_POLICY, settings.KARPUI_MIN_VALUES_POLICY)
+    wanted = [(node, "kubelet"), *((obj, "helm") for obj in chart)]
     keys = {(obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) for obj, _ in wanted}
     present = set(
         models.KubeObject.objects.filter(

@@ -89,11 +89,14 @@ def _env(name: str, value: str) -> dict[str, str]:
     return {"name": name, "value": value}
 
 
-def deployment(namespace: str = NAMESPACE) -> Obj:
-    """The controller's Deployment as the chart renders it with its default values. FEATURE_GATES and
-    IGNORE_DRA_REQUESTS are left out, so the cluster keeps karpui's defaults (KARPUI_FEATURE_GATES,
-    KARPUI_IGNORE_DRA_REQUESTS) until someone sets them here. The pod also tolerates kind's control-plane taint,
-    which the lab keeps on its control-plane node."""
+def deployment(
+    namespace: str = NAMESPACE, preference_policy: str = "Respect", min_values_policy: str = "Strict"
+) -> Obj:
+    """The controller's Deployment as the chart renders it: its values `settings.preferencePolicy` and
+    `settings.minValuesPolicy` are the deployment's (KARPUI_PREFERENCE_POLICY, KARPUI_MIN_VALUES_POLICY; the chart's
+    defaults otherwise). FEATURE_GATES and IGNORE_DRA_REQUESTS are left out, so the cluster keeps karpui's defaults
+    (KARPUI_FEATURE_GATES, KARPUI_IGNORE_DRA_REQUESTS) until someone sets them here. The pod also tolerates kind's
+    control-plane taint, which the lab keeps on its control-plane node."""
     container = {
         "name": CONTAINER,
         "image": IMAGE,
@@ -110,8 +113,8 @@ def deployment(namespace: str = NAMESPACE) -> Obj:
             },
             _env("BATCH_MAX_DURATION", "10s"),
             _env("BATCH_IDLE_DURATION", "1s"),
-            _env("PREFERENCE_POLICY", "Respect"),
-            _env("MIN_VALUES_POLICY", "Strict"),
+            _env("PREFERENCE_POLICY", preference_policy),
+            _env("MIN_VALUES_POLICY", min_values_policy),
         ],
         "ports": [
             {"name": "http-metrics", "containerPort": 8080, "protocol": "TCP"},
@@ -221,8 +224,9 @@ CLUSTER_ROLES: dict[str, list[dict[str, list[str]]]] = {
 }
 
 
-def install() -> list[Obj]:
-    """Every object of both releases but the node, in the order helm creates them."""
+def install(preference_policy: str = "Respect", min_values_policy: str = "Strict") -> list[Obj]:
+    """Every object of both releases but the node, in the order helm creates them, the Deployments rendered with
+    the two policies given."""
     objects: list[Obj] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}, "status": {"phase": "Active"}}
         for namespace in NAMESPACES[1:]
@@ -253,7 +257,7 @@ def install() -> list[Obj]:
                 "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": ns} for ns in NAMESPACES],
             }
         )
-    objects += [deployment(namespace) for namespace in NAMESPACES]
+    objects += [deployment(namespace, preference_policy, min_values_policy) for namespace in NAMESPACES]
     return objects
 
 

@@ -108,6 +108,23 @@ def test_karp_reset_installs_the_control_plane_and_karpenter_again(kubectl: Any)
     assert (ready, status) == ("1/1", "Running")
 
 
+def test_a_lab_made_under_other_policies_renders_them_in_its_deployment_and_decides_with_them(kubectl: Any) -> None:
+    """The chart always sets PREFERENCE_POLICY and MIN_VALUES_POLICY, and the lab reads its Deployment's environment
+    over the settings: a deployment's KARPUI_PREFERENCE_POLICY and KARPUI_MIN_VALUES_POLICY are the values its labs'
+    charts are rendered with, or they would be overridden by the chart's defaults."""
+    with override_settings(KARPUI_PREFERENCE_POLICY="Ignore", KARPUI_MIN_VALUES_POLICY="BestEffort"):
+        ok("reset")
+        env = controller_env(kubectl, "kube-system")
+        assert (env["PREFERENCE_POLICY"], env["MIN_VALUES_POLICY"]) == ("Ignore", "BestEffort")
+        assert controller_env(kubectl, "karpenter") == env
+        workload = Path("bench/workloads/karpenter-1.x/preference-policy")
+        for name in ("nodepool.yaml", "deployment.yaml"):
+            kubectl.ok("apply", "-f", str(workload / name))
+        lab.advance("lab", 30)
+    # The pod prefers the m family; with the preference ignored it gets the cheapest type.
+    assert [row["TYPE"] for row in kubectl.table("get", "nodeclaims")] == ["c-1x-amd64-linux"]
+
+
 def test_the_seed_documents_context_and_control_plane_lines_run_as_written(kubectl: Kubectl, tmp_path: Path) -> None:
     """000's set-up: `kind create cluster --config kind-karpenter.yaml` (a cluster named karpenter-lab), then
     `kubectl config use-context kind-karpenter-lab`, the control plane's taint and Karpenter's rollout."""
