@@ -158,6 +158,10 @@ class KubeCluster:
         without copying every object of the cluster each step to read its resourceVersion."""
         return self.cache.peek_all(kind)
 
+    def served(self, obj: Obj) -> Obj:
+        """A cached object (from `peek_all`) as the server sent it, with the managedFields the cache keeps apart."""
+        return self.cache.served(obj)
+
     # Writes ---------------------------------------------------------------------------------------------------
 
     def _resource(self, kind: str) -> Resource:

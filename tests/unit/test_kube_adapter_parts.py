@@ -157,3 +157,83 @@ def test_peek_all_is_the_kinds_cached_objects_themselves_by_key():
     assert sorted(peeked) == [("Pod", "default", "a"), ("Pod", "default", "b")]
     assert peeked[("Pod", "default", "a")] is cache.peek("Pod", "a")
     assert cache.peek_all("Node") == {}
+
+
+MANAGED = [{"manager": "kube-controller-manager", "operation": "Update", "fieldsV1": {"f:spec": {"f:nodeName": {}}}}]
+
+
+def with_managed_fields(obj, managed=MANAGED):
+    return {**obj, "metadata": {**obj["metadata"], "managedFields": managed}}
+
+
+def test_the_cache_keeps_objects_without_managed_fields_and_serves_them_back_with_them():
+    cache = Cache()
+    listed = with_managed_fields(pod("a", 1))
+    cache.replace(Replace("Pod", (listed, pod("b", 2, uid="ub")), "2"))
+    assert cache.get("Pod", "a") == pod("a", 1)
+    assert cache.list("Pod", fields={"spec.nodeName": ""}) == [pod("a", 1), pod("b", 2, uid="ub")]
+    assert "managedFields" not in cache.peek("Pod", "a")["metadata"]
+    assert cache.served(cache.peek("Pod", "a")) == listed
+    assert cache.served(cache.peek("Pod", "b")) is cache.peek("Pod", "b")  # it had none: the object itself
+    assert listed["metadata"]["managedFields"] == MANAGED  # what the server sent is left as it was
+
+
+def test_managed_fields_follow_the_object_the_cache_keeps_through_writes_events_relists_and_deletes():
+    cache = Cache()
+    cache.replace(Replace("Pod", (with_managed_fields(pod("a", 1)),), "1"))
+    written = [{"manager": "karpui", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    cache.store(with_managed_fields(pod("a", 9, node="n1"), written))  # the engine's write answered version 9
+    cache.replace(Replace("Pod", (with_managed_fields(pod("a", 5)),), "5"))  # a relist older than the write
+    assert cache.served(cache.peek("Pod", "a")) == with_managed_fields(pod("a", 9, node="n1"), written)
+    cache.apply(Event("Pod", "MODIFIED", pod("a", 10)))  # an object the server sent without any
+    assert cache.served(cache.peek("Pod", "a")) == pod("a", 10)
+    cache.apply(Event("Pod", "MODIFIED", with_managed_fields(pod("a", 11))))
+    stale = cache.peek("Pod", "a")
+    cache.apply(Event("Pod", "DELETED", pod("a", 12)))
+    assert cache.peek("Pod", "a") is None
+    assert cache.served(stale) is stale  # no longer cached: nothing is kept for it
+    assert cache._managed == {"Pod": {}}
+
+
+class RecordingTransport:
+    """The transport's `request`, answering each PUT with the body at the next resourceVersion and the managedFields
+    the server keeps (kube-apiserver keeps an object's managedFields when a PUT leaves them out)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, dict]] = []
+
+    def request(self, method, path, *, query=(), body=None, content_type="", eviction=False):
+        self.sent.append((method, path, body))
+        version = int(body["metadata"]["resourceVersion"]) + 1
+        return with_managed_fields({**body, "metadata": {**body["metadata"], "resourceVersion": str(version)}})
+
+
+def test_an_update_of_a_cached_object_puts_its_resource_version_without_managed_fields():
+    from provisioner.adapters.kinds import Resource
+    from provisioner.adapters.kube import KubeCluster
+
+    transport = RecordingTransport()
+    kube = KubeCluster(transport)  # type: ignore[arg-type]
+    kube.resources = {"Node": Resource(BY_KIND["Node"], "v1")}
+    node = {"kind": "Node", "metadata": {"name": "n1", "uid": "un", "resourceVersion": "4"}, "spec": {}, "status": {}}
+    kube.cache.replace(Replace("Node", (with_managed_fields(node),), "4"))
+    mine = kube.get("Node", "n1")
+    mine["spec"]["unschedulable"] = True
+    kube.update(mine)
+    assert transport.sent == [
+        (
+            "PUT",
+            "/api/v1/nodes/n1",
+            {
+                "kind": "Node",
+                "apiVersion": "v1",
+                "metadata": {"name": "n1", "uid": "un", "resourceVersion": "4"},
+                "spec": {"unschedulable": True},
+                "status": {},
+            },
+        )
+    ]
+    assert mine["metadata"]["resourceVersion"] == "5"
+    assert kube.get("Node", "n1") == {**mine, "apiVersion": "v1"}
+    assert kube.served(kube.cache.peek("Node", "n1"))["metadata"]["managedFields"] == MANAGED
+
