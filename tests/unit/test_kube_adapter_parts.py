@@ -237,3 +237,22 @@ def test_an_update_of_a_cached_object_puts_its_resource_version_without_managed_
     assert kube.get("Node", "n1") == {**mine, "apiVersion": "v1"}
     assert kube.served(kube.cache.peek("Node", "n1"))["metadata"]["managedFields"] == MANAGED
 
+
+def test_the_official_client_is_imported_without_its_models_and_is_the_same_once_imported_whole():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from provisioner.adapters import official\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kubernetes.client')))\n"
+        "from kubernetes import client\n"
+        "print(client.ApiClient is official.client.ApiClient, client.ApiException is official.client.ApiException,"
+        " client.Configuration is official.client.Configuration, official.client.models.V1Pod is client.V1Pod)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert ran.stdout.splitlines() == [
+        "['kubernetes.client.api_client', 'kubernetes.client.configuration', 'kubernetes.client.exceptions',"
+        " 'kubernetes.client.rest']",
+        "True True True True",
+    ]
