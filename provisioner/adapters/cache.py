@@ -6,9 +6,11 @@ reconcile step reads one consistent state. Events can arrive after the engine's 
 version of the same object (they were queued before it), so an event older than what is cached is ignored, and an
 object the engine saw deleted never comes back from a late event (its uid is remembered).
 
-Objects are kept without `metadata.managedFields`, which no reader in the engine looks at and which, as Python dicts,
-were about 40 % of a kwok pod's memory; each object's are kept beside it as compact JSON, for `served` (the mirror
-shows the objects as the server sent them). A PUT without managedFields leaves the server's as they are.
+Objects are kept compact, as copies of their own: without `metadata.managedFields`, which no reader in the engine looks
+at and which, as Python dicts, were about 40 % of a kwok pod's memory (each object's are kept beside it as compact
+JSON, for `served`: the mirror shows the objects as the server sent them; a PUT without managedFields leaves the
+server's as they are), and with their keys and short strings interned, so that thousands of pods share one "metadata"
+and one "Running" rather than each watch event's decoding bringing its own.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import builtins
 import json
 import pickle
+import sys
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,6 +38,9 @@ class Replace:
     kind: str
     items: tuple[Obj, ...]
     resource_version: str
+    # Given when the informer made the items compact page by page as they came (`compact`), so that a relist never
+    # holds every object of the kind as decoded beside the cache: each item's managedFields as JSON, in order.
+    managed: tuple[bytes | None, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,14 +68,29 @@ def _uid(obj: Mapping[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("uid") or "")
 
 
-def _split_managed_fields(obj: Obj) -> tuple[Obj, bytes | None]:
-    """The object without metadata.managedFields (a new top-level dict and metadata; the rest shared), and those as
-    compact JSON (None when it had none)."""
+SHORT_STRING = 40  # strings up to this long are interned: names of fields, phases, reasons, images, namespaces
+
+
+def _interned(value: Any) -> Any:
+    """A deep copy of JSON-shaped data with its keys and short strings interned."""
+    kind = type(value)
+    if kind is dict:
+        return {sys.intern(k): _interned(v) for k, v in value.items()}
+    if kind is list:
+        return [_interned(v) for v in value]
+    if kind is str and len(value) <= SHORT_STRING:
+        return sys.intern(value)
+    return value
+
+
+def compact(obj: Obj) -> tuple[Obj, bytes | None]:
+    """The object as the cache keeps it (a copy of its own, without metadata.managedFields, interned), and its
+    managedFields as compact JSON (None when it had none)."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or "managedFields" not in meta:
-        return obj, None
+        return _interned(obj), None
     managed = json.dumps(meta["managedFields"], separators=(",", ":")).encode()
-    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}, managed
+    return _interned({**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}), managed
 
 
 class Cache:
@@ -96,10 +117,14 @@ class Cache:
         listed_version = {"metadata": {"resourceVersion": delta.resource_version}}
         fresh: dict[Key, Obj] = {}
         managed: dict[Key, bytes] = {}
-        for item in delta.items:
+        for index, item in enumerate(delta.items):
             if _uid(item) in self._deleted:
                 continue
-            item, item_managed = _split_managed_fields({**item, "kind": delta.kind})
+            if delta.managed is None:
+                item, item_managed = compact(item)
+            else:
+                item_managed = delta.managed[index]
+            item["kind"] = delta.kind
             key = key_of(item)
             cached = current.get(key)
             if cached is not None and older(item, cached):
@@ -132,12 +157,12 @@ class Cache:
         return self.store(obj)
 
     def store(self, obj: Obj) -> bool:
-        """An object as the server returned it (from a watch or a write): kept unless the cache has a newer one or
-        saw the object deleted."""
+        """An object as the server returned it (from a watch or a write): kept (as a compact copy; `obj` is left as it
+        was) unless the cache has a newer one or saw the object deleted."""
         uid = _uid(obj)
         if uid and uid in self._deleted:
             return False
-        obj, managed = _split_managed_fields(obj)
+        obj, managed = compact(obj)
         key = key_of(obj)
         objects = self._objects.setdefault(obj["kind"], {})
         cached = objects.get(key)

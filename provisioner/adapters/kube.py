@@ -27,7 +27,6 @@ from provisioner.adapters.cache import Cache, Event, Replace
 from provisioner.adapters.informer import RESYNC_SECONDS, Informer
 from provisioner.adapters.kinds import INFORMED, Kind, Resource, resolve, served_versions
 from provisioner.adapters.transport import MERGE_PATCH, Transport
-from provisioner.cluster.memory import copy_json
 from provisioner.cluster.objects import Key, NotFound, Obj, is_deleting, key_of
 from provisioner.selectors import LabelSelector
 
@@ -184,10 +183,7 @@ class KubeCluster:
             self.cache.remove(answer)  # the last finalizer went: the server has removed it
         else:
             self.cache.store(answer)
-        # The caller's own copy: a cached object is changed only by what the server sends (the cache's reads are
-        # copies made from a pickle of each object, which a change made in place would leave stale).
-        mine: Obj = copy_json(answer)
-        return mine
+        return answer  # the caller's own: the cache keeps a copy of its own (a change in place would leave its pickle stale)
 
     def create(self, obj: Obj) -> Obj:
         """POST the object; where status is a subresource (the server starts it afresh on create) and `obj` has
@@ -274,8 +270,7 @@ class KubeCluster:
             self.cache.store(answer)  # held by finalizers, or a pod ending gracefully
         else:
             self.cache.remove(answer)
-        mine: Obj = copy_json(answer)
-        return mine
+        return answer  # the caller's own: the cache keeps a copy of its own
 
     def remove_finalizer(self, obj: Obj, finalizer: str) -> None:
         resource = self._resource(obj["kind"])

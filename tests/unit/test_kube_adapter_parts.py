@@ -3,6 +3,7 @@ cache's rules for events that arrive late or out of order."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -195,6 +196,22 @@ def test_managed_fields_follow_the_object_the_cache_keeps_through_writes_events_
     assert cache._managed == {"Pod": {}}
 
 
+def test_cached_objects_are_copies_of_their_own_with_keys_and_short_strings_interned():
+    long_message = "0/5 nodes are available: " + "x" * 40
+    decoded = [json.loads(json.dumps({**pod(name, 1, uid=name), "status": {"message": long_message}})) for name in "ab"]
+    assert decoded[0]["status"]["message"] is not decoded[1]["status"]["message"]
+    cache = Cache()
+    for obj in decoded:
+        cache.store(obj)
+    a, b = cache.peek("Pod", "a"), cache.peek("Pod", "b")
+    assert a is not decoded[0] and a == decoded[0]
+    key_a, key_b = next(iter(a["metadata"])), next(iter(b["metadata"]))
+    assert (key_a, key_a is key_b) == ("name", True)
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert a["status"]["message"] == b["status"]["message"] == long_message
+    assert a["status"]["message"] is not b["status"]["message"]  # longer than SHORT_STRING: left as it is
+
+
 class RecordingTransport:
     """The transport's `request`, answering each PUT with the body at the next resourceVersion and the managedFields
     the server keeps (kube-apiserver keeps an object's managedFields when a PUT leaves them out)."""
@@ -256,3 +273,54 @@ def test_the_official_client_is_imported_without_its_models_and_is_the_same_once
         " 'kubernetes.client.rest']",
         "True True True True",
     ]
+
+
+class PagedTransport:
+    """A LIST of two pages of one pod each, as kube-apiserver pages with limit and continue."""
+
+    def __init__(self, pages: list[dict]) -> None:
+        self.pages = pages
+        self.queries: list[list[tuple[str, str]]] = []
+
+    def request(self, method, path, *, query=(), body=None, content_type="", eviction=False):
+        self.queries.append(list(query))
+        return self.pages[len(self.queries) - 1]
+
+
+def test_an_informers_list_hands_over_its_pages_compact_with_their_managed_fields_apart():
+    from provisioner.adapters.informer import Informer
+    from provisioner.adapters.kinds import Resource
+
+    listed = [
+        {
+            "metadata": {
+                "name": "a",
+                "namespace": "default",
+                "uid": "ua",
+                "resourceVersion": "3",
+                "managedFields": MANAGED,
+            }
+        },
+        {"metadata": {"name": "b", "namespace": "default", "uid": "ub", "resourceVersion": "4"}},
+    ]
+    transport = PagedTransport(
+        [
+            {"metadata": {"continue": "next", "resourceVersion": "5"}, "items": [json.loads(json.dumps(listed[0]))]},
+            {"metadata": {"resourceVersion": "5"}, "items": [json.loads(json.dumps(listed[1]))]},
+        ]
+    )
+    handed: list = []
+    informer = Informer(Resource(BY_KIND["Pod"], "v1"), transport, handed.append)  # type: ignore[arg-type]
+    assert informer._list() == "5"
+    assert transport.queries == [[("limit", "500")], [("limit", "500"), ("continue", "next")]]
+    [delta] = handed
+    expected_a = {"metadata": {k: v for k, v in listed[0]["metadata"].items() if k != "managedFields"}}
+    assert delta.items == (
+        {**expected_a, "kind": "Pod", "apiVersion": "v1", "status": {}},
+        {**listed[1], "kind": "Pod", "apiVersion": "v1", "status": {}},
+    )
+    assert [json.loads(m) if m else m for m in delta.managed] == [MANAGED, None]
+    cache = Cache()
+    cache.replace(delta)
+    assert cache.served(cache.peek("Pod", "a")) == {**listed[0], "kind": "Pod", "apiVersion": "v1", "status": {}}
+    assert cache.get("Pod", "b") == {**listed[1], "kind": "Pod", "apiVersion": "v1", "status": {}}
