@@ -298,7 +298,13 @@ class KubeCluster:
 
 
 def _without_status(obj: Obj) -> Obj:
-    return {k: v for k, v in obj.items() if k != "status"}
+    """The object but its status, and its managedFields: the cache keeps none (a write's answer handed back has them),
+    and an object that differs from the cached one only there has nothing to write."""
+    rest = {k: v for k, v in obj.items() if k != "status"}
+    meta = rest.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        rest["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return rest
 
 
 def _graceful(pod: Obj) -> bool:

@@ -324,3 +324,18 @@ def test_an_informers_list_hands_over_its_pages_compact_with_their_managed_field
     cache.replace(delta)
     assert cache.served(cache.peek("Pod", "a")) == {**listed[0], "kind": "Pod", "apiVersion": "v1", "status": {}}
     assert cache.get("Pod", "b") == {**listed[1], "kind": "Pod", "apiVersion": "v1", "status": {}}
+
+
+def test_an_update_of_a_write_answer_that_differs_from_the_cache_only_in_managed_fields_writes_only_its_status():
+    from provisioner.adapters.kinds import Resource
+    from provisioner.adapters.kube import KubeCluster
+
+    transport = RecordingTransport()
+    kube = KubeCluster(transport)  # type: ignore[arg-type]
+    kube.resources = {"Node": Resource(BY_KIND["Node"], "v1")}
+    node = {"kind": "Node", "metadata": {"name": "n1", "uid": "un", "resourceVersion": "4"}, "spec": {}, "status": {}}
+    kube.cache.store(with_managed_fields(node))
+    answer = with_managed_fields(node)  # as create or patch hands the server's answer back
+    answer["status"] = {"phase": "Running"}
+    kube.update(answer)
+    assert [(method, path) for method, path, _ in transport.sent] == [("PUT", "/api/v1/nodes/n1/status")]
