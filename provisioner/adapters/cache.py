@@ -50,6 +50,11 @@ class Event:
     kind: str
     type: str
     obj: Obj
+    # True when the informer made `obj` compact as it came (`compact`), so that the events queued while the engine
+    # runs a step (thousands at once at a scale-up) are held as the cache keeps them, not as decoded; `managed` is
+    # then its managedFields as JSON.
+    compacted: bool = False
+    managed: bytes | None = None
 
 
 def _version(obj: Mapping[str, Any]) -> int | None:
@@ -151,18 +156,23 @@ class Cache:
 
     def apply(self, delta: Event) -> bool:
         """A watch event; False when it is older than what the cache holds (and so changes nothing)."""
-        obj = {**delta.obj, "kind": delta.kind}
+        obj = delta.obj if delta.obj.get("kind") == delta.kind else {**delta.obj, "kind": delta.kind}
         if delta.type == "DELETED":
             return self.remove(obj)
+        if delta.compacted:
+            return self._keep(obj, delta.managed)
         return self.store(obj)
 
     def store(self, obj: Obj) -> bool:
         """An object as the server returned it (from a watch or a write): kept (as a compact copy; `obj` is left as it
         was) unless the cache has a newer one or saw the object deleted."""
+        return self._keep(*compact(obj))
+
+    def _keep(self, obj: Obj, managed: bytes | None) -> bool:
+        """`store` of an object already compact, with its managedFields as JSON."""
         uid = _uid(obj)
         if uid and uid in self._deleted:
             return False
-        obj, managed = compact(obj)
         key = key_of(obj)
         objects = self._objects.setdefault(obj["kind"], {})
         cached = objects.get(key)

@@ -204,7 +204,10 @@ class Informer:
                         raise Expired(str(obj.get("message") or "too old resource version"))
                     raise APIError(f"watch error {code}: {obj.get('message')}")
                 version = (obj.get("metadata") or {}).get("resourceVersion")
-                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                if kind in ("ADDED", "MODIFIED"):
+                    kept, managed = compact(self._typed(obj))
+                    self.sink(Event(self.kind, kind, kept, compacted=True, managed=managed))
+                elif kind == "DELETED":
                     self.sink(Event(self.kind, kind, self._typed(obj)))
                 if version:
                     self.version = str(version)  # BOOKMARK events move it on without an object

@@ -341,3 +341,52 @@ def test_an_update_of_a_write_answer_that_differs_from_the_cache_only_in_managed
     answer["status"] = {"phase": "Running"}
     kube.update(answer)
     assert [(method, path) for method, path, _ in transport.sent] == [("PUT", "/api/v1/nodes/n1/status")]
+
+
+class WatchTransport:
+    """One watch whose events are the given ones."""
+
+    def __init__(self, events: list[dict]) -> None:
+        self.events = events
+
+    def watch(self, path, query, read_timeout):
+        events = self.events
+
+        class Stream(list):
+            def close(self) -> None:
+                pass
+
+        return Stream(events)
+
+
+def test_an_informers_watch_hands_over_added_and_modified_objects_compact_and_deletions_as_they_came():
+    from provisioner.adapters.informer import Informer
+    from provisioner.adapters.kinds import Resource
+
+    sent = {
+        "metadata": {"name": "a", "namespace": "default", "uid": "ua", "resourceVersion": "3", "managedFields": MANAGED}
+    }
+    gone = {"metadata": {"name": "a", "namespace": "default", "uid": "ua", "resourceVersion": "4"}}
+    transport = WatchTransport(
+        [{"type": "ADDED", "object": json.loads(json.dumps(sent))}, {"type": "DELETED", "object": dict(gone)}]
+    )
+    handed: list = []
+    informer = Informer(Resource(BY_KIND["Pod"], "v1"), transport, handed.append)  # type: ignore[arg-type]
+    assert informer._watch_once(100.0) == 2
+    added, deleted = handed
+    typed = {"kind": "Pod", "apiVersion": "v1", "status": {}}
+    expected_meta = {k: v for k, v in sent["metadata"].items() if k != "managedFields"}
+    assert (added.type, added.compacted, added.obj) == ("ADDED", True, {"metadata": expected_meta, **typed})
+    assert json.loads(added.managed) == MANAGED
+    assert (deleted.type, deleted.compacted, deleted.managed, deleted.obj) == (
+        "DELETED",
+        False,
+        None,
+        {**gone, **typed},
+    )
+    assert informer.version == "4"
+    cache = Cache()
+    cache.apply(added)
+    assert cache.served(cache.peek("Pod", "a")) == {**sent, **typed}
+    cache.apply(deleted)
+    assert cache.peek("Pod", "a") is None
