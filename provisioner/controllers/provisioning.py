@@ -305,24 +305,29 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
         nodes.append(
             node_view(obj, by_node.get(name, []), claim_by_node.get(name), under_consolidate_after=name in fresh)
         )
+    seen = {node.name for node in nodes}
     for claim in claims.values():
         status = claim.get("status") or {}
-        if status.get("nodeName") or claim["metadata"].get("deletionTimestamp"):
+        if status.get("nodeName") in seen or claim["metadata"].get("deletionTimestamp"):
             continue
         # Not launched yet (a launch that failed a write, on a real API): its capacity is at least what it was
-        # made to hold, so the pods it was made for are not given a second NodeClaim meanwhile.
+        # made to hold, so the pods it was made for are not given a second NodeClaim meanwhile. Or registered to a
+        # Node the cache has not seen (its informer relisting after an API server restart, while the NodeClaims'
+        # is back): still capacity, as Karpenter's state node made from a NodeClaim alone is, or every pending pod
+        # would get a second NodeClaim.
         launched = is_true(claim, "Launched")
         planned = parse_resources(((claim.get("spec") or {}).get("resources") or {}).get("requests") or {})
+        name = status.get("nodeName") or claim["metadata"]["name"]
         nodes.append(
             Node(
-                name=claim["metadata"]["name"],
-                labels={**(claim["metadata"].get("labels") or {}), "kubernetes.io/hostname": claim["metadata"]["name"]},
+                name=name,
+                labels={**(claim["metadata"].get("labels") or {}), "kubernetes.io/hostname": name},
                 allocatable=parse_resources(status.get("allocatable") or {}) if launched else planned,
                 capacity=parse_resources(status.get("capacity") or {}) if launched else planned,
                 initialized=False,
                 managed=True,
                 nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""),
-                under_consolidate_after=claim["metadata"]["name"] in fresh,
+                under_consolidate_after=name in fresh,
             )
         )
     return nodes

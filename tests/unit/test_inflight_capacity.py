@@ -1,0 +1,95 @@
+"""A NodeClaim registered to a Node the engine's cache has not seen (the Node informer still relisting after an API
+server restart, the NodeClaim informer back already) is capacity for pending pods, not nothing: found on a real
+cluster, where the pods of six such NodeClaims got five duplicate NodeClaims."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from provisioner.cluster.views import Views
+from provisioner.controllers.provisioning import ProvisioningController, cluster_nodes
+from provisioner.lab import Lab
+from tests.lab_builders import deployment, lab, nodepool_doc
+
+MI, GI = 2**20 * 1000, 2**30 * 1000
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "spread-out"}}}
+        ]
+    }
+}
+
+
+class NodesNotRelisted:
+    """The cluster as a cache sees it just after an API server restart: no Nodes yet, and every pod still as it
+    was before the scheduler bound it (no node, Pending)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def _pods(self) -> list[dict[str, Any]]:
+        pods = []
+        for obj in self.store.list("Pod"):
+            unbound = copy.deepcopy(obj)
+            unbound["spec"].pop("nodeName", None)
+            unbound["status"] = {"phase": "Pending"}
+            pods.append(unbound)
+        return pods
+
+    def list(self, kind: str, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        if kind == "Node":
+            return []
+        return self._pods() if kind == "Pod" else list(self.store.list(kind, *args, **kwargs))
+
+    def scan(self, kind: str) -> Iterator[dict[str, Any]]:
+        return iter(self.list(kind))
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Any:
+        if kind == "Node":
+            return None
+        if kind == "Pod":
+            return next((p for p in self._pods() if p["metadata"]["name"] == name), None)
+        return self.store.get(kind, name, namespace)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def three_spread_pods_on_their_nodes() -> Lab:
+    made = lab(nodepool_doc(), deployment("spread-out", replicas=3, cpu="500m", affinity=ANTI_AFFINITY))
+    made.advance(60)
+    bound = [p for p in made.store.list("Pod") if p["spec"].get("nodeName")]
+    assert (len(made.store.list("NodeClaim")), len(made.store.list("Node")), len(bound)) == (3, 3, 3)
+    return made
+
+
+def test_a_registered_nodeclaim_whose_node_is_not_in_the_cache_is_capacity_named_by_its_node() -> None:
+    made = three_spread_pods_on_their_nodes()
+    stale = dataclasses.replace(made.ctx, api=NodesNotRelisted(made.store), views=Views())
+    claims = {c["status"]["nodeName"]: c for c in made.store.list("NodeClaim")}
+    nodes = cluster_nodes(stale)
+    assert sorted(n.name for n in nodes) == sorted(claims)
+    for node in nodes:
+        assert node.labels["kubernetes.io/hostname"] == node.name
+        assert node.labels["karpenter.sh/nodepool"] == "default"
+        assert (node.initialized, node.managed, node.nodepool) == (False, True, "default")
+        # c-1x's allocatable (900m, 2038Mi, 20Gi, 16 pods) in milli-units, from the NodeClaim's status.
+        assert node.allocatable == {"cpu": 900, "memory": 2038 * MI, "ephemeral-storage": 20 * GI, "pods": 16_000}
+
+
+def test_pending_pods_of_nodeclaims_whose_nodes_the_cache_has_not_seen_get_no_second_nodeclaim() -> None:
+    made = three_spread_pods_on_their_nodes()
+    stale = dataclasses.replace(made.ctx, api=NodesNotRelisted(made.store), views=Views())
+    provisionable = [pod for _, pod in stale.views.readable(stale.api.list("Pod"))]
+    assert len(provisionable) == 3
+    controller = ProvisioningController({})
+    assert controller.provision(stale, provisionable) is False
+    assert len(made.store.list("NodeClaim")) == 3
+    result = controller.last_result
+    assert result is not None
+    assert sorted(result.placements) == sorted(c["status"]["nodeName"] for c in made.store.list("NodeClaim"))
+    assert sorted(len(pods) for pods in result.placements.values()) == [1, 1, 1]
