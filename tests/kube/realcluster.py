@@ -199,6 +199,12 @@ class RealCluster:
         assert self.folder is not None, "faults need the cluster this session started"
         subprocess.run([sys.executable, str(CLUSTER), command, component, "--dir", str(self.folder)], check=True)
 
+    def log_tail(self, component: str, lines: int = 30) -> str:
+        """The last lines a component (kube-scheduler, kwok, ...) wrote to its log in the cluster's folder."""
+        assert self.folder is not None, "logs are in the folder of the cluster this session started"
+        path = self.folder / "logs" / f"{component}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
     def pid(self, component: str) -> int | None:
         return self.state().get("components", {}).get(component, {}).get("pid")
 

@@ -37,6 +37,7 @@ class Setting:
         real.kubectl("apply", "-f", "-", input=json.dumps(spread))
         self.database = Database(folder / "karpui", template)
         self.engines: list[EngineProcess] = []
+        self.last_seen = ""
 
     def engine(self, name: str, kubeconfig: Path | None = None) -> EngineProcess:
         if not self.engines:
@@ -56,12 +57,24 @@ class Setting:
         """Every pod Running, each on its own node, one NodeClaim per node and nothing more."""
         pods = [p for p in self.listed("pods") if p["metadata"]["labels"].get("app") == "spread-out"]
         claims, nodes = self.listed("nodeclaims"), self.listed("nodes")
+        self.last_seen = _described(pods, claims, nodes)
         return (
             len(pods) == replicas
             and all(p["status"].get("phase") == "Running" for p in pods)
-            and len({p["spec"]["nodeName"] for p in pods}) == replicas
+            and len({p["spec"].get("nodeName") for p in pods}) == replicas
             and len(claims) == len(nodes) == replicas
         )
+
+    def wait_settled(self, replicas: int, timeout: float, what: str, engines: tuple[EngineProcess, ...]) -> None:
+        """wait_for(settled), and on a timeout what the cluster last looked like and kube-scheduler's last words:
+        a pod left Pending is the scheduler's to explain as much as the engine's."""
+        try:
+            wait_for(lambda: self.settled(replicas), timeout, what, engines)
+        except AssertionError as failed:
+            scheduler = self.real.log_tail("kube-scheduler") if self.real.folder else ""
+            raise AssertionError(
+                f"{failed}\n--- the cluster last seen\n{self.last_seen}\n--- kube-scheduler\n{scheduler}"
+            ) from None
 
     def exactly(self, replicas: int) -> None:
         """No NodeClaim or Node duplicated, none lost: one of each per pod, each pod on its NodeClaim's node."""
@@ -73,6 +86,26 @@ class Setting:
     def stop(self) -> None:
         for engine in self.engines:
             engine.stop()
+
+
+def _described(pods: list[dict[str, Any]], claims: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> str:
+    """One line per pod, NodeClaim and Node: where each stands."""
+    lines = []
+    for pod in pods:
+        conditions = [f"{c['type']}={c['status']}:{c.get('message', '')}" for c in pod["status"].get("conditions", [])]
+        lines.append(
+            f"pod {pod['metadata']['name']} {pod['status'].get('phase')} on {pod['spec'].get('nodeName')} {conditions}"
+        )
+    for claim in claims:
+        ready = [c["status"] for c in claim.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+        lines.append(
+            f"nodeclaim {claim['metadata']['name']} node {claim.get('status', {}).get('nodeName')} ready {ready}"
+        )
+    for node in nodes:
+        ready = [c["status"] for c in node.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+        taints = [f"{t['key']}:{t['effect']}" for t in node["spec"].get("taints", [])]
+        lines.append(f"node {node['metadata']['name']} ready {ready} taints {taints}")
+    return "\n".join(lines)
 
 
 @pytest.fixture
@@ -94,7 +127,7 @@ def test_the_api_server_killed_and_kept_down_5_s_mid_scale_up(setting: Setting) 
     setting.real.wait_ready()
     # 53 s on a quiet machine (bench/README.md); kube-scheduler and kwok back off their own reconnects too, and
     # under CI's two busy workers 120 s was missed twice.
-    wait_for(lambda: setting.settled(6), 240, "six pods Running on six nodes", (engine,))
+    setting.wait_settled(6, 240, "six pods Running on six nodes", (engine,))
     print(f"kube-apiserver killed mid scale-up: caught up {time.monotonic() - back:.1f} s after its restart")
     setting.exactly(6)
 
@@ -108,7 +141,7 @@ def test_etcd_restarted_mid_scale_up(setting: Setting) -> None:
     time.sleep(3)
     setting.real.fault("release", "etcd")
     back = time.monotonic()
-    wait_for(lambda: setting.settled(6), 120, "six pods Running on six nodes", (engine,))
+    setting.wait_settled(6, 120, "six pods Running on six nodes", (engine,))
     print(f"etcd restarted mid scale-up: caught up {time.monotonic() - back:.1f} s after its restart")
     setting.exactly(6)
 
@@ -121,7 +154,7 @@ def test_watches_compacted_away_are_answered_410_and_the_engine_lists_again(sett
         engine = setting.engine("engine", setting.real.token_kubeconfig(None, server=proxy.url))
         wait_for(engine.leads, 60, "the engine leads", (engine,))
         setting.scale(2)
-        wait_for(lambda: setting.settled(2), 90, "two pods Running", (engine,))
+        setting.wait_settled(2, 90, "two pods Running", (engine,))
         key = base64.b64encode(b"/").decode()
         revision = int(setting.real.etcd("/v3/kv/range", {"key": key, "limit": 1})["header"]["revision"])
         setting.real.etcd("/v3/kv/compaction", {"revision": revision, "physical": True})
@@ -130,7 +163,7 @@ def test_watches_compacted_away_are_answered_410_and_the_engine_lists_again(sett
         setting.real.wait_ready()
         back = time.monotonic()
         setting.scale(4)
-        wait_for(lambda: setting.settled(4), 120, "four pods Running on four nodes", (engine,))
+        setting.wait_settled(4, 120, "four pods Running on four nodes", (engine,))
         print(f"watches compacted away: caught up {time.monotonic() - back:.1f} s after the API server's restart")
         setting.exactly(4)
         lists = {path.split("?")[0] for method, path, status in proxy.seen if method == "GET" and "watch=" not in path}
@@ -146,7 +179,7 @@ def test_a_409_on_every_first_write(setting: Setting) -> None:
         wait_for(engine.leads, 60, "the engine leads", (engine,))
         proxy.conflict_first_writes()
         scaled = setting.scale(4)
-        wait_for(lambda: setting.settled(4), 150, "four pods Running on four nodes", (engine,))
+        setting.wait_settled(4, 150, "four pods Running on four nodes", (engine,))
         print(f"409 on every first write: settled {time.monotonic() - scaled:.1f} s after the scale")
         setting.exactly(4)
         assert [s for m, p, s in proxy.seen if m == "POST" and p.endswith("/nodeclaims") and s == 409]
@@ -171,7 +204,7 @@ def test_two_engines_one_lease_the_leader_killed_mid_scale_up_and_the_other_take
     killed = time.monotonic()
     wait_for(second.leads, 60, "engine-b takes over", (second,))
     failover = time.monotonic() - killed
-    wait_for(lambda: setting.settled(6), 120, "six pods Running on six nodes", (second,))
+    setting.wait_settled(6, 120, "six pods Running on six nodes", (second,))
     print(f"leader killed: engine-b led {failover:.1f} s later (lease 15 s), settled {time.monotonic() - killed:.1f} s")
     setting.exactly(6)
 
@@ -184,7 +217,7 @@ def test_a_leader_stopped_30_s_mid_scale_up_writes_nothing_after_the_other_took_
     print(f"leader stopped: engine-b led {time.monotonic() - stopped:.1f} s later")
     time.sleep(max(0.0, 30 - (time.monotonic() - stopped)))
     first.signal(signal.SIGCONT)
-    wait_for(lambda: setting.settled(12), 180, "twelve pods Running on twelve nodes", (second,))
+    setting.wait_settled(12, 180, "twelve pods Running on twelve nodes", (second,))
     time.sleep(5)  # engine-a, awake, had its chance to write what it decided before the stop
     setting.exactly(12)
     wait_for(lambda: not first.leads(), 30, "engine-a knows it no longer leads", (first,))
