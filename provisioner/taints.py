@@ -11,15 +11,19 @@ EQUAL, EXISTS = "Equal", "Exists"
 
 DISRUPTED = "karpenter.sh/disrupted"
 UNREGISTERED = "karpenter.sh/unregistered"
-# Taints that a node sheds on its own while it starts; ignored on uninitialised Karpenter nodes.
-EPHEMERAL_TAINT_KEYS = frozenset(
+# Taints a node sheds on its own while it starts (Karpenter's KnownEphemeralTaints, matched by key and effect as
+# Taint.MatchTaint does, and its KnownEphemeralTaintKeyPrefixes): ignored on uninitialised Karpenter nodes, and a
+# NodeClaim is not Initialized while its Node still has one.
+KNOWN_EPHEMERAL_TAINTS = frozenset(
     {
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-        "node.cloudprovider.kubernetes.io/uninitialized",
-        UNREGISTERED,
+        ("node.kubernetes.io/not-ready", NO_SCHEDULE),
+        ("node.kubernetes.io/not-ready", NO_EXECUTE),
+        ("node.kubernetes.io/unreachable", NO_SCHEDULE),
+        ("node.cloudprovider.kubernetes.io/uninitialized", NO_SCHEDULE),
+        (UNREGISTERED, NO_EXECUTE),
     }
 )
+EPHEMERAL_TAINT_KEY_PREFIXES = ("readiness.k8s.io/",)  # the Node Readiness Controller's, one key per rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,11 @@ class Taint:
 
     def __str__(self) -> str:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+def is_known_ephemeral(taint: Taint) -> bool:
+    """Whether a node is expected to shed `taint` once it has started (Karpenter's IsKnownEphemeralTaint)."""
+    return (taint.key, taint.effect) in KNOWN_EPHEMERAL_TAINTS or taint.key.startswith(EPHEMERAL_TAINT_KEY_PREFIXES)
 
 
 @dataclass(frozen=True, slots=True)

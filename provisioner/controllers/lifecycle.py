@@ -20,8 +20,9 @@ from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.termination import INSTANCE_TERMINATING
+from provisioner.quantity import parse_quantity
 from provisioner.scheduling.logs import LogRecord, go_duration
-from provisioner.taints import UNREGISTERED
+from provisioner.taints import UNREGISTERED, Taint, is_known_ephemeral
 
 LIFECYCLE = "controller.nodeclaim.lifecycle"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
@@ -257,9 +258,32 @@ def _register(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool
     return True
 
 
+def _not_initialized_because(claim: Obj, node: Obj) -> tuple[str, str] | None:
+    """The (reason, message) Karpenter gives for a Ready node's NodeClaim not being Initialized yet: a known
+    ephemeral taint still on the node, or a resource the NodeClaim requested that the node does not offer."""
+    for spec in node["spec"].get("taints") or []:
+        taint = Taint.from_spec(spec)
+        if is_known_ephemeral(taint):
+            return "KnownEphemeralTaintsExist", f'KnownEphemeralTaint "{taint}" still exists'
+    allocatable = node.get("status", {}).get("allocatable") or {}
+    for name, quantity in ((claim["spec"].get("resources") or {}).get("requests") or {}).items():
+        if parse_quantity(str(quantity)) != 0 and parse_quantity(str(allocatable.get(name, "0"))) == 0:
+            return "ResourceNotRegistered", f'Resource "{name}" was requested but not registered'
+    return None
+
+
 def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
     node = ctx.api.get("Node", claim["status"].get("nodeName", ""))
     if node is None or not is_ready(node):
+        return False
+    # Karpenter's checks after Ready, in its order: a Ready node still tainted not-ready (kube-controller-manager
+    # lifts the taint a moment after the kubelet reports Ready) takes no pods yet, and an initialized NodeClaim
+    # would make the provisioner count on it at once, launching a second node for its pods.
+    waiting = _not_initialized_because(claim, node)
+    if waiting is not None:
+        if set_condition(claim, "Initialized", "Unknown", ctx.now, *waiting):
+            ctx.api.update(claim)
+            return True
         return False
     drivers = [
         d

@@ -16,7 +16,7 @@ from provisioner.scheduling.nodeclaim import Unfit
 from provisioner.scheduling.poddata import PodData, PodState
 from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologygroup import TopologyGroup
-from provisioner.taints import EPHEMERAL_TAINT_KEYS, Taint, untolerated
+from provisioner.taints import Taint, is_known_ephemeral, untolerated
 
 # Requirements, taints, free capacity, host ports in use, and the pod classes (PodData.class_key) known not to fit
 # the node as derived: filled in as simulations find them, for the next simulation over the same node to skip.
@@ -168,11 +168,7 @@ def _effective_taints(node: Node) -> tuple[Taint, ...]:
     if node.initialized or not node.managed:
         return node.taints
     startup = set(node.startup_taints)
-    return tuple(
-        t
-        for t in node.taints
-        if t not in startup and t.key not in EPHEMERAL_TAINT_KEYS and not t.key.startswith("readiness.k8s.io/")
-    )
+    return tuple(t for t in node.taints if t not in startup and not is_known_ephemeral(t))
 
 
 def _missing_daemons(

@@ -1,12 +1,15 @@
-"""The NodeClaim conditions termination and disruption keep (Drained, VolumesDetached, InstanceTerminating,
-DisruptionReason), in a lab over the kwok catalog.
+"""The NodeClaim conditions initialization, termination and disruption keep (Initialized, Drained, VolumesDetached,
+InstanceTerminating, DisruptionReason), in a lab over the kwok catalog.
 
 Ported from sigs.k8s.io/karpenter@v1.14.1 pkg/controllers/node/termination/suite_test.go ("should not delete nodes
 until all pods are deleted", "should not finish draining until minDrainTime has passed"), nodeclaim/lifecycle
 termination_test.go (InstanceTerminating) and disruption/suite_test.go ("should remove taints from NodeClaims that were
-left tainted from a previous disruption action", "should add and remove taints from NodeClaims that fail to disrupt").
+left tainted from a previous disruption action", "should add and remove taints from NodeClaims that fail to disrupt");
+the initialization checks from sigs.k8s.io/karpenter@v1.15.0 nodeclaim/lifecycle/initialization_test.go.
 """
 
+from provisioner.cluster.conditions import set_condition
+from provisioner.controllers import lifecycle
 from tests.lab_builders import KWOK_CLASS, condition, deployment, lab, nodepool_doc
 
 PDB = {
@@ -106,3 +109,55 @@ def test_a_command_marks_its_candidates_and_a_failed_one_gives_them_back():
     assert condition(made.store.get("NodeClaim", candidate["nodeclaim"]), "DisruptionReason") is None
     node = made.store.get("Node", candidate["node"])
     assert "karpenter.sh/disrupted" not in [t["key"] for t in node["spec"].get("taints", [])]
+
+
+def _registered_not_initialized(made, name):
+    """The NodeClaim as it was before its Node passed initialization (Registered, Initialized Unknown)."""
+    claim = made.store.get("NodeClaim", name)
+    set_condition(claim, "Initialized", "Unknown", made.now, "AwaitingReconciliation")
+    set_condition(claim, "Ready", "Unknown", made.now, "AwaitingReconciliation")
+    return made.store.update(claim)
+
+
+def test_a_ready_node_still_tainted_not_ready_leaves_its_nodeclaim_uninitialized_until_the_taint_goes():
+    """ "should not consider the Node to be initialized when all ephemeral taints aren't removed" (Karpenter's
+    initialization_test.go): kube-controller-manager lifts the not-ready taint a moment after the Node is Ready."""
+    made, name = _running()
+    _registered_not_initialized(made, name)
+    node = made.store.get("Node", made.store.get("NodeClaim", name)["status"]["nodeName"])
+    node["spec"]["taints"] = [
+        *node["spec"].get("taints", []),
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+    ]
+    made.store.update(node)
+    assert lifecycle.reconcile(made.ctx) is True
+    assert condition(made.store.get("NodeClaim", name), "Initialized") == (
+        "Unknown",
+        "KnownEphemeralTaintsExist",
+        'KnownEphemeralTaint "node.kubernetes.io/not-ready:NoSchedule" still exists',
+    )
+    assert lifecycle.reconcile(made.ctx) is False  # nothing new to say
+    node = made.store.get("Node", node["metadata"]["name"])
+    node["spec"]["taints"] = [t for t in node["spec"]["taints"] if t["key"] != "node.kubernetes.io/not-ready"]
+    made.store.update(node)
+    assert lifecycle.reconcile(made.ctx) is True
+    assert condition(made.store.get("NodeClaim", name), "Initialized") == ("True", "Initialized", "")
+
+
+def test_a_requested_resource_the_node_does_not_offer_leaves_its_nodeclaim_uninitialized():
+    """ "should not consider the Node to be initialized when all requested resources aren't registered"."""
+    made, name = _running()
+    claim = _registered_not_initialized(made, name)
+    claim["spec"]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    made.store.update(claim)
+    assert lifecycle.reconcile(made.ctx) is True
+    assert condition(made.store.get("NodeClaim", name), "Initialized") == (
+        "Unknown",
+        "ResourceNotRegistered",
+        'Resource "nvidia.com/gpu" was requested but not registered',
+    )
+    node = made.store.get("Node", claim["status"]["nodeName"])
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "1"
+    made.store.update(node)
+    assert lifecycle.reconcile(made.ctx) is True
+    assert condition(made.store.get("NodeClaim", name), "Initialized") == ("True", "Initialized", "")
