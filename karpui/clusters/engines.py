@@ -72,6 +72,7 @@ MIRRORED = frozenset(k.kind for k in KINDS) - {"NodePool", "Lease", *NODE_CLASS_
 LEASE_NAME = "karpui-engine"
 OWN_EVENTS = "karpui"  # observe mode: the source of karpui's own Events, kept apart from the cluster's
 DELETE_CHUNK = 500  # names in one DELETE of mirror rows: well under SQLite's limit of bound variables
+WRITE_CHUNK = 250  # mirror rows in one INSERT ... ON CONFLICT
 MAX_ROUNDS = 12  # as a lab's settle: a handful of steps react to each other, more is a component that spins
 
 
@@ -334,12 +335,16 @@ class Engine:
             now = mirrored[kind] = {key: str(obj["metadata"].get("resourceVersion", "")) for key, obj in seen.items()}
             changed.extend(obj for key, obj in seen.items() if before.get(key) != now[key])
             gone.extend(key for key in before if key not in seen)
-        models.KubeObject.objects.bulk_create(
-            [_row(row, obj) for obj in changed],
-            update_conflicts=True,
-            unique_fields=["cluster", "kind", "namespace", "name"],
-            update_fields=["uid", "resource_version", "body", "updated_at", *models.KubeObject.SUMMARY_FIELDS],
-        )
+        # Each body with the managedFields the cache keeps apart (decoded again here), a few hundred rows a query: a
+        # scale-up changes thousands of pods and Events in one step, whose decoded copies and JSON should not all be
+        # held at once.
+        for start in range(0, len(changed), WRITE_CHUNK):
+            models.KubeObject.objects.bulk_create(
+                [_row(row, self.kube.served(obj)) for obj in changed[start : start + WRITE_CHUNK]],
+                update_conflicts=True,
+                unique_fields=["cluster", "kind", "namespace", "name"],
+                update_fields=["uid", "resource_version", "body", "updated_at", *models.KubeObject.SUMMARY_FIELDS],
+            )
         _delete_rows(row, gone)
         self.mirrored.update(mirrored)
         self.mirrored_versions = versions

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from provisioner.adapters.backoff import Backoff
-from provisioner.adapters.cache import Event, Replace
+from provisioner.adapters.cache import Event, Replace, compact
 from provisioner.adapters.errors import Expired
 from provisioner.adapters.kinds import Resource
 from provisioner.adapters.transport import Transport
@@ -147,17 +147,24 @@ class Informer:
         """Every object of the kind, a page at a time; handed over as one Replace. A continue token that expired
         (410) starts the list again from the first page."""
         items: list[Obj] = []
+        managed: list[bytes | None] = []
         token = ""
         while True:
             query = [("limit", str(PAGE_SIZE))] + ([("continue", token)] if token else [])
             body = self.transport.request("GET", self.resource.collection(), query=query)
-            items.extend(self._typed(item) for item in body.get("items") or [])
+            # Each page made compact as the cache keeps it, and the decoded page let go before the next is asked
+            # for: a relist of thousands of pods never holds them all as decoded beside the cache's own.
+            for item in body.get("items") or []:
+                kept, item_managed = compact(self._typed(item))
+                items.append(kept)
+                managed.append(item_managed)
             token = (body.get("metadata") or {}).get("continue") or ""
+            version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+            body = None
             if not token:
-                version = str((body.get("metadata") or {}).get("resourceVersion") or "")
                 break
         self.lists += 1
-        self.sink(Replace(self.kind, tuple(items), version))
+        self.sink(Replace(self.kind, tuple(items), version, tuple(managed)))
         self.listed.set()
         self.backoff.reset()
         self._working()
@@ -197,7 +204,10 @@ class Informer:
                         raise Expired(str(obj.get("message") or "too old resource version"))
                     raise APIError(f"watch error {code}: {obj.get('message')}")
                 version = (obj.get("metadata") or {}).get("resourceVersion")
-                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                if kind in ("ADDED", "MODIFIED"):
+                    kept, managed = compact(self._typed(obj))
+                    self.sink(Event(self.kind, kind, kept, compacted=True, managed=managed))
+                elif kind == "DELETED":
                     self.sink(Event(self.kind, kind, self._typed(obj)))
                 if version:
                     self.version = str(version)  # BOOKMARK events move it on without an object

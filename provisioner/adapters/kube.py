@@ -27,7 +27,6 @@ from provisioner.adapters.cache import Cache, Event, Replace
 from provisioner.adapters.informer import RESYNC_SECONDS, Informer
 from provisioner.adapters.kinds import INFORMED, Kind, Resource, resolve, served_versions
 from provisioner.adapters.transport import MERGE_PATCH, Transport
-from provisioner.cluster.memory import copy_json
 from provisioner.cluster.objects import Key, NotFound, Obj, is_deleting, key_of
 from provisioner.selectors import LabelSelector
 
@@ -158,6 +157,10 @@ class KubeCluster:
         without copying every object of the cluster each step to read its resourceVersion."""
         return self.cache.peek_all(kind)
 
+    def served(self, obj: Obj) -> Obj:
+        """A cached object (from `peek_all`) as the server sent it, with the managedFields the cache keeps apart."""
+        return self.cache.served(obj)
+
     # Writes ---------------------------------------------------------------------------------------------------
 
     def _resource(self, kind: str) -> Resource:
@@ -180,10 +183,7 @@ class KubeCluster:
             self.cache.remove(answer)  # the last finalizer went: the server has removed it
         else:
             self.cache.store(answer)
-        # The caller's own copy: a cached object is changed only by what the server sends (the cache's reads are
-        # copies made from a pickle of each object, which a change made in place would leave stale).
-        mine: Obj = copy_json(answer)
-        return mine
+        return answer  # the caller's own: the cache keeps a copy of its own (a change in place would leave its pickle stale)
 
     def create(self, obj: Obj) -> Obj:
         """POST the object; where status is a subresource (the server starts it afresh on create) and `obj` has
@@ -270,8 +270,7 @@ class KubeCluster:
             self.cache.store(answer)  # held by finalizers, or a pod ending gracefully
         else:
             self.cache.remove(answer)
-        mine: Obj = copy_json(answer)
-        return mine
+        return answer  # the caller's own: the cache keeps a copy of its own
 
     def remove_finalizer(self, obj: Obj, finalizer: str) -> None:
         resource = self._resource(obj["kind"])
@@ -299,7 +298,13 @@ class KubeCluster:
 
 
 def _without_status(obj: Obj) -> Obj:
-    return {k: v for k, v in obj.items() if k != "status"}
+    """The object but its status, and its managedFields: the cache keeps none (a write's answer handed back has them),
+    and an object that differs from the cached one only there has nothing to write."""
+    rest = {k: v for k, v in obj.items() if k != "status"}
+    meta = rest.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        rest["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return rest
 
 
 def _graceful(pod: Obj) -> bool:

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import urllib3
-from kubernetes import client, config
 
 from provisioner.adapters.backoff import Backoff
 from provisioner.adapters.errors import Unreachable, error_for
+from provisioner.adapters.official import client, config
 from provisioner.adapters.ratelimit import TokenBucket
 from provisioner.cluster.objects import APIError, TooManyRequests
 

@@ -54,8 +54,9 @@ class Views:
             self.unreadable[uid] = (meta.get("resourceVersion"), obj, str(error))
             raise UnreadablePod(f"pod {meta.get('namespace', 'default')}/{meta.get('name')}: {error}") from None
         self.unreadable.pop(uid, None)
-        if spec_view is None:
-            self._specs[uid] = (shape, pod)
+        # The newest version's shape, even when equal to the one kept: the kept one's spec belongs to an older object
+        # the cache has let go of, which it would otherwise hold on to (a copy of every pod's spec, at thousands).
+        self._specs[uid] = (shape, pod)
         self._pods[uid] = (meta.get("resourceVersion"), pod)
         return pod
 

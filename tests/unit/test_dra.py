@@ -156,3 +156,18 @@ def test_existing_nodes_offer_their_free_published_devices():
     )
     assert list(result.placements) == ["gpu-node"] and len(result.placements["gpu-node"]) == 1
     assert len(result.new_nodeclaims) == 1
+
+
+def test_the_cel_library_is_imported_only_when_a_selector_is_first_compiled():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from provisioner.dra.cel import validate\n"
+        "print(sorted(m for m in ('cel', 'typer', 'prompt_toolkit', 'rich') if m in sys.modules))\n"
+        "validate('device.driver == \"gpu.example.com\"')\n"
+        "print('cel' in sys.modules)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert ran.stdout.splitlines() == ["[]", "True"]

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import reset_queries
 
 from karpui import heartbeat, models
 from karpui.clusters.engines import Engine
@@ -52,6 +53,9 @@ class Command(BaseCommand):
                 if time.monotonic() - scanned >= options["rescan"] or not engines:
                     self._scan(engines, options)
                     scanned = time.monotonic()
+                # As Django does at each request: with DEBUG on, every query since would stay in the connection's
+                # log (up to 9,000 of them, the mirror's writes of thousands of objects among them) for good.
+                reset_queries()
                 for engine in list(engines.values()):
                     try:
                         engine.step(time.time())
