@@ -34,6 +34,7 @@ from provisioner.scheduling.reservations import RESERVATION_STRICT
 from provisioner.scheduling.results import RESERVED, NodeClaimPlan, Reason, SchedulingResult
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
+from provisioner.taints import Taint
 
 REQUEUE_SECONDS = 10.0
 # Observe mode's verdicts for pods a simulation of Karpenter places: a NodeClaim to come, or a node with room.
@@ -318,12 +319,18 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
         launched = is_true(claim, "Launched")
         planned = parse_resources(((claim.get("spec") or {}).get("resources") or {}).get("requests") or {})
         name = status.get("nodeName") or claim["metadata"]["name"]
+        spec = claim.get("spec") or {}
         nodes.append(
             Node(
                 name=name,
                 labels={**(claim["metadata"].get("labels") or {}), "kubernetes.io/hostname": name},
                 allocatable=parse_resources(status.get("allocatable") or {}) if launched else planned,
                 capacity=parse_resources(status.get("capacity") or {}) if launched else planned,
+                # A state node without its Node has its NodeClaim's taints (Karpenter's StateNode.Taints), and the
+                # pods the cache has already seen bound to it.
+                taints=tuple(Taint.from_spec(t) for t in spec.get("taints") or []),
+                startup_taints=tuple(Taint.from_spec(t) for t in spec.get("startupTaints") or []),
+                pods=tuple(by_node.get(name, [])),
                 initialized=False,
                 managed=True,
                 nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""),

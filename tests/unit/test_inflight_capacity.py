@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from provisioner.cluster.views import Views
+from provisioner.cluster.views import Views, unbound_pods
 from provisioner.controllers.provisioning import ProvisioningController, cluster_nodes
 from provisioner.lab import Lab
 from tests.lab_builders import deployment, lab, nodepool_doc
@@ -25,13 +25,15 @@ ANTI_AFFINITY = {
 
 
 class NodesNotRelisted:
-    """The cluster as a cache sees it just after an API server restart: no Nodes yet, and every pod still as it
-    was before the scheduler bound it (no node, Pending)."""
+    """The cluster as a cache sees it just after an API server restart: no Nodes yet, and (`unbound`) every pod
+    still as it was before the scheduler bound it (no node, Pending)."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    def __init__(self, store: Any, *, unbound: bool = True) -> None:
+        self.store, self.unbound = store, unbound
 
     def _pods(self) -> list[dict[str, Any]]:
+        if not self.unbound:
+            return list(self.store.list("Pod"))
         pods = []
         for obj in self.store.list("Pod"):
             unbound = copy.deepcopy(obj)
@@ -57,6 +59,16 @@ class NodesNotRelisted:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
+
+
+def pending_pod(app: str, cpu: str, name: str = "", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name or app, "namespace": "default", "labels": {"app": app}},
+        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}], **spec},
+        "status": {"phase": "Pending"},
+    }
 
 
 def three_spread_pods_on_their_nodes() -> Lab:
@@ -93,3 +105,37 @@ def test_pending_pods_of_nodeclaims_whose_nodes_the_cache_has_not_seen_get_no_se
     assert result is not None
     assert sorted(result.placements) == sorted(c["status"]["nodeName"] for c in made.store.list("NodeClaim"))
     assert sorted(len(pods) for pods in result.placements.values()) == [1, 1, 1]
+
+
+def test_a_fourth_spread_pod_is_kept_off_nodeclaims_whose_nodes_the_cache_has_not_seen_but_whose_pods_it_has() -> None:
+    made = three_spread_pods_on_their_nodes()
+    made.store.create(pending_pod("spread-out", cpu="500m", name="spread-out-4", affinity=ANTI_AFFINITY))
+    stale = dataclasses.replace(made.ctx, api=NodesNotRelisted(made.store, unbound=False), views=Views())
+    assert sorted(len(node.pods) for node in cluster_nodes(stale)) == [1, 1, 1]
+    fourth = [pod for _, pod in stale.views.readable([made.store.get("Pod", "spread-out-4", "default")])]
+    controller = ProvisioningController({})
+    assert controller.provision(stale, fourth) is True
+    assert len(made.store.list("NodeClaim")) == 4
+
+
+def test_a_nodeclaim_whose_node_the_cache_has_not_seen_keeps_its_taints() -> None:
+    """Karpenter's StateNode.Taints for a state node without its Node: the NodeClaim's. A pod that does not tolerate
+    them gets a NodeClaim of its own."""
+    dedicated = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
+    made = lab(
+        nodepool_doc("dedicated", weight=100, template_spec={"taints": [dedicated]}),
+        nodepool_doc("general"),
+        deployment("batch", replicas=1, cpu="500m", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+    )
+    made.advance(60)
+    [claim] = made.store.list("NodeClaim")
+    assert claim["metadata"]["labels"]["karpenter.sh/nodepool"] == "dedicated"
+    made.store.create(pending_pod("web", cpu="100m"))
+    stale = dataclasses.replace(made.ctx, api=NodesNotRelisted(made.store, unbound=False), views=Views())
+    [inflight] = cluster_nodes(stale)
+    assert [str(t) for t in inflight.taints] == ["dedicated=batch:NoSchedule"]
+    web = [pod for _, pod in stale.views.readable(unbound_pods(made.store))]
+    assert [pod.labels["app"] for pod in web] == ["web"]
+    assert ProvisioningController({}).provision(stale, web) is True
+    pools = sorted(c["metadata"]["labels"]["karpenter.sh/nodepool"] for c in made.store.list("NodeClaim"))
+    assert pools == ["dedicated", "general"]
