@@ -1,5 +1,5 @@
 """hack/kube/cluster.py's copy of kwok's stages: node-initialize passes by nodes holding their conditions, and the
-node status heartbeat comes every 60-70 s (kube-controller-manager retries a not-ready taint it failed to lift only
+node status heartbeat comes every 20-30 s (kube-controller-manager retries a not-ready taint it failed to lift only
 at the node's next status update)."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def cluster_module() -> ModuleType:
     return module
 
 
-def test_the_heartbeat_comes_every_60_to_70_s_and_node_initialize_passes_by_held_nodes(tmp_path: Path) -> None:
+def test_the_heartbeat_comes_every_20_to_30_s_and_node_initialize_passes_by_held_nodes(tmp_path: Path) -> None:
     source = tmp_path / "stages"
     source.mkdir()
     (source / "node-heartbeat-with-lease.yaml").write_text(HEARTBEAT)
@@ -52,7 +52,7 @@ def test_the_heartbeat_comes_every_60_to_70_s_and_node_initialize_passes_by_held
     paths = cluster_module().kwok_stages(source, tmp_path / "copied")
     assert [Path(p).name for p in paths] == ["node-heartbeat-with-lease.yaml", "node-initialize.yaml"]
     heartbeat, initialize = (Path(p).read_text() for p in paths)
-    assert heartbeat == HEARTBEAT.replace("600000", "60000").replace("610000", "70000")
+    assert heartbeat == HEARTBEAT.replace("600000", "20000").replace("610000", "30000")
     assert initialize == INITIALIZE.replace(
         "    matchExpressions:\n",
         "    matchExpressions:\n"
