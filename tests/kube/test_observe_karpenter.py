@@ -97,10 +97,18 @@ class Observed:
         )
 
     def launched(self, pods: int) -> str:
-        """Karpenter's one NodeClaim for `pods` one-CPU pods, once they run (as the mirror shows)."""
+        """Karpenter's one NodeClaim for `pods` one-CPU pods, once they run and the NodeClaim names its Node (as the
+        mirror shows: the informers watch apart, so the pods can show Running a step before the NodeClaim shows the
+        Node it registered, which is what a person's request for that node is checked against)."""
         [claim] = self.until(lambda: self.claims(), what=f"Karpenter launched a node for {pods} pods")
         self.running(pods)
+        self.until(lambda: self.mirrored_node(claim), what=f"the mirror shows NodeClaim {claim}'s Node")
         return claim
+
+    def mirrored_node(self, claim: str) -> str:
+        """The Node the mirror's copy of a NodeClaim names ("" until it names one)."""
+        row = models.KubeObject.objects.filter(cluster=self.row, kind="NodeClaim", name=claim).first()
+        return str((((row.body if row else None) or {}).get("status") or {}).get("nodeName") or "")
 
     def underutilized(self) -> tuple[str, models.KubeObject]:
         """Five pods on Karpenter's node in the gated NodePool, then one: its NodeClaim, and the command karpui
