@@ -8,10 +8,12 @@ gate for exactly its candidates, and the command follows what Karpenter does wit
 A command's `status.phase` records its life: Proposed → (validated) → AwaitingApproval → Approved | Denied | Expired,
 or DryRun, or Rejected (it no longer held at validation); Approved → Executing → Succeeded | Failed; a person's
 request may be Withdrawn. People approve and deny through karpui's services, which write `spec.approval`; nothing
-executes without a re-check newer than the decision. A command waiting for a person, or approved and not started,
-is planned again on the cluster of the moment (`recheck`) whenever what it reads changes: if its plan changed it
-never runs, and a new command with the plan of now takes its place (Superseded), needing approval again only when
-the change is material (`provisioner.disruption.plans`). Approved commands run in the order they were approved
+executes without a re-check newer than the decision. Validation, and the re-check of a command karpui approved by
+itself, are Karpenter's (`Recheck.karpenter`): a delete whose node lost pods meanwhile still runs, an emptiness
+command runs with its nodes still empty. A command waiting for a person, or approved by one and not started, is
+planned again on the cluster of the moment (`recheck`) whenever what it reads changes: if its plan changed it never
+runs, and a new command with the plan of now takes its place (Superseded), needing approval again only when the
+change is material (`provisioner.disruption.plans`). Approved commands run in the order they were approved
 (those approved together in their batch's steps), each re-checked with the commands before it gone. While a
 person has paused voluntary disruption, an approved command waits in Approved (`_hold`).
 """
@@ -34,7 +36,7 @@ from provisioner.controllers.termination import DRAIN_RETRY_SECONDS, taint_disru
 from provisioner.disruption import logs as disruption_logs
 from provisioner.disruption.accounting import claim_price
 from provisioner.disruption.plans import PlanSummary
-from provisioner.disruption.types import Command
+from provisioner.disruption.types import EMPTY, Command
 from provisioner.manifests.nodepool import NODECLASS_ANNOTATION
 from provisioner.objects import WHEN_EMPTY
 from provisioner.quantity import parse_resources
@@ -56,6 +58,19 @@ LOGGER = "controller.disruption"
 OVERPROVISIONED = "Overprovisioned"
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition a command's candidates carry while it runs
 MANUAL = "Manual"  # a person's request for a node, not a method's decision
+AUTO_APPROVER = "karpui (auto)"  # who approves a command its NodePool's approval mode lets through
+# What a narrowed emptiness command's record says anew; the rest (its gate, its deadline) stays.
+NARROWED_KEYS = (
+    "candidates",
+    "nodepools",
+    "text",
+    "savings",
+    "fingerprint",
+    "nodeStates",
+    "destinations",
+    "risks",
+    "assessment",
+)
 
 
 def live_commands(ctx: ClusterContext) -> list[Obj]:
@@ -126,12 +141,13 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
     if phase == "Proposed" and ctx.now >= parse_timestamp(status["validateAt"]):
         check = validate(ctx, command)
         _note_check(ctx, command, check)
-        if not check.holds:
-            why = check.problem or f"scheduling (plan changed: {'; '.join(check.comparison.changes)})"
+        why = check.rejection
+        if why:
             consolidation_events.rejected(ctx, command, why)
             return _finish(
                 ctx, command, "Rejected", f"Consolidation rejected: {command['spec']['text']}, reason: {why}"
             )
+        _narrow(ctx, command, check)
         status["validatedAt"] = timestamp(ctx.now)
         return _gate(ctx, command)
     if phase == "AwaitingApproval":
@@ -156,11 +172,17 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
             return _wait(ctx, command, waiting)
         recheck_now = validate(ctx, command)
         _note_check(ctx, command, recheck_now)
-        if recheck_now.problem and not recheck_now.budget:
-            return _finish(ctx, command, "Expired", f"expired after approval: {recheck_now.problem}")
-        if recheck_now.problem:
-            return _wait(ctx, command, recheck_now.problem)
-        if recheck_now.plan is not None and recheck_now.comparison.changed:
+        # A command karpui approved by itself has no person's approval that a change could overtake: it runs when
+        # Karpenter's validation would run it, as Karpenter's queue starts a command its validation passed.
+        automatic = approval.get("by") == AUTO_APPROVER
+        why = recheck_now.rejection if automatic else recheck_now.problem
+        if why and not recheck_now.budget:
+            return _finish(ctx, command, "Expired", f"expired after approval: {why}")
+        if why:
+            return _wait(ctx, command, why)
+        if automatic:
+            _narrow(ctx, command, recheck_now)
+        elif recheck_now.plan is not None and recheck_now.comparison.changed:
             return supersede(ctx, command, recheck_now)
         return _start(ctx, command)
     if phase == "Executing":
@@ -352,6 +374,30 @@ def supersede(ctx: ClusterContext, command: Obj, check: Recheck) -> bool:
         f"superseded by {name} ({verb}): {'; '.join(check.comparison.changes)}",
         # A successor that carries the approval over the same nodes keeps them held.
         release=not (approved and not material and _same_nodes(spec, check.plan)),
+    )
+
+
+def _narrow(ctx: ClusterContext, command: Obj, check: Recheck) -> None:
+    """An emptiness command runs with those of its nodes still empty, as Karpenter's emptiness validation keeps
+    them: its record is rewritten to say so, so that only they are drained. Its caller stores it."""
+    spec = command["spec"]
+    plan = check.plan
+    if spec["reason"] != EMPTY or plan is None or _same_nodes(spec, plan):
+        return
+    dropped = sorted({c["node"] for c in spec["candidates"]} - {c.name for c in plan.candidates})
+    fresh = command_object(
+        ctx,
+        plan,
+        command["metadata"]["name"],
+        mode=spec.get("approvalMode", "auto"),
+        threshold=spec.get("approvalThreshold"),
+    )["spec"]
+    for key in NARROWED_KEYS:
+        spec[key] = fresh[key]
+    append(
+        command["status"],
+        "steps",
+        {"at": timestamp(ctx.now), "step": f"narrowed to the nodes still empty: {', '.join(dropped)} left out"},
     )
 
 
@@ -601,7 +647,7 @@ def _gate(ctx: ClusterContext, command: Obj, *, write: bool = True) -> bool:
         and spec["savings"] <= float(spec["approvalThreshold"])
         and not spec.get("risks")
     ):
-        spec["approval"] = {"decision": "approved", "by": "karpui (auto)", "at": timestamp(ctx.now)}
+        spec["approval"] = {"decision": "approved", "by": AUTO_APPROVER, "at": timestamp(ctx.now)}
         status["phase"] = "Approved"
     else:
         status.update(phase="AwaitingApproval", expiresAt=deadline)

@@ -6,7 +6,7 @@ still run. The answer is the plan as it would be now, and how it differs from th
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,9 +26,17 @@ from provisioner.disruption.consolidation import (
 )
 from provisioner.disruption.plans import SAVINGS_TOLERANCE, Comparison, PlanSummary, compare
 from provisioner.disruption.types import DRIFTED, EMPTY, Candidate, Command
+from provisioner.scheduling.results import SchedulingResult
 from provisioner.scheduling.static import static_plan
 
 MANUAL = "Manual"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Karpenter's own validation of a command as proposed (validation.go): `problem` is why it would not run."""
+
+    problem: str | None
 
 
 @dataclass(frozen=True)
@@ -37,11 +45,27 @@ class Recheck:
     problem: str | None = None  # why it cannot run (Karpenter's reasons: churn, budget, scheduling)
     budget: bool = False  # the problem is a disruption budget: it may run once the budget allows
     comparison: Comparison = field(default_factory=lambda: Comparison((), False))
+    # Where Karpenter validates a proposal (emptiness and consolidation), its verdict on the stored command. It
+    # simulates again rather than comparing plans, so a delete whose node lost pods meanwhile, or a replacement whose
+    # types the simulation still offers, runs as proposed; an emptiness command runs with its nodes still empty.
+    karpenter: Verdict | None = None
 
     @property
     def holds(self) -> bool:
         """The stored plan is still the plan."""
         return self.problem is None and not self.comparison.changed
+
+    @property
+    def rejection(self) -> str | None:
+        """Why the command does not run where no person's approval is at stake: Karpenter's validation's reason,
+        or, where Karpenter has none, how the plan changed."""
+        if self.karpenter is not None:
+            return self.karpenter.problem
+        if self.problem:
+            return self.problem
+        if self.comparison.changed:
+            return f"scheduling (plan changed: {'; '.join(self.comparison.changes)})"
+        return None
 
 
 def recheck(ctx: ClusterContext, command: Obj, departing: Collection[str] = ()) -> Recheck:
@@ -60,6 +84,7 @@ def recheck(ctx: ClusterContext, command: Obj, departing: Collection[str] = ()) 
     )
     by_name = {c.name: c for c in candidates}
     missing = [n for n in names if n not in by_name]
+    karpenter: Verdict | None = None
     if reason == MANUAL:
         if missing:
             return Recheck(None, f"churn ({missing[0]}: {'; '.join(blocked.get(missing[0], []) or ['node is gone'])})")
@@ -73,6 +98,7 @@ def recheck(ctx: ClusterContext, command: Obj, departing: Collection[str] = ()) 
             why = "; ".join(blocked.get(gone, []) or [f"{gone} is no longer empty"])
             return Recheck(None, f"churn ({gone}: {why})")
         plan = Command(EMPTY, kept, (), spec.get("method", "empty"))
+        karpenter = Verdict(None)
     else:
         if missing:
             return Recheck(None, f"churn ({missing[0]}: {'; '.join(blocked.get(missing[0], []) or ['node is gone'])})")
@@ -83,15 +109,48 @@ def recheck(ctx: ClusterContext, command: Obj, departing: Collection[str] = ()) 
         elif reason == DRIFTED:
             plan = _drift_plan(chosen[0], view)
         else:
-            plan = compute(chosen, view, spec["method"], reason)
-    if not isinstance(plan, Command):
-        return Recheck(None, f"scheduling ({plan[0]})")
+            result = simulate(chosen, view)
+            plan = compute(chosen, view, spec["method"], reason, result)
+            karpenter = Verdict(validate_command(result, chosen, view, spec.get("replacements") or []))
     if reason != MANUAL:
-        over = _over_budget(plan, view, ctx.now, nodepools)
+        over = _over_budget(
+            plan.candidates if isinstance(plan, Command) else tuple(by_name[n] for n in names),
+            reason,
+            view,
+            ctx.now,
+            nodepools,
+        )
         if over:
-            return Recheck(None, f"budget ({over})", budget=True)
+            return Recheck(None, f"budget ({over})", budget=True, karpenter=karpenter and Verdict(f"budget ({over})"))
+    if not isinstance(plan, Command):
+        return Recheck(None, f"scheduling ({plan[0]})", karpenter=karpenter)
     tolerance = float((spec.get("approval") or {}).get("tolerance", SAVINGS_TOLERANCE))
-    return Recheck(plan, comparison=compare(PlanSummary.from_spec(spec), PlanSummary.of(plan), tolerance))
+    comparison = compare(PlanSummary.from_spec(spec), PlanSummary.of(plan), tolerance)
+    return Recheck(plan, comparison=comparison, karpenter=karpenter)
+
+
+def validate_command(
+    result: SchedulingResult,
+    candidates: Sequence[Candidate],
+    view: ClusterView,
+    replacements: Sequence[Mapping[str, Any]],
+) -> str | None:
+    """Karpenter's validateCommand on the scheduling simulated again without the candidates: every pod they hold
+    still lands, and the simulation launches nothing where the command launches nothing, or exactly one NodeClaim
+    that still offers every instance type the command's replacement may be (it does no price filtering, so it may
+    offer more). None when the command runs."""
+    problems = simulation_problems(result, candidates, view)
+    if problems:
+        return f"scheduling ({problems[0]})"
+    launches = result.new_nodeclaims
+    if not launches and not replacements:
+        return None
+    if len(launches) != 1 or len(replacements) != 1:
+        return "scheduling (scheduling simulation produced new results)"
+    offered = {o.instance_type.name for o in launches[0].options}
+    if not set(replacements[0].get("instanceTypes") or []) <= offered:
+        return "scheduling (scheduling simulation produced new results)"
+    return None
 
 
 def _own(view: ClusterView, names: Collection[str]) -> ClusterView:
@@ -144,17 +203,19 @@ def manual_candidate(view: ClusterView, node: str, nodepools: Mapping[str, Any])
     return Candidate(mine, pool, pods, disruption_cost(mine, pool, pods, view.now))
 
 
-def _over_budget(plan: Command, view: ClusterView, now: float, nodepools: Mapping[str, Any]) -> str | None:
+def _over_budget(
+    candidates: Sequence[Candidate], reason: str, view: ClusterView, now: float, nodepools: Mapping[str, Any]
+) -> str | None:
     """Karpenter's budget validation: the candidates of each NodePool fit in what its budget for the command's
     reason allows now (nodes of other commands already on their way out count as disrupting)."""
     counts: dict[str, int] = {}
-    for candidate in plan.candidates:
+    for candidate in candidates:
         counts[candidate.claimed.nodepool] = counts.get(candidate.claimed.nodepool, 0) + 1
     for pool, count in sorted(counts.items()):
         nodepool = nodepools.get(pool)
         if nodepool is None:
             continue
-        allowed = allowed_disruptions(nodepool, plan.reason, view.claimed, now)
+        allowed = allowed_disruptions(nodepool, reason, view.claimed, now)
         if count > allowed:
-            return f'NodePool "{pool}" allows {allowed} more node(s) to be disrupted for {plan.reason} now, the command needs {count}'
+            return f'NodePool "{pool}" allows {allowed} more node(s) to be disrupted for {reason} now, the command needs {count}'
     return None

@@ -141,9 +141,17 @@ def worst_launch_price(
     return None
 
 
-def compute(candidates: Sequence[Candidate], view: ClusterView, method: str, reason: str) -> Command | list[str]:
-    """A delete or replace command for removing all `candidates`, or the reasons none makes sense."""
-    result = simulate(candidates, view)
+def compute(
+    candidates: Sequence[Candidate],
+    view: ClusterView,
+    method: str,
+    reason: str,
+    result: SchedulingResult | None = None,
+) -> Command | list[str]:
+    """A delete or replace command for removing all `candidates`, or the reasons none makes sense (`result`: their
+    simulation, when it has been run already)."""
+    if result is None:
+        result = simulate(candidates, view)
     problems = simulation_problems(result, candidates, view)
     if problems:
         return problems

@@ -1,0 +1,106 @@
+"""A proposed command validated as Karpenter validates it 15 s on: simulated again, not compared plan for plan.
+
+Follows sigs.k8s.io/karpenter@v1.15.0 pkg/controllers/disruption/validation.go (EmptinessValidator.Validate and
+validateCommand) and the It of consolidation_test.go each test names.
+"""
+
+from typing import Any
+
+from provisioner.lab import Lab
+from tests.lab_builders import deployment, lab, nodepool_doc
+
+OD = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
+CONSOLIDATING = {
+    "consolidationPolicy": "WhenEmptyOrUnderutilized",
+    "consolidateAfter": "0s",
+    "budgets": [{"nodes": "100%"}],
+}
+
+
+def two_nodes() -> Lab:
+    """A c-16x-amd64-linux node full of `inflate` (15 one-CPU pods) and a c-4x-amd64-linux node holding `more`'s 3."""
+    made = lab(nodepool_doc(template_spec={"requirements": OD}, disruption=CONSOLIDATING), deployment("inflate", 15))
+    made.advance(30)
+    made.store.create(deployment("more", 3))
+    made.advance(30)
+    assert sorted((types(made)[name], len(pods_on(made, name))) for name in types(made)) == [
+        ("c-16x-amd64-linux", 15),
+        ("c-4x-amd64-linux", 3),
+    ]
+    return made
+
+
+def types(made: Lab) -> dict[str, str]:
+    return {
+        n["metadata"]["name"]: n["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+        for n in made.store.list("Node")
+    }
+
+
+def node_of(made: Lab, instance_type: str) -> str:
+    return next(name for name, kind in types(made).items() if kind == instance_type)
+
+
+def pods_on(made: Lab, node: str) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in made.store.list("Pod") if p["spec"].get("nodeName") == node)
+
+
+def scale(made: Lab, name: str, replicas: int) -> None:
+    found = made.store.get("Deployment", name, "default")
+    found["spec"]["replicas"] = replicas
+    made.store.update(found)
+
+
+def proposed(made: Lab) -> dict[str, Any]:
+    while not made.store.list("DisruptionCommand"):
+        made.advance(1)
+    [command] = made.store.list("DisruptionCommand")
+    assert command["status"]["phase"] == "Proposed"
+    return command
+
+
+def test_a_delete_whose_node_lost_a_pod_during_the_wait_still_runs():
+    """validateCommand: a delete stays valid while the simulation launches nothing; the pods it moves may be fewer
+    (before, karpui rejected it with "plan changed: evicts 2 pods, 1 fewer" and proposed it again)."""
+    made = two_nodes()
+    small = node_of(made, "c-4x-amd64-linux")
+    scale(made, "inflate", 10)  # room on the big node for the small one's pods
+    command = proposed(made)
+    assert command["spec"]["text"].endswith(f"delete: nodepools=[default]: [{small}] (savings: $0.11)")
+    assert len(command["spec"]["candidates"][0]["pods"]) == 3
+    scale(made, "more", 2)  # the small node runs more of `more` than the big one: it loses the pod
+    made.advance(1)
+    assert len(pods_on(made, small)) == 2
+    made.advance(20)
+    command = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert (command["status"]["phase"], command["status"]["message"]) == ("Succeeded", "command succeeded")
+    assert command["status"]["checks"][0]["result"] == "changed"
+    assert command["status"]["checks"][0]["detail"] == "evicts 2 pods, 1 fewer"
+    made.advance(30)
+    assert list(types(made).values()) == ["c-16x-amd64-linux"]
+    assert len(pods_on(made, node_of(made, "c-16x-amd64-linux"))) == 12
+
+
+def test_an_emptiness_command_runs_with_its_nodes_still_empty():
+    """ "does not delete nodes with pod churn, deletes nodes without pod churn": a pod lands on one of the two empty
+    nodes during the wait; the other is deleted, and the command's record names only it."""
+    made = two_nodes()
+    big, small = node_of(made, "c-16x-amd64-linux"), node_of(made, "c-4x-amd64-linux")
+    scale(made, "inflate", 0)
+    scale(made, "more", 0)
+    command = proposed(made)
+    assert sorted(c["node"] for c in command["spec"]["candidates"]) == sorted([big, small])
+    hostname = made.store.get("Node", big)["metadata"]["labels"]["kubernetes.io/hostname"]
+    made.store.create(deployment("guard", 1, "100m", nodeSelector={"kubernetes.io/hostname": hostname}))
+    made.advance(8)
+    assert [p.split("-")[0] for p in pods_on(made, big)] == ["guard"]
+    made.advance(20)
+    command = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert command["status"]["phase"] == "Succeeded"
+    assert [c["node"] for c in command["spec"]["candidates"]] == [small]
+    assert command["spec"]["text"].endswith(f"delete: nodepools=[default]: [{small}] (savings: $0.11)")
+    assert [s["step"] for s in command["status"]["steps"]][:2] == [
+        f"narrowed to the nodes still empty: {big} left out",
+        "tainted 1 node(s)",
+    ]
+    assert list(types(made)) == [big]
