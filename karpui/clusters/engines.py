@@ -241,17 +241,22 @@ class Engine:
     def _run(self, ctx: ClusterContext) -> bool:
         assert self.manager is not None
         if self.mode == OBSERVE:
+            manager = self.manager
+            # (name, reconcile, whether what it did is a change the step goes on for)
+            controllers: tuple[tuple[str, Callable[[ClusterContext], object], bool], ...] = (
+                ("nodeoverlay", lambda c: manager.overlays.reconcile(c, write=False), False),  # Karpenter writes
+                ("provisioning", manager.provisioning.reconcile, False),  # explains waiting pods: Karpenter launches
+                ("disruption", manager.disruption.reconcile, True),
+                ("disruption.queue", commands.reconcile, True),
+                ("disruption.gate", holds.reconcile, True),  # holds and releases, after the queue released what it may
+            )
             changed = False
-            with ctx.guard("nodeoverlay"):
-                self.manager.overlays.reconcile(ctx, write=False)  # Karpenter writes their status
-            with ctx.guard("provisioning"):
-                self.manager.provisioning.reconcile(ctx)  # explains waiting pods: Karpenter launches
-            with ctx.guard("disruption"):
-                changed |= self.manager.disruption.reconcile(ctx)
-            with ctx.guard("disruption.queue"):
-                changed |= commands.reconcile(ctx)
-            with ctx.guard("disruption.gate"):
-                changed |= holds.reconcile(ctx)  # holds and releases, after the queue has released what it may
+            for name, reconcile, counts in controllers:
+                if ctx.backing_off(name):
+                    continue
+                with ctx.guard(name):
+                    done = reconcile(ctx)
+                    changed |= counts and bool(done)
             return changed
         return bool(self.manager.step(ctx))
 

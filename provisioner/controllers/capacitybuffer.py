@@ -80,6 +80,8 @@ class CapacityBufferController:
         changed = False
         get = _getter(ctx)
         for buffer in ctx.api.list(cb.KIND):
+            if ctx.backing_off("capacitybuffer", buffer):
+                continue
             with ctx.guard("capacitybuffer", buffer):
                 before = repr(buffer.get("status"))
                 resolve_status(buffer, get, ctx.now)

@@ -119,6 +119,8 @@ def next_due(ctx: ClusterContext) -> list[float]:
 def reconcile(ctx: ClusterContext) -> bool:
     changed = False
     for command in live_commands(ctx):
+        if ctx.backing_off("disruption.queue", command):
+            continue
         with ctx.guard("disruption.queue", command):
             changed |= advance(ctx, command)
     return changed

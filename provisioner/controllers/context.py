@@ -26,12 +26,25 @@ T = TypeVar("T")
 
 # A failing object's Warning Event is repeated at most every five minutes, however often the reconcile retries.
 ERROR_DEDUPE = 300.0
+# controller-runtime's default per-item rate limiter: a reconcile that failed is retried after 5 ms, doubling with
+# each failure in a row up to 1000 s, and forgotten once it succeeds.
+RETRY_BASE_SECONDS, RETRY_MAX_SECONDS = 0.005, 1000.0
 
 
 def doubling_delay(base: float, cap: float, failures: int) -> float:
     """A retry's delay after `failures` failures in a row: `base` doubled each time, at most `cap`; no jitter, so a
     lab driven by its own clock stays deterministic."""
     return float(min(base * 2 ** (failures - 1), cap))
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """A reconcile that failed `failures` times in a row, the last time on the object at `version`: not retried
+    before `retry_at` unless the object changes (a watch event requeues an item at once in controller-runtime)."""
+
+    failures: int
+    version: str | None
+    retry_at: float
 
 
 @dataclass(frozen=True)
@@ -109,9 +122,14 @@ class ClusterContext:
     # Called with each log line as it is written (a real cluster's engine commits and prints it at once, so a step
     # cut short keeps the record of every write it made).
     on_log: Callable[[TimedRecord], None] | None = None
-    # Errors `guard` caught so far: a controller that skips unchanged inputs must not skip a run that failed (its
-    # next run retries, as Karpenter requeues a failed reconcile).
+    # Errors `guard` caught so far, and reconciles held back after one (`backing_off`): a controller that skips
+    # unchanged inputs must not skip a run that failed or left an object out (its next run retries, as Karpenter
+    # requeues a failed reconcile).
     errors: int = 0
+    # (controller, object) -> its reconcile's failures in a row: what `guard` caught, held back as controller-runtime
+    # holds a failed item, so an object that keeps failing (the API server is down) is retried, and logged, ever
+    # more rarely instead of at every step.
+    backoffs: dict[tuple[str, str], Backoff] = field(default_factory=dict)
     # Derived views (a disruption snapshot, a command's validation) with the inputs they were computed from: a warm
     # engine asked again with unchanged inputs answers from here instead of rescanning the cluster.
     memos: dict[str, tuple[Any, Any]] = field(default_factory=dict)
@@ -221,17 +239,37 @@ class ClusterContext:
             component=self.event_source,
         )
 
+    def backing_off(self, controller: str, obj: Obj | None = None) -> bool:
+        """Whether `controller`'s reconcile (of `obj`) failed lately and waits for its retry: its caller skips it."""
+        held = self.backoffs.get(_backoff_key(controller, obj))
+        if held is None or self.now >= held.retry_at or held.version != _version(obj):
+            return False
+        self.errors += 1  # a run that left it out is not a run with nothing left to do
+        return True
+
+    def retry_times(self) -> list[float]:
+        """When the reconciles held back by a failure may run again (the engine wakes for them). One not retried
+        long after its time (its object is gone) is forgotten."""
+        for key in [k for k, b in self.backoffs.items() if self.now - b.retry_at > RETRY_MAX_SECONDS]:
+            del self.backoffs[key]
+        return [b.retry_at for b in self.backoffs.values()]
+
     @contextmanager
     def guard(self, controller: str, obj: Obj | None = None) -> Iterator[None]:
         """Run one controller's (or one object's) reconcile so that an error in it is logged as Karpenter's
         "Reconciler error", recorded as a Warning Event on the object, and skipped: one bad object never stops
-        the loop for the other objects, the other controllers or the other clusters."""
+        the loop for the other objects, the other controllers or the other clusters. A failure holds the reconcile
+        back (`backing_off`) for a delay that doubles with each failure in a row; a success forgets them."""
+        key = _backoff_key(controller, obj)
         try:
             yield
         except NotLeading:
             raise  # not this controller's error: the step ends, whatever runs it
         except Exception as error:
             self.errors += 1
+            failures = self.backoffs[key].failures + 1 if key in self.backoffs else 1
+            retry_at = self.now + doubling_delay(RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, failures)
+            self.backoffs[key] = Backoff(failures, _version(obj), retry_at)
             fields: dict[str, object] = {"controller": controller, "error": f"{type(error).__name__}: {error}"}
             if obj is not None:
                 fields[obj["kind"]] = {
@@ -243,3 +281,16 @@ class ClusterContext:
                 # The error is logged above; an Event that cannot be written (the same bad object) adds nothing.
                 with suppress(Exception):
                     self.event(obj, "Warning", "ReconcileError", f"{controller}: {error}", dedupe_seconds=ERROR_DEDUPE)
+        else:
+            self.backoffs.pop(key, None)
+
+
+def _backoff_key(controller: str, obj: Obj | None) -> tuple[str, str]:
+    if obj is None:
+        return (controller, "")
+    meta = obj["metadata"]
+    return (controller, f"{obj.get('kind', '')}/{meta.get('namespace', '')}/{meta['name']}")
+
+
+def _version(obj: Obj | None) -> str | None:
+    return None if obj is None else obj["metadata"].get("resourceVersion")

@@ -113,6 +113,8 @@ def next_due(ctx: ClusterContext) -> float | None:
 def reconcile(ctx: ClusterContext, outcomes: LaunchOutcomes | None = None) -> bool:
     changed = False
     for claim in ctx.api.list("NodeClaim"):
+        if ctx.backing_off("nodeclaim.lifecycle", claim):
+            continue
         with ctx.guard("nodeclaim.lifecycle", claim):
             changed |= _reconcile_claim(ctx, claim, outcomes or _Unheard())
     changed |= _nodes_without_claims(ctx)

@@ -70,6 +70,8 @@ class Manager:
         )
         changed = []
         for name, reconcile in controllers:
+            if ctx.backing_off(name):
+                continue
             with ctx.guard(name):
                 if reconcile(ctx):
                     changed.append(name)
@@ -90,6 +92,7 @@ class Manager:
             ("node.health", lambda: self.health.next_due(ctx)),
             ("nodeclaim.lifecycle", lambda: _maybe(self.lifecycle.next_due(ctx))),
             ("cloudprovider", lambda: _maybe(ctx.cloud.next_due(ctx.now))),
+            ("retries", ctx.retry_times),
         )
         times: list[float] = []
         for name, due in sources:

@@ -48,6 +48,8 @@ class NodeOverlayController:
         changed = False
         if write:
             for obj in objects:
+                if ctx.backing_off("nodeoverlay", obj):
+                    continue
                 with ctx.guard("nodeoverlay", obj):
                     changed |= _write_status(ctx, obj, result)
         self._seen = (ctx.api.kind_version("NodeOverlay"), *inputs[1:])

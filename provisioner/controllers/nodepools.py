@@ -253,7 +253,7 @@ class NodePoolController:
             stored = ctx.api.get("NodePool", name)
             if stored is None:
                 continue
-            if (stored.get("status") or {}) != status:
+            if (stored.get("status") or {}) != status and not ctx.backing_off("nodepool.status", stored):
                 with ctx.guard("nodepool.status", stored):
                     ctx.api.patch("NodePool", name, "", {"status": status})
                     changed = True

@@ -117,6 +117,8 @@ class TerminationController:
             lambda: [c for c in ctx.api.list("NodeClaim") if c["metadata"].get("deletionTimestamp")],
         )
         for claim in deleting:
+            if ctx.backing_off("node.termination", claim):
+                continue
             with ctx.guard("node.termination", claim):
                 changed |= self._terminate(ctx, claim)
         return changed

@@ -1,0 +1,78 @@
+"""A reconcile that fails is held back as controller-runtime's default rate limiter holds a failed item: retried
+after 5 ms, doubling with each failure in a row up to 1000 s, at once when the object changes, and forgotten once
+it succeeds. Before, an object that kept failing was retried, and logged, at every step: about four lines a second
+per NodeClaim in kwok mode while the API server was down."""
+
+from provisioner.controllers.context import Backoff
+from provisioner.lab import Lab
+from tests.lab_builders import START, lab, nodepool_doc
+
+KEY = ("nodeclaim.lifecycle", "NodeClaim//poison")
+
+
+def poisoned() -> Lab:
+    """A lab holding a NodeClaim whose requirements are not a list: its lifecycle reconcile raises every time."""
+    made = lab(nodepool_doc())
+    made.store.create(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": "poison", "finalizers": []},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                "requirements": "not-a-list",
+            },
+            "status": {},
+        }
+    )
+    return made
+
+
+def error_times(made: Lab) -> list[float]:
+    return [round(t.time - START, 3) for t in made.ctx.logs if t.record.message == "Reconciler error"]
+
+
+def test_a_failing_nodeclaim_is_retried_after_5_ms_doubling():
+    made = poisoned()
+    made.advance(200)
+    # 0.005 * (2**n - 1) after the first failure: the lab wakes for each retry.
+    assert error_times(made) == [
+        0.0, 0.005, 0.015, 0.035, 0.075, 0.155, 0.315, 0.635, 1.275, 2.555, 5.115, 10.235, 20.475, 40.955, 81.915,
+        163.835,
+    ]  # fmt: skip
+    assert made.ctx.backoffs[KEY] == Backoff(16, "1", START + 163.835 + 0.005 * 2**15)
+
+
+def test_the_delay_stops_doubling_at_1000_s():
+    made = poisoned()
+    made.advance(290)  # the registration timeout deletes it at 300 s
+    made.ctx.backoffs[KEY] = Backoff(30, "1", made.now)
+    made.advance(0)
+    assert made.ctx.backoffs[KEY] == Backoff(31, "1", START + 290 + 1000.0)
+
+
+def test_a_change_to_the_object_retries_it_at_once_and_the_failures_go_on_counting():
+    made = poisoned()
+    made.advance(100)
+    assert error_times(made)[-1] == 81.915
+    claim = made.store.get("NodeClaim", "poison")
+    claim["metadata"]["labels"] = {"touched": "yes"}
+    made.store.update(claim)
+    made.advance(0)
+    assert error_times(made)[-1] == 100.0
+    version = made.store.get("NodeClaim", "poison")["metadata"]["resourceVersion"]
+    assert made.ctx.backoffs[KEY] == Backoff(16, version, START + 100 + 0.005 * 2**15)
+
+
+def test_a_success_forgets_the_failures():
+    made = poisoned()
+    made.advance(100)
+    claim = made.store.get("NodeClaim", "poison")
+    claim["spec"]["requirements"] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c-4x-amd64-linux"]}
+    ]
+    made.store.update(claim)
+    made.advance(0)
+    assert error_times(made)[-1] == 81.915
+    assert KEY not in made.ctx.backoffs
+    assert made.store.get("NodeClaim", "poison")["status"]["providerID"].startswith("kwok://")
