@@ -244,7 +244,10 @@ class LogEntry(models.Model):
     time = models.DateTimeField(db_index=True)
     level = models.CharField(max_length=8)
     logger = models.CharField(max_length=128)
-    message = models.CharField(max_length=255, db_index=True)
+    message = models.CharField(max_length=255, db_index=True)  # whole, or its first 255 characters (indexed)
+    # The whole message when it is longer than `message` holds ("Consolidation rejected: " and a command's text,
+    # v0.37's "disrupting via ..." naming each node): nothing a controller said is cut short.
+    full_message = models.TextField(blank=True, default="")
     fields = OrderedJSONField(default=dict)
 
     class Meta:
@@ -252,14 +255,19 @@ class LogEntry(models.Model):
         verbose_name_plural = "log entries"
 
     def __str__(self) -> str:
-        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} {self.message}"
+        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} {self.text}"
+
+    @property
+    def text(self) -> str:
+        """The whole message."""
+        return self.full_message or self.message
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "time": self.time.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "level": self.level,
             "logger": self.logger,
-            "message": self.message,
+            "message": self.text,
             **self.fields,
         }
 

@@ -20,7 +20,6 @@ from provisioner.scheduling.logs import LogRecord
 
 SOURCE = "karpenter"
 READ_AT_MOST = 4 * 1024 * 1024  # a step reads at most this much; the rest waits for the next
-MESSAGE_LENGTH = 255  # LogEntry.message
 
 
 @dataclass
@@ -66,5 +65,5 @@ def parse_line(line: bytes) -> TimedRecord | None:
         return None
     level = str(data.pop("level", "INFO")).upper()
     logger = str(data.pop("logger", ""))
-    message = str(data.pop("message", ""))[:MESSAGE_LENGTH]
+    message = str(data.pop("message", ""))
     return TimedRecord(when, LogRecord(message, {**data, "source": SOURCE}, level=level, logger=logger))

@@ -174,8 +174,8 @@ def device_declarations() -> list[DeviceDeclaration]:
 
 def logs_save(cluster: models.Cluster, entries: Iterable[TimedRecord]) -> None:
     """The controllers' log records of a run or an engine step as the cluster's LogEntry rows, in one INSERT. A
-    message longer than the column is cut to it, as Karpenter's own lines are when read in (v0.37's "disrupting via
-    ..." names each node, and kwok's node names are long): PostgreSQL would refuse the whole INSERT."""
+    message longer than the indexed column (v0.37's "disrupting via ..." names each node, and kwok's node names are
+    long) is kept whole in `full_message`, its start in `message`: PostgreSQL would refuse the whole INSERT."""
     length = models.LogEntry._meta.get_field("message").max_length
     models.LogEntry.objects.bulk_create(
         models.LogEntry(
@@ -184,6 +184,7 @@ def logs_save(cluster: models.Cluster, entries: Iterable[TimedRecord]) -> None:
             level=entry.record.level,
             logger=entry.record.logger,
             message=entry.record.message[:length],
+            full_message=entry.record.message if len(entry.record.message) > length else "",
             fields=dict(entry.record.fields),
         )
         for entry in entries

@@ -90,7 +90,7 @@ def events_newer(
 def _logs(cluster: models.Cluster, search: str, logger: str) -> QuerySet[models.LogEntry]:
     rows = models.LogEntry.objects.filter(cluster=cluster)
     if search:
-        rows = rows.filter(message__icontains=search)
+        rows = rows.filter(Q(message__icontains=search) | Q(full_message__icontains=search))
     if logger:
         rows = rows.filter(logger=logger)
     return rows.order_by("-time", "-id")
@@ -135,7 +135,7 @@ def _record(cluster: models.Cluster, entry: models.LogEntry) -> dict[str, Any]:
         "time": entry.time.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "level": entry.level,
         "logger": entry.logger,
-        "message": entry.message,
+        "message": entry.text,
         "objects": _log_objects(cluster, entry.fields),
         "fields": [
             {"key": key, "text": text if len(text) <= FIELD_SHOWN else f"{text[:FIELD_SHOWN]}…", "full": text}
@@ -169,7 +169,7 @@ def logs_all(*, cluster: models.Cluster, search: str = "", logger: str = "") -> 
             "time": entry.time.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "level": entry.level,
             "logger": entry.logger,
-            "message": entry.message,
+            "message": entry.text,
             "fields": [(key, field_text(value)) for key, value in entry.fields.items() if key not in OWN_COLUMNS],
         }
 

@@ -190,7 +190,7 @@ def log_line(entry: models.LogEntry, *, timestamps: bool = False) -> str:
         "level": entry.level,
         "time": f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z",
         "logger": entry.logger,
-        "message": entry.message,
+        "message": entry.text,
         **entry.fields,
     }
     line = json.dumps(record, separators=(",", ":"))
