@@ -104,3 +104,42 @@ def test_an_emptiness_command_runs_with_its_nodes_still_empty():
         "tainted 1 node(s)",
     ]
     assert list(types(made)) == [big]
+
+
+def one_node_scaled_to(replicas: int) -> tuple[Lab, dict[str, Any]]:
+    """`inflate`'s 10 one-CPU pods on a c-16x-amd64-linux, scaled down to `replicas`: a replace is proposed."""
+    made = lab(nodepool_doc(template_spec={"requirements": OD}, disruption=CONSOLIDATING), deployment("inflate", 10))
+    made.advance(30)
+    assert list(types(made).values()) == ["c-16x-amd64-linux"]
+    scale(made, "inflate", replicas)
+    command = proposed(made)
+    assert command["spec"]["text"].endswith("-> [1 replacement] (savings: $0.33)")
+    assert command["spec"]["replacements"][0]["instanceTypes"][0] == "c-4x-amd64-linux"
+    return made, command
+
+
+def test_a_replace_whose_node_lost_a_pod_runs_with_its_replacement_as_proposed():
+    """validateCommand: one launch that still offers every type of the command's replacement (fewer pods fit more
+    types) keeps it valid, and the command runs as proposed (before: Rejected, "evicts 2 pods, 1 fewer")."""
+    made, command = one_node_scaled_to(3)
+    scale(made, "inflate", 2)
+    made.advance(20)
+    command = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert command["status"]["phase"] == "Executing"
+    assert command["status"]["checks"][-1]["detail"] == "evicts 2 pods, 1 fewer"
+    made.advance(60)
+    assert [(kind, len(pods_on(made, name))) for name, kind in types(made).items()] == [("c-4x-amd64-linux", 2)]
+
+
+def test_a_replace_is_rejected_when_the_simulation_picks_different_instance_types():
+    """ "should not consolidate if the action picks different instance types after the node TTL wait": pods that land
+    on the node during the wait need a c-8x, which the command's c-4x replacement is not."""
+    made, command = one_node_scaled_to(3)
+    made.store.create(deployment("more", 4))
+    made.advance(5)
+    assert [len(pods_on(made, name)) for name in types(made)] == [7]
+    made.advance(15)
+    command = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert command["status"]["phase"] == "Rejected"
+    assert command["status"]["message"].endswith(", reason: scheduling (scheduling simulation produced new results)")
+    assert list(types(made).values()) == ["c-16x-amd64-linux"]
