@@ -30,6 +30,7 @@ from provisioner.scheduling.results import SchedulingResult
 from provisioner.scheduling.static import static_plan
 
 MANUAL = "Manual"
+NEW_RESULTS = "scheduling (scheduling simulation produced new results)"  # Karpenter's words for a changed outcome
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def recheck(ctx: ClusterContext, command: Obj, departing: Collection[str] = ()) 
             nodepools,
         )
         if over:
-            return Recheck(None, f"budget ({over})", budget=True, karpenter=karpenter and Verdict(f"budget ({over})"))
+            verdict = None if karpenter is None else Verdict(f"budget ({over})")
+            return Recheck(None, f"budget ({over})", budget=True, karpenter=verdict)
     if not isinstance(plan, Command):
         return Recheck(None, f"scheduling ({plan[0]})", karpenter=karpenter)
     tolerance = float((spec.get("approval") or {}).get("tolerance", SAVINGS_TOLERANCE))
@@ -146,11 +148,9 @@ def validate_command(
     if not launches and not replacements:
         return None
     if len(launches) != 1 or len(replacements) != 1:
-        return "scheduling (scheduling simulation produced new results)"
+        return NEW_RESULTS
     offered = {o.instance_type.name for o in launches[0].options}
-    if not set(replacements[0].get("instanceTypes") or []) <= offered:
-        return "scheduling (scheduling simulation produced new results)"
-    return None
+    return None if set(replacements[0].get("instanceTypes") or []) <= offered else NEW_RESULTS
 
 
 def _own(view: ClusterView, names: Collection[str]) -> ClusterView:
