@@ -9,6 +9,8 @@ NodePool that opts in (`karpui.dev/plan-improvement: enabled`) gets a second loo
   selector of another pod's constraint that matches them), with no host ports and no device requests, are
   re-packed, and only with NodeClaims of the same NodePool carrying the same requirements, so moving a pod
   between them can change no other pod's constraint.
+* Across those groups, such a NodeClaim is folded away when its pods can join the batch's other NodeClaims (of any
+  NodePool that opts in) for less than it costs, as they would have had they come later in Karpenter's queue.
 * A packer chooses node shapes and how many pods of each request class go on each (`Packer`); then every new
   NodeClaim is rebuilt through the scheduler's own fit checks (taints, requirements, resources with DaemonSet
   overhead, minValues) and the final plan checks (instance-type truncation), and the NodePool's limits are
@@ -47,6 +49,8 @@ LOOKAHEAD = 8
 MAX_CLASSES = 64
 # Pods whose exact packing weighs at most this many (pod counts, node content) pairs are packed exactly.
 EXACT_PAIRS = 20000
+# How many fit checks folding NodeClaims into other groups' may spend on one batch.
+FOLD_FITS = 4000
 
 
 def enabled(nodepool: NodePool) -> bool:
@@ -67,11 +71,27 @@ class Simulation:
 
 
 def improve(claims: Sequence[PlannedNodeClaim], simulation: Simulation) -> list[PlannedNodeClaim]:
-    """The batch's NodeClaims with each group of interchangeable ones re-packed where that is cheaper."""
+    """The batch's NodeClaims re-packed where that is cheaper: each group of interchangeable ones on its own, and
+    after folding NodeClaims into those of other groups, whichever of the two costs less."""
+    repacked = _repack_groups(claims, simulation)
+    folded = _fold(claims, simulation)
+    if folded is None:
+        return repacked
+    folded = _repack_groups(folded, simulation)
+    cost, nodes = sum(price(c) for c in folded), len(folded)
+    return folded if _better(cost, nodes, sum(price(c) for c in repacked), len(repacked)) else repacked
+
+
+def _group(claim: PlannedNodeClaim) -> tuple[str, Requirements]:
+    """Which NodeClaims are interchangeable: the same NodePool and the same requirements, hostname aside."""
+    return claim.template.name, _without_hostname(claim.requirements)
+
+
+def _repack_groups(claims: Sequence[PlannedNodeClaim], simulation: Simulation) -> list[PlannedNodeClaim]:
     groups: dict[tuple[str, Requirements], list[PlannedNodeClaim]] = {}
     for claim in claims:
-        if enabled(claim.template.nodepool) and all(_movable(p, simulation) for p in claim.pods):
-            groups.setdefault((claim.template.name, _without_hostname(claim.requirements)), []).append(claim)
+        if _changeable(claim, simulation):
+            groups.setdefault(_group(claim), []).append(claim)
     result = list(claims)
     for (pool, requirements), members in groups.items():
         group = {c.seq for c in members}
@@ -84,6 +104,76 @@ def improve(claims: Sequence[PlannedNodeClaim], simulation: Simulation) -> list[
         result = [c for c in result if c.seq not in group]
         result[at:at] = replacement
     return result
+
+
+def _fold(claims: Sequence[PlannedNodeClaim], simulation: Simulation) -> list[PlannedNodeClaim] | None:
+    """The batch with NodeClaims dropped whose pods all join NodeClaims of other groups for less than they cost, or
+    None if none can be.
+
+    Karpenter tries the NodeClaims in flight before opening a new one, so which NodePool a batch opens depends on
+    which pod comes first: a tolerating pod first opens a NodeClaim on the tainted NodePool, and the plain pods after
+    it open another, where plain pods first would have taken the tolerating one along (corpus/010). Within a group
+    the re-pack already chooses the NodeClaims; this looks across groups. Each pod of a candidate joins the
+    NodeClaim it makes dearer the least, through the scheduler's own fit checks; cheapest candidates are tried
+    first, again after every fold, within `FOLD_FITS` fit checks so that a large batch costs a bounded time.
+    """
+    result = list(claims)
+    budget = [FOLD_FITS]
+    folded = False
+    while budget[0] > 0:
+        # Only NodeClaims of independent pods give or take pods, so a constrained pod's NodeClaim stays as it was.
+        open_to_change = [c for c in result if _changeable(c, simulation)]
+        for candidate in sorted(open_to_change, key=lambda c: (price(c), c.seq)):
+            receivers = [c for c in open_to_change if _group(c) != _group(candidate)]
+            joined = _join(candidate.pods, receivers, simulation, budget)
+            if joined is None:
+                continue
+            before = price(candidate) + sum(price(c) for c in receivers if c.seq in joined)
+            if sum(price(c) for c in joined.values()) < before - EPSILON:
+                result = [joined.get(c.seq, c) for c in result if c is not candidate]
+                folded = True
+                break
+        else:
+            break
+    return result if folded else None
+
+
+def _changeable(claim: PlannedNodeClaim, simulation: Simulation) -> bool:
+    return enabled(claim.template.nodepool) and all(_movable(p, simulation) for p in claim.pods)
+
+
+def _join(
+    pods: Sequence[Pod], receivers: Sequence[PlannedNodeClaim], simulation: Simulation, budget: list[int]
+) -> dict[int, PlannedNodeClaim] | None:
+    """Copies of the receivers that changed, by seq, once every pod has joined one; None if a pod fits none of
+    them, or the budget of fit checks runs out."""
+    scratch = Topology({}, (), {})  # the pods are independent: no topology group owns or counts them
+    current = {c.seq: c for c in receivers}
+    changed: dict[int, PlannedNodeClaim] = {}
+    for pod in pods:
+        state, data = simulation.pod_state(pod)
+        best: tuple[float, PlannedNodeClaim] | None = None
+        for claim in current.values():
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            try:
+                fit = claim.fit(state, data, scratch, [], simulation.min_values_policy, simulation.device_classes)
+            except Unfit:
+                continue
+            trial = claim.copy()
+            trial.commit(state, data, fit, scratch)
+            if trial.min_values_relaxed and not claim.min_values_relaxed:
+                continue
+            increase = price(trial) - price(claim)
+            if best is None or increase < best[0] - EPSILON:
+                best = (increase, trial)
+        if best is None:
+            return None
+        current[best[1].seq] = changed[best[1].seq] = best[1]
+    if any(isinstance(simulation.plan(c), Reason) for c in changed.values()):
+        return None
+    return changed
 
 
 def _movable(pod: Pod, simulation: Simulation) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -174,6 +175,13 @@ class PlannedNodeClaim:
         self.reservations = reservations
         self.reservation_mode = reservation_mode
         self.reserved: tuple[Offering, ...] = ()  # the reserved offerings it holds
+
+    def copy(self) -> PlannedNodeClaim:
+        """A copy to try more pods on, leaving this one as it is (its reservation manager is shared)."""
+        clone = copy.copy(self)
+        clone.pods = list(self.pods)
+        clone.device_requests = list(self.device_requests)
+        return clone
 
     def fit(
         self,

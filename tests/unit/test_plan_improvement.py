@@ -159,6 +159,59 @@ def test_a_tainted_pool_gives_its_taint_to_every_new_nodeclaim():
     assert [nc.taints for nc in result.new_nodeclaims] == [(taint,), (taint,)]
 
 
+# Across NodePools (corpus/010) ------------------------------------------------------------------------------------
+
+GPU_TAINT = Taint("dedicated", "NoSchedule", "gpu")
+TOLERATES_GPU = [Toleration(key="dedicated", operator="Equal", value="gpu", effect="NoSchedule")]
+TAINTED = nodepool("tainted", *AMD64_ON_DEMAND, weight=50, taints=[GPU_TAINT])
+PLAIN = nodepool("plain", *AMD64_ON_DEMAND)
+
+
+def tolerating_first(plain_pods: int) -> list:
+    """corpus/010's order: the tolerating pod first in the queue, then the plain ones, all 1 CPU / 256Mi."""
+    first = pod(cpu="1", memory="256Mi", name="a-tolerating", tolerations=TOLERATES_GPU)
+    return [first, *(pod(cpu="1", memory="256Mi", name=f"b-plain-{i}") for i in range(plain_pods))]
+
+
+def by_pool(result) -> list[tuple[str, str, str, int]]:
+    return [
+        (nc.nodepool, *launched_one) for nc, launched_one in zip(result.new_nodeclaims, launched(result), strict=True)
+    ]
+
+
+def test_a_tolerating_pod_that_opened_the_tainted_pool_joins_the_plain_nodeclaim_when_that_is_cheaper():
+    # Karpenter opens a c-2x on the tainted pool (weight 50) for the first pod, then a c-8x for the five plain ones
+    # (they cannot join a tainted NodeClaim); the c-8x holds all six, as it would have had a plain pod come first.
+    karpenter = schedule(tolerating_first(5), pools=[TAINTED, PLAIN], types=KWOK)
+    assert by_pool(karpenter) == [
+        ("tainted", "c-2x-amd64-linux", "0.054295", 1),
+        ("plain", "c-8x-amd64-linux", "0.217180", 5),
+    ]
+    improved = schedule(tolerating_first(5), pools=[improving(TAINTED), improving(PLAIN)], types=KWOK)
+    assert by_pool(improved) == [("plain", "c-8x-amd64-linux", "0.217180", 6)]
+    assert sorted(p.name for p in improved.new_nodeclaims[0].pods) == [
+        "a-tolerating",
+        *(f"b-plain-{i}" for i in range(5)),
+    ]
+    assert not improved.failures
+
+
+def test_a_fold_that_would_need_a_larger_type_is_not_made():
+    # Seven plain pods fill the c-8x (7 of its 8 CPUs; its allocatable holds no eighth), so the tolerating pod
+    # joining would make it a c-16x: dearer than the tainted c-2x it would save.
+    improved = schedule(tolerating_first(7), pools=[improving(TAINTED), improving(PLAIN)], types=KWOK)
+    assert by_pool(improved) == [
+        ("tainted", "c-2x-amd64-linux", "0.054295", 1),
+        ("plain", "c-8x-amd64-linux", "0.217180", 7),
+    ]
+
+
+def test_pods_move_across_nodepools_only_between_nodepools_that_opt_in():
+    for pools in ([TAINTED, improving(PLAIN)], [improving(TAINTED), PLAIN]):
+        result = schedule(tolerating_first(5), pools=pools, types=KWOK)
+        assert [nc.nodepool for nc in result.new_nodeclaims] == ["tainted", "plain"]
+
+
 def test_a_nodeclaim_holding_a_host_port_pod_is_left_as_karpenter_planned_it():
     pods = [*half_cpu_pods(9), pod(cpu="500m", host_ports=[8080])]
     assert launched(schedule(pods, pools=[improving()], types=KWOK)) == [("c-8x-amd64-linux", "0.217180", 10)]
