@@ -2,7 +2,7 @@
 
 Usage:
     python bench/versus_karpenter.py [--set corpus,seeds,karpenter-1.x] [--only NAME,...] [--limit N]
-                                     [--provisioners karpenter,lab,kwok] [--record] [--readme]
+                                     [--provisioners karpenter,lab,kwok] [--record] [--record-events] [--readme]
                                      [--kubeconfig FILE] [--plan-improvement]
 
 Each workload (bench/workloads/<set>/<name>/scenario.yaml, format in bench/workloads/karpenter-1.x/README.md) runs
@@ -19,7 +19,9 @@ the NodeClaims (NodePool, instance type, capacity type; and how many per zone wh
 elsewhere Karpenter's kwok provider picks a zone at random among equal prices), their cost per hour (the kwok
 catalog's prices), the pods left pending per workload, and the disruption decisions logged since the last compare
 ("disrupting node(s)": reason, decision, the disrupted nodes' types, the count of replacements). A workload is the
-same when every compare is.
+same when every compare is. Beside the decisions, and reported apart from them, it records which disruption and
+consolidation events came since the last compare (`COMPARED_EVENTS`, as "<reason> on <kind>": ConsolidationCandidate,
+ConsolidationRejected, ConsolidationApproved, DisruptionBlocked, Unconsolidatable, ...).
 
 A `wait` after an apply in a workload with compare steps ends once nothing has changed for 6 s with every NodeClaim
 ready and every pod bound (at most the wait plus 20 s); any other `wait` runs its whole length. A `settle: LONGEST`
@@ -33,7 +35,8 @@ var/versus/<provisioner>/<set>-<name>.log.
 --record writes Karpenter's results to bench/workloads/<set>/karpenter.json, so a later change is compared with
 Karpenter's recorded decisions without running it (`--provisioners lab` reads them). Where Karpenter breaks a tie at
 random (the order of equal pods is their UIDs'), --record-outcomes keeps the recorded run and adds each run that
-decided otherwise as another outcome; a provisioner that decided as one of those is counted the same, and said so. --plan-improvement also runs
+decided otherwise as another outcome; a provisioner that decided as one of those is counted the same, and said so.
+--record-events adds a Karpenter run's events to its recorded run where it decided the same, keeping the decisions. --plan-improvement also runs
 the lab with `karpui.dev/plan-improvement: "enabled"` on every NodePool and reports its cost against Karpenter's.
 --readme writes the table into bench/README.md between the markers.
 """
@@ -75,6 +78,22 @@ POLL_SECONDS = 1.0
 # with every pod bound, or at the step's length. Karpenter's disruption acts in commands its budget sizes, 10-25 s
 # apart (its 10 s pass, the 15 s it validates a command), so a minute without one means it has nothing left to do.
 DISRUPTION_QUIET_SECONDS = 60.0
+# The events compared beside the decisions, as "<reason> on <kind>": Karpenter's disruption and consolidation events
+# (pkg/events/reason.go), those issue 25's features add among them (ConsolidationCandidate and ConsolidationRejected
+# with their savings, v1.9; ConsolidationApproved with a Balanced score, v1.14; NodeRepairBlocked).
+COMPARED_EVENTS = frozenset(
+    {
+        "ConsolidationApproved",
+        "ConsolidationCandidate",
+        "ConsolidationRejected",
+        "DisruptionBlocked",
+        "DisruptionLaunching",
+        "DisruptionTerminating",
+        "DisruptionWaitingReadiness",
+        "NodeRepairBlocked",
+        "Unconsolidatable",
+    }
+)
 README_START = "<!-- versus_karpenter: start -->"
 README_END = "<!-- versus_karpenter: end -->"
 
@@ -103,6 +122,9 @@ class Snapshot:
     pending: tuple[tuple[str, int], ...]  # (app label, pods pending), sorted
     disruptions: tuple[str, ...]  # one line per "disrupting node(s)" decision, sorted
     cost: float
+    # The compared events that came or recurred since the last compare ("<reason> on <kind>", sorted, each once);
+    # None where they were not recorded (Karpenter's runs before they were).
+    events: tuple[str, ...] | None = None
 
     def differences(self, other: Snapshot, zonal: bool = True) -> list[str]:
         """What differs, said as `other` (Karpenter's in brackets); zones only where the workload constrains them."""
@@ -117,6 +139,14 @@ class Snapshot:
                 said.append(f"{name}: {_short(theirs)} (Karpenter {_short(mine)})")
         return said
 
+    def event_differences(self, other: Snapshot) -> list[str] | None:
+        """The events `other` saw that this did not, and the other way round; None if either did not record them."""
+        if self.events is None or other.events is None:
+            return None
+        if self.events == other.events:
+            return []
+        return [f"events: {_short(other.events)} (Karpenter {_short(self.events)})"]
+
     def as_json(self) -> dict[str, Any]:
         return {
             "nodeclaims": [list(c) for c in self.nodeclaims],
@@ -124,6 +154,7 @@ class Snapshot:
             "pending": [list(p) for p in self.pending],
             "disruptions": list(self.disruptions),
             "cost": round(self.cost, 6),
+            **({"events": list(self.events)} if self.events is not None else {}),
         }
 
     @classmethod
@@ -134,6 +165,7 @@ class Snapshot:
             tuple((p[0], p[1]) for p in data["pending"]),
             tuple(data["disruptions"]),
             data["cost"],
+            tuple(data["events"]) if "events" in data else None,
         )
 
 
@@ -144,7 +176,33 @@ def _short(value: tuple[Any, ...]) -> str:
     return ", ".join(str(v) for v in value) or "none"
 
 
-def snapshot(nodeclaims: list[dict[str, Any]], pods: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> Snapshot:
+class EventWatch:
+    """Which compared events came, or recurred (an event's count went up), since the last look."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def fresh(self, events: list[dict[str, Any]]) -> tuple[str, ...]:
+        found = set()
+        for event in events:
+            reason = event.get("reason")
+            if reason not in COMPARED_EVENTS:
+                continue
+            meta = event.get("metadata") or {}
+            key = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+            count = int(event.get("count") or (event.get("series") or {}).get("count") or 1)
+            if self.counts.get(key, 0) < count:
+                self.counts[key] = count
+                found.add(f"{reason} on {(event.get('involvedObject') or {}).get('kind', '?')}")
+        return tuple(sorted(found))
+
+
+def snapshot(
+    nodeclaims: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    decisions: list[dict[str, Any]],
+    events: tuple[str, ...] | None = None,
+) -> Snapshot:
     claims = []
     zones: Counter[str] = Counter()
     cost = 0.0
@@ -171,6 +229,7 @@ def snapshot(nodeclaims: list[dict[str, Any]], pods: list[dict[str, Any]], decis
         # what was decided.
         tuple(sorted(line for line in map(decision_line, decisions) if not line.startswith("overprovisioned "))),
         cost,
+        events,
     )
 
 
@@ -372,6 +431,7 @@ class Lab(Provisioner):
         self.template = folder / "lab-template.sqlite3"
         self.seen_log = 0
         self.lab_seconds = 0.0  # how far `wait` steps have moved the lab's clock
+        self.events = EventWatch()
 
     def setup(self) -> None:
         os.environ["DJANGO_SETTINGS_MODULE"] = "karpui.settings"
@@ -436,6 +496,7 @@ class Lab(Provisioner):
         self.set_karpenter_env(env)
         self.seen_log = 0
         self.lab_seconds = 0.0
+        self.events = EventWatch()
 
     def set_karpenter_env(self, env: dict[str, str]) -> None:
         """The workload's options on the lab's Karpenter Deployments (`kubectl set env deploy/karpenter`): the lab
@@ -497,7 +558,8 @@ class Lab(Provisioner):
         for entry in entries:
             self.seen_log = max(self.seen_log, entry.id)
             decisions.append(dict(entry.fields))
-        return snapshot(claims, pods, decisions)
+        events = json.loads(self.karp("get", "events", "-A", "-o", "json"))["items"]
+        return snapshot(claims, pods, decisions, self.events.fresh(events))
 
 
 class Real(Provisioner):
@@ -513,6 +575,7 @@ class Real(Provisioner):
         self.usage: list[tuple[float, float, int]] = []
         self.profile: Path | None = None  # karpui's engine: run under cProfile, its stats written here at the end
         self.made_unhealthy: dict[str, dict[str, Any]] = {}  # Node name -> its type, as a node-condition step found it
+        self.events = EventWatch()
 
     def kubectl(self, *args: str, input: str | None = None) -> str:
         return str(self.cluster.kubectl(*args, input=input).stdout)
@@ -522,6 +585,8 @@ class Real(Provisioner):
 
     def begin(self, workload: Workload) -> None:
         self.cluster.reset()
+        self.events = EventWatch()
+        self.events.fresh(self.items("events", "-A"))  # what an earlier workload left is not this one's
         self.start(workload.env, f"{workload.set}-{workload.name}")
 
     def start(self, env: dict[str, str], label: str) -> None:
@@ -671,7 +736,8 @@ class Real(Provisioner):
         return found
 
     def snapshot(self) -> Snapshot:
-        return snapshot(self.items("nodeclaims"), self.items("pods", "-A"), self.decisions())
+        events = self.events.fresh(self.items("events", "-A"))
+        return snapshot(self.items("nodeclaims"), self.items("pods", "-A"), self.decisions(), events)
 
 
 def free_port() -> int:
@@ -767,6 +833,22 @@ class Result:
             and self.differences(provisioner) == []
         )
 
+    def event_differences(self, provisioner: str) -> list[str] | None:
+        """The compared events `provisioner` saw otherwise than Karpenter's recorded run, at the steps where both
+        were recorded; None where none was."""
+        theirs, mine = self.snapshots.get("karpenter"), self.snapshots.get(provisioner)
+        if theirs is None or mine is None:
+            return None
+        said: list[str] = []
+        compared = False
+        for step, snap in theirs.items():
+            other = mine.get(step)
+            found = snap.event_differences(other) if other is not None else None
+            if found is not None:
+                compared = True
+                said += [f"{step}: {line}" for line in found]
+        return said if compared else None
+
     def cost_ratio(self, provisioner: str) -> float | None:
         theirs, mine = self.snapshots.get("karpenter"), self.snapshots.get(provisioner)
         if not theirs or not mine:
@@ -832,6 +914,26 @@ def record(results: list[Result], outcomes: bool = False) -> None:
         path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
 
 
+def record_events(results: list[Result]) -> None:
+    """The events of Karpenter's runs into the recorded runs they decided the same as (the recorded decisions are
+    kept: a tie Karpenter breaks at random is not drawn again)."""
+    for result in results:
+        fresh = result.snapshots.get("karpenter")
+        if fresh is None:
+            continue
+        workload = result.workload
+        path = WORKLOADS / workload.set / "karpenter.json"
+        data = json.loads(path.read_text()) if path.exists() else {"workloads": {}}
+        known = data["workloads"].get(workload.name)
+        if known is None or outcome_differences(_outcome(known), fresh, workload.zonal):
+            print(f"{workload.key}: Karpenter's events not recorded: it decided otherwise than its recorded run")
+            continue
+        for step, snap in fresh.items():
+            if snap.events is not None:
+                known[step]["events"] = list(snap.events)
+        path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+
+
 def save(results: list[Result], path: Path) -> None:
     data = {
         r.workload.key: {
@@ -875,6 +977,26 @@ def table(results: list[Result], provisioners: list[str]) -> str:
     return "\n".join(lines)
 
 
+def events_table(results: list[Result], provisioners: list[str]) -> str:
+    """The workloads whose compared events were recorded on both sides, where either side saw any."""
+    others = [p for p in provisioners if p != "karpenter" and not p.endswith("+improve")]
+    lines = [
+        "| workload | Karpenter's events | " + " | ".join(others) + " |",
+        "|---|---|" + "---|" * len(others),
+    ]
+    for result in results:
+        theirs = result.snapshots.get("karpenter") or {}
+        seen = [f"{step}: {_short(snap.events)}" for step, snap in theirs.items() if snap.events]
+        cells = []
+        for name in others:
+            found = result.event_differences(name)
+            cells.append("–" if found is None else "same" if not found else "; ".join(found))
+        if all(cell == "–" for cell in cells) or (not seen and all(cell in ("same", "–") for cell in cells)):
+            continue
+        lines.append(f"| {result.workload.key} | {'; '.join(seen) or 'none'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def summary(results: list[Result], provisioners: list[str]) -> str:
     lines = []
     for name in provisioners:
@@ -897,6 +1019,13 @@ def summary(results: list[Result], provisioners: list[str]) -> str:
                 f"({100 * same / len(compared):.1f} %"
                 + (f"; {as_another} of them as another of Karpenter's runs decided" if as_another else "")
                 + ")"
+            )
+        with_events = [d for d in (x.event_differences(name) for x in results) if d is not None]
+        if with_events:
+            alike = sum(1 for d in with_events if not d)
+            lines.append(
+                f"{name}: the same disruption and consolidation events as Karpenter on {alike} of {len(with_events)} "
+                "workloads whose events were recorded"
             )
     return "\n".join(lines)
 
@@ -931,6 +1060,11 @@ def main() -> None:
         "--record-outcomes",
         action="store_true",
         help="keep the recorded run and add Karpenter's result as another outcome where it differs from all recorded",
+    )
+    parser.add_argument(
+        "--record-events",
+        action="store_true",
+        help="add Karpenter's events to its recorded runs where it decided the same (the decisions are kept)",
     )
     parser.add_argument("--readme", action="store_true", help="write the table into bench/README.md")
     parser.add_argument("--save", help="write every provisioner's snapshots to this JSON file as it goes")
@@ -998,6 +1132,8 @@ def main() -> None:
             results.append(result)
             if args.record or args.record_outcomes:
                 record([result], outcomes=args.record_outcomes)
+            if args.record_events:
+                record_events([result])
             if args.save:
                 save(results, Path(args.save))
             verdicts = []
@@ -1013,7 +1149,8 @@ def main() -> None:
     finally:
         if handle is not None and handle.owned:
             handle.cluster.stop()
-    text = table(results, provisioners) + "\n\n" + summary(results, provisioners)
+    events = events_table(results, provisioners)
+    text = table(results, provisioners) + "\n\n" + (events + "\n\n" if events else "") + summary(results, provisioners)
     print()
     print(text)
     if args.readme:
