@@ -1,5 +1,6 @@
-"""karpui: the Django project and dashboard around the provisioner engine."""
+"""karpui: the Django project and dashboard around the provisioner engine.
 
-from karpui.celery import app as celery_app
-
-__all__ = ["celery_app"]
+The Celery app (karpui.celery) is not imported here, as Celery's Django guide has it: the engine and the web
+processes send no task but the lab's nudge (which imports it), and the import costs each of them 9 MiB of memory.
+`celery -A karpui` finds it as karpui.celery.
+"""

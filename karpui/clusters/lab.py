@@ -192,13 +192,14 @@ def nudge(cluster_id: int) -> None:
     """Have the worker tick a lab cluster now: a write was stored while its engine ran elsewhere, and a real
     cluster's controllers react to one within milliseconds (their watches), not at the next periodic tick; so a
     scale-up's pods exist, Pending, a moment after `kubectl scale` returns, as seed 000's first sample shows them."""
-    from celery import current_app
     from django.core.cache import cache
+
+    from karpui.celery import app
 
     if not settings.KARPUI_TICK_ON_WRITE or not cache.add(f"karpui:nudged:{cluster_id}", 1, NUDGE_SECONDS):
         return
     try:
-        current_app.send_task("karpui.tasks.cluster_tick", args=[cluster_id], expires=settings.KARPUI_TICK_SECONDS)
+        app.send_task("karpui.tasks.cluster_tick", args=[cluster_id], expires=settings.KARPUI_TICK_SECONDS)
     except Exception:  # the periodic tick reacts instead, within a tick period
         logger.warning("could not ask for a tick after a write", exc_info=True, extra={"cluster_id": cluster_id})
 

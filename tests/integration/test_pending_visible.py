@@ -54,11 +54,11 @@ def test_a_scale_up_under_a_ticking_worker_shows_its_pods_pending_then_running(l
 def test_a_write_to_a_ticked_lab_asks_the_worker_for_a_tick_at_once_and_a_burst_asks_once(
     lab, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from celery import current_app
+    from karpui.celery import app
 
     settings.KARPUI_TICK_ON_WRITE = True
     asked: list[tuple[str, list[int]]] = []
-    monkeypatch.setattr(current_app, "send_task", lambda name, args, **_: asked.append((name, args)))
+    monkeypatch.setattr(app, "send_task", lambda name, args, **_: asked.append((name, args)))
     ok("apply", "-f", str(EXAMPLES / "provisioning"))  # no worker yet: the lab reacted within the write
     assert asked == []
     ticks.clusters_tick(now=timezone.now())  # a worker ticks the lab from now on
