@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import reset_queries
 
-from karpui import heartbeat, models
+from karpui import heap, heartbeat, models
 from karpui.clusters.engines import Engine
 
 logger = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ class Command(BaseCommand):
                     heartbeat.beat(settings.KARPUI_HEARTBEAT_FILE)
                 if options["once"]:
                     break
+                heap.trim()  # what the step freed goes back to the system, not held for the next one
                 stop.wait(period)
         finally:
             for engine in engines.values():
