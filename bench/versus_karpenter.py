@@ -94,6 +94,11 @@ COMPARED_EVENTS = frozenset(
         "Unconsolidatable",
     }
 )
+# The NodeClaim conditions compared with the events, as "<type>=<status>" (with the reason of DisruptionReason):
+# each seen on any NodeClaim since the last compare, by a watch on the real cluster and from the lab's change log.
+# Karpenter's termination conditions (Drained, VolumesDetached, InstanceTerminating; v1.2) and the disruption reason
+# its candidates carry (DisruptionReason; v1.6).
+COMPARED_CONDITIONS = frozenset({"Drained", "DisruptionReason", "InstanceTerminating", "VolumesDetached"})
 README_START = "<!-- versus_karpenter: start -->"
 README_END = "<!-- versus_karpenter: end -->"
 
@@ -122,8 +127,9 @@ class Snapshot:
     pending: tuple[tuple[str, int], ...]  # (app label, pods pending), sorted
     disruptions: tuple[str, ...]  # one line per "disrupting node(s)" decision, sorted
     cost: float
-    # The compared events that came or recurred since the last compare ("<reason> on <kind>", sorted, each once);
-    # None where they were not recorded (Karpenter's runs before they were).
+    # The compared events that came or recurred since the last compare ("<reason> on <kind>", sorted, each once),
+    # and the compared NodeClaim conditions seen since ("condition <type>=<status>"); None where they were not
+    # recorded (Karpenter's runs before they were).
     events: tuple[str, ...] | None = None
 
     def differences(self, other: Snapshot, zonal: bool = True) -> list[str]:
@@ -174,6 +180,56 @@ def _short(value: tuple[Any, ...]) -> str:
         counted = Counter(value)
         return ", ".join(f"{n}× {pool}/{t}/{c}" for (pool, t, c), n in sorted(counted.items())) or "none"
     return ", ".join(str(v) for v in value) or "none"
+
+
+def conditions_seen(nodeclaims: list[dict[str, Any]]) -> set[str]:
+    """The compared conditions of these NodeClaim versions, as "condition <type>=<status>"."""
+    seen = set()
+    for claim in nodeclaims:
+        for condition in (claim.get("status") or {}).get("conditions") or []:
+            kind = condition.get("type")
+            if kind not in COMPARED_CONDITIONS:
+                continue
+            reason = f" ({condition.get('reason')})" if kind == "DisruptionReason" else ""
+            seen.add(f"condition {kind}={condition.get('status')}{reason}")
+    return seen
+
+
+class NodeClaimWatch:
+    """Every version of the NodeClaims a `kubectl get nodeclaims --watch -o json` printed, read as it goes."""
+
+    def __init__(self, kubeconfig: str, out: Path) -> None:
+        self.out = out
+        self.offset = 0
+        self.decoder = json.JSONDecoder()
+        with open(out, "wb") as sink:
+            self.process = subprocess.Popen(
+                ["kubectl", "--kubeconfig", kubeconfig, "get", "nodeclaims", "--watch", "-o", "json"],
+                stdout=sink,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def versions(self) -> list[dict[str, Any]]:
+        """The versions printed since the last call (a version still being printed waits for the next)."""
+        text = self.out.read_text(errors="replace")
+        found = []
+        while True:
+            start = text.find("{", self.offset)
+            if start < 0:
+                break
+            try:
+                obj, end = self.decoder.raw_decode(text, start)
+            except ValueError:
+                break
+            found.append(obj)
+            self.offset = end
+        return found
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait()
 
 
 class EventWatch:
@@ -430,6 +486,7 @@ class Lab(Provisioner):
         self.database = folder / "lab.sqlite3"
         self.template = folder / "lab-template.sqlite3"
         self.seen_log = 0
+        self.seen_change = 0  # the lab's change log, read up to this resourceVersion
         self.lab_seconds = 0.0  # how far `wait` steps have moved the lab's clock
         self.events = EventWatch()
 
@@ -495,6 +552,7 @@ class Lab(Provisioner):
         settings.KARPUI_PREFERENCE_POLICY = env.get("PREFERENCE_POLICY", "Respect")
         self.set_karpenter_env(env)
         self.seen_log = 0
+        self.seen_change = 0
         self.lab_seconds = 0.0
         self.events = EventWatch()
 
@@ -559,7 +617,14 @@ class Lab(Provisioner):
             self.seen_log = max(self.seen_log, entry.id)
             decisions.append(dict(entry.fields))
         events = json.loads(self.karp("get", "events", "-A", "-o", "json"))["items"]
-        return snapshot(claims, pods, decisions, self.events.fresh(events))
+        versions = models.ChangeLogEntry.objects.filter(
+            cluster__name="lab", kind="NodeClaim", resource_version__gt=self.seen_change
+        ).order_by("resource_version")
+        seen = set()
+        for change in versions:
+            self.seen_change = max(self.seen_change, change.resource_version)
+            seen |= conditions_seen([change.body])
+        return snapshot(claims, pods, decisions, (*self.events.fresh(events), *sorted(seen)))
 
 
 class Real(Provisioner):
@@ -576,6 +641,7 @@ class Real(Provisioner):
         self.profile: Path | None = None  # karpui's engine: run under cProfile, its stats written here at the end
         self.made_unhealthy: dict[str, dict[str, Any]] = {}  # Node name -> its type, as a node-condition step found it
         self.events = EventWatch()
+        self.nodeclaims: NodeClaimWatch | None = None
 
     def kubectl(self, *args: str, input: str | None = None) -> str:
         return str(self.cluster.kubectl(*args, input=input).stdout)
@@ -587,6 +653,7 @@ class Real(Provisioner):
         self.cluster.reset()
         self.events = EventWatch()
         self.events.fresh(self.items("events", "-A"))  # what an earlier workload left is not this one's
+        self.nodeclaims = NodeClaimWatch(str(self.cluster.kubeconfig), self.folder / f"{self.name}-nodeclaims.json")
         self.start(workload.env, f"{workload.set}-{workload.name}")
 
     def start(self, env: dict[str, str], label: str) -> None:
@@ -643,6 +710,9 @@ class Real(Provisioner):
         time.sleep(3.0 if self.name == "karpenter" else 5.0)  # started and its caches synced
 
     def end(self) -> None:
+        if self.nodeclaims is not None:
+            self.nodeclaims.stop()
+            self.nodeclaims = None
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -737,7 +807,8 @@ class Real(Provisioner):
 
     def snapshot(self) -> Snapshot:
         events = self.events.fresh(self.items("events", "-A"))
-        return snapshot(self.items("nodeclaims"), self.items("pods", "-A"), self.decisions(), events)
+        seen = conditions_seen(self.nodeclaims.versions()) if self.nodeclaims is not None else set()
+        return snapshot(self.items("nodeclaims"), self.items("pods", "-A"), self.decisions(), (*events, *sorted(seen)))
 
 
 def free_port() -> int:
