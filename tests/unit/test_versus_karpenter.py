@@ -141,6 +141,69 @@ def test_differences_name_what_differs_with_karpenters_side(versus):
     )
 
 
+def event(uid, reason, kind, count=1):
+    return {"metadata": {"uid": uid}, "reason": reason, "involvedObject": {"kind": kind}, "count": count}
+
+
+def test_the_event_watch_tells_each_compared_reason_once_as_it_comes_or_recurs(versus):
+    watch = versus.EventWatch()
+    first = [
+        event("1", "ConsolidationCandidate", "Node"),
+        event("2", "ConsolidationCandidate", "NodeClaim"),
+        event("3", "ConsolidationCandidate", "Node"),  # another node's: the same line
+        event("4", "FailedScheduling", "Pod"),  # not compared
+    ]
+    assert watch.fresh(first) == ("ConsolidationCandidate on Node", "ConsolidationCandidate on NodeClaim")
+    assert watch.fresh(first) == ()  # nothing new since
+    again = [
+        *first[:3],
+        event("2", "ConsolidationCandidate", "NodeClaim", count=2),
+        event("5", "Unconsolidatable", "Node"),
+    ]
+    assert watch.fresh(again) == ("ConsolidationCandidate on NodeClaim", "Unconsolidatable on Node")
+
+
+def test_conditions_seen_name_the_termination_and_disruption_conditions_with_the_disruption_reason(versus):
+    def versioned(*conditions):
+        return {"status": {"conditions": [dict(zip(("type", "status", "reason"), c, strict=True)) for c in conditions]}}
+
+    versions = [
+        versioned(("Launched", "True", "Launched"), ("DisruptionReason", "True", "Underutilized")),
+        versioned(("Drained", "Unknown", "Draining"), ("InstanceTerminating", "True", "InstanceTerminating")),
+        versioned(("Drained", "True", "Drained"), ("VolumesDetached", "True", "VolumesDetached")),
+    ]
+    assert sorted(versus.conditions_seen(versions)) == [
+        "condition DisruptionReason=True (Underutilized)",
+        "condition Drained=True",
+        "condition Drained=Unknown",
+        "condition InstanceTerminating=True",
+        "condition VolumesDetached=True",
+    ]
+
+
+def test_events_are_compared_apart_from_the_decisions_and_only_where_both_were_recorded(versus):
+    claims = [claim("a", "default", "c-8x-amd64-linux", "on-demand", "test-zone-a")]
+    theirs = versus.snapshot(claims, [], [], ("ConsolidationCandidate on Node", "condition Drained=True"))
+    mine = versus.snapshot(claims, [], [], ("ConsolidationCandidate on Node",))
+    unrecorded = versus.snapshot(claims, [], [])
+    assert theirs.differences(mine) == []  # the decisions are the same
+    assert theirs.event_differences(mine) == [
+        "events: ConsolidationCandidate on Node (Karpenter ConsolidationCandidate on Node, condition Drained=True)"
+    ]
+    assert theirs.event_differences(theirs) == []
+    assert unrecorded.event_differences(mine) is None
+    assert versus.Snapshot.from_json(theirs.as_json()) == versus.Snapshot(
+        theirs.nodeclaims, theirs.zones, theirs.pending, theirs.disruptions, round(theirs.cost, 6), theirs.events
+    )
+    assert "events" not in unrecorded.as_json()
+    result = versus.Result(versus.workloads(["corpus"], ["047-consolidation"], None)[0])
+    result.snapshots = {"karpenter": {"down": theirs}, "lab": {"down": mine}, "kwok": {"down": unrecorded}}
+    assert result.event_differences("lab") == [
+        "down: events: ConsolidationCandidate on Node (Karpenter ConsolidationCandidate on Node, condition Drained=True)"
+    ]
+    assert result.event_differences("kwok") is None
+
+
 def test_plan_improvement_annotates_every_nodepool_of_an_apply_and_nothing_else(versus):
     workload = next(w for w in versus.workloads(["corpus"], ["008-taints"], None))
     stream = list(yaml.safe_load_all(versus.manifests(workload, ["manifests.yaml"], True)))
