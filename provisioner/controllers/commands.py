@@ -142,7 +142,7 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
         return _finish(ctx, command, "Denied", f"denied by {approval.get('by')}: {approval.get('reason')}")
     if phase == "Proposed" and ctx.now >= parse_timestamp(status["validateAt"]):
         check = validate(ctx, command)
-        _note_check(ctx, command, check)
+        _note_check(ctx, command, check, karpenters=True)
         why = check.rejection
         if why:
             consolidation_events.rejected(ctx, command, why)
@@ -173,10 +173,10 @@ def advance(ctx: ClusterContext, command: Obj) -> bool:
         if waiting:
             return _wait(ctx, command, waiting)
         recheck_now = validate(ctx, command)
-        _note_check(ctx, command, recheck_now)
         # A command karpui approved by itself has no person's approval that a change could overtake: it runs when
         # Karpenter's validation would run it, as Karpenter's queue starts a command its validation passed.
         automatic = approval.get("by") == AUTO_APPROVER
+        _note_check(ctx, command, recheck_now, karpenters=automatic)
         why = recheck_now.rejection if automatic else recheck_now.problem
         if why and not recheck_now.budget:
             return _finish(ctx, command, "Expired", f"expired after approval: {why}")
@@ -303,10 +303,16 @@ def validation_inputs(ctx: ClusterContext, command: Obj) -> tuple[Any, ...]:
     )
 
 
-def _note_check(ctx: ClusterContext, command: Obj, check: Recheck) -> bool:
+def _note_check(ctx: ClusterContext, command: Obj, check: Recheck, *, karpenters: bool = False) -> bool:
     """Record a re-check on the command when its answer differs from the last one recorded (a command waiting an
-    hour is re-checked on every change; its record says when the answer changed)."""
-    if check.problem:
+    hour is re-checked on every change; its record says when the answer changed). With `karpenters`, Karpenter's
+    validation decides (a proposal, or a command karpui approved by itself): a change that it lets run is recorded
+    as holding, saying what changed, not as a plan gone invalid."""
+    passes = karpenters and check.karpenter is not None and check.karpenter.problem is None
+    if passes and not check.holds:
+        changed = check.problem or "; ".join(check.comparison.changes)
+        entry = {"result": "holds", "detail": f"Karpenter's validation passes; the plan changed: {changed}"}
+    elif check.problem:
         entry = {"result": "budget" if check.budget else "invalid", "detail": check.problem}
     elif check.comparison.changed:
         entry = {
