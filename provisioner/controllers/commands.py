@@ -59,6 +59,8 @@ OVERPROVISIONED = "Overprovisioned"
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition a command's candidates carry while it runs
 MANUAL = "Manual"  # a person's request for a node, not a method's decision
 AUTO_APPROVER = "karpui (auto)"  # who approves a command its NodePool's approval mode lets through
+# Karpenter's recorder drops a repeat of an event (the same object and dedupe values) within this (recorder.go).
+EVENT_DEDUPE_SECONDS = 120.0
 # What a narrowed emptiness command's record says anew; the rest (its gate, its deadline) stays.
 NARROWED_KEYS = (
     "candidates",
@@ -579,6 +581,8 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
         return _finish(
             ctx, command, "Failed", "a replacement NodeClaim failed to launch or initialize; candidates untainted"
         )
+    if not status.get("replacementsReady"):
+        _replacement_events(ctx, [r for r in replacements if r is not None], command["spec"]["reason"])
     if not all(is_true(r, "Initialized") for r in replacements if r is not None):
         return False  # old nodes stay until every replacement is initialized
     if command["spec"]["reason"] != repair.UNHEALTHY and ctx.now - parse_timestamp(status["startedAt"]) < QUEUE_SECONDS:
@@ -597,7 +601,7 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
         pending = True
         if not claim["metadata"].get("deletionTimestamp"):
             ctx.api.delete("NodeClaim", candidate["nodeclaim"])
-            ctx.event(claim, "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: {command['spec']['reason']}")
+            _terminating_events(ctx, claim, candidate["node"], command["spec"]["reason"])
             append(status, "steps", {"at": timestamp(ctx.now), "step": f"deleted NodeClaim {candidate['nodeclaim']}"})
             deleted = True
     if deleted:
@@ -610,6 +614,30 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
     status["completedAt"] = timestamp(ctx.now)
     append(status, "steps", {"at": timestamp(ctx.now), "step": "every candidate drained and deleted"})
     return _finish(ctx, command, "Succeeded", "command succeeded")
+
+
+def _replacement_events(ctx: ClusterContext, replacements: list[Obj], reason: str) -> None:
+    """Karpenter's queue, at each pass while a command waits for its replacements (queue.go waitOrTerminate): each
+    replacement is "Launching", and "Waiting on readiness" until it is initialized."""
+    for claim in replacements:
+        launching = f"Launching NodeClaim: {_title(reason)}"
+        ctx.event(claim, "Normal", "DisruptionLaunching", launching, dedupe_seconds=EVENT_DEDUPE_SECONDS)
+        if not is_true(claim, "Initialized"):
+            waiting = "Waiting on readiness to continue disruption"
+            ctx.event(claim, "Normal", "DisruptionWaitingReadiness", waiting, dedupe_seconds=EVENT_DEDUPE_SECONDS)
+
+
+def _terminating_events(ctx: ClusterContext, claim: Obj, node_name: str, reason: str) -> None:
+    """Karpenter's "Disrupting Node" and "Disrupting NodeClaim" once a candidate's deletion is asked for."""
+    node = ctx.api.get("Node", node_name)
+    if node is not None:
+        ctx.event(node, "Normal", "DisruptionTerminating", f"Disrupting Node: {_title(reason)}")
+    ctx.event(claim, "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: {_title(reason)}")
+
+
+def _title(reason: str) -> str:
+    """Go's cases.Title without lowering: each word's first letter upper-cased ("underutilized" -> "Underutilized")."""
+    return " ".join(word[:1].upper() + word[1:] for word in reason.split(" "))
 
 
 def _follow(ctx: ClusterContext, command: Obj) -> bool:
