@@ -94,10 +94,12 @@ COMPARED_EVENTS = frozenset(
         "Unconsolidatable",
     }
 )
-# The NodeClaim conditions compared with the events, as "<type>=<status>" (with the reason of DisruptionReason):
-# each seen on any NodeClaim since the last compare, by a watch on the real cluster and from the lab's change log.
+# The NodeClaim conditions compared with the events, as "<type>=True" (with the reason of DisruptionReason): each
+# seen true on any NodeClaim since the last compare, by a watch on the real cluster and from the lab's change log.
 # Karpenter's termination conditions (Drained, VolumesDetached, InstanceTerminating; v1.2) and the disruption reason
-# its candidates carry (DisruptionReason; v1.6).
+# its candidates carry (DisruptionReason; v1.6). Only True is compared: Drained is Unknown ("Draining") only at a
+# pass that found a pod still to evict, which is timing in Karpenter itself, and the lab's change log holds one
+# version per step.
 COMPARED_CONDITIONS = frozenset({"Drained", "DisruptionReason", "InstanceTerminating", "VolumesDetached"})
 README_START = "<!-- versus_karpenter: start -->"
 README_END = "<!-- versus_karpenter: end -->"
@@ -151,7 +153,10 @@ class Snapshot:
             return None
         if self.events == other.events:
             return []
-        return [f"events: {_short(other.events)} (Karpenter {_short(self.events)})"]
+        missing = [e for e in self.events if e not in other.events]
+        extra = [e for e in other.events if e not in self.events]
+        said = ([f"without {', '.join(missing)}"] if missing else []) + ([f"with {', '.join(extra)}"] if extra else [])
+        return [f"events: {'; '.join(said)}"]
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -183,12 +188,12 @@ def _short(value: tuple[Any, ...]) -> str:
 
 
 def conditions_seen(nodeclaims: list[dict[str, Any]]) -> set[str]:
-    """The compared conditions of these NodeClaim versions, as "condition <type>=<status>"."""
+    """The compared conditions true on these NodeClaim versions, as "condition <type>=True"."""
     seen = set()
     for claim in nodeclaims:
         for condition in (claim.get("status") or {}).get("conditions") or []:
             kind = condition.get("type")
-            if kind not in COMPARED_CONDITIONS:
+            if kind not in COMPARED_CONDITIONS or condition.get("status") != "True":
                 continue
             reason = f" ({condition.get('reason')})" if kind == "DisruptionReason" else ""
             seen.add(f"condition {kind}={condition.get('status')}{reason}")
