@@ -539,7 +539,10 @@ def _taint(ctx: ClusterContext, command: Obj) -> None:
         if node is not None:
             taint_disrupted(ctx, node, None)  # as Karpenter's disruption controller taints: without a log line
         claim = ctx.api.get("NodeClaim", candidate["nodeclaim"])
-        if claim is not None and not is_true(claim, DISRUPTION_REASON):
+        # Karpenter's static deprovisioning deletes the NodeClaim without a disruption reason: karpui's gate runs it
+        # as a command, and says so on its own record, not on the NodeClaim.
+        overprovisioned = command["spec"]["reason"] == OVERPROVISIONED
+        if claim is not None and not overprovisioned and not is_true(claim, DISRUPTION_REASON):
             set_condition(
                 claim, DISRUPTION_REASON, "True", ctx.now, command["spec"]["reason"], command["spec"]["reason"]
             )
@@ -601,7 +604,8 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
         pending = True
         if not claim["metadata"].get("deletionTimestamp"):
             ctx.api.delete("NodeClaim", candidate["nodeclaim"])
-            _terminating_events(ctx, claim, candidate["node"], command["spec"]["reason"])
+            if command["spec"]["reason"] != OVERPROVISIONED:  # static deprovisioning tells no event (see _taint)
+                _terminating_events(ctx, claim, candidate["node"], command["spec"]["reason"])
             append(status, "steps", {"at": timestamp(ctx.now), "step": f"deleted NodeClaim {candidate['nodeclaim']}"})
             deleted = True
     if deleted:

@@ -133,7 +133,10 @@ def test_scaling_down_deletes_empty_nodes_first_in_auto_mode_as_karpenter_does()
     made.advance(30)
     busy = next(p["spec"]["nodeName"] for p in made.store.list("Pod"))
     _scaled(made, 1)
-    made.advance(30)
+    reasons = set()
+    for _ in range(300):
+        made.advance(0.1)
+        reasons |= {c["type"] for claim in claims(made) for c in claim["status"]["conditions"] if c["status"] == "True"}
     [command] = made.store.list("DisruptionCommand")
     assert (command["spec"]["reason"], command["spec"]["decision"], command["status"]["phase"]) == (
         "Overprovisioned",
@@ -142,6 +145,10 @@ def test_scaling_down_deletes_empty_nodes_first_in_auto_mode_as_karpenter_does()
     )
     assert busy not in [c["node"] for c in command["spec"]["candidates"]]
     assert [c["status"]["nodeName"] for c in claims(made)] == [busy]
+    # As Karpenter's static deprovisioning, which only deletes: no DisruptionReason condition on the NodeClaims and
+    # no DisruptionTerminating event (the command's own record says why).
+    assert "DisruptionReason" not in reasons
+    assert [e for e in made.store.list("Event") if e["reason"] == "DisruptionTerminating"] == []
 
 
 def test_a_manual_nodepool_waits_for_a_person_before_scaling_down():
