@@ -26,6 +26,8 @@ def test_each_time_round_its_loop_the_engine_touches_its_heartbeat(settings, tmp
 
 
 def test_beat_touches_its_heartbeat_each_time_it_sends_a_task(settings, tmp_path):
+    import karpui.celery  # noqa: F401 - connects the handler, as `celery -A karpui beat` imports it
+
     settings.KARPUI_HEARTBEAT_FILE = str(tmp_path / "heartbeat")
 
     before_task_publish.send(sender="karpui.tasks.clusters_tick", body=(), exchange="", routing_key="celery")
