@@ -17,6 +17,7 @@ from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.holds import GATED_MODES
 from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.snapshot import clock_inputs, cluster_view, without
+from provisioner.disruption.candidates import NOT_CONSOLIDATABLE_YET
 from provisioner.disruption.consolidation import in_flight
 from provisioner.disruption.methods import PassResult, continue_pass, disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command
@@ -135,7 +136,7 @@ class DisruptionController:
             self.resume = result.resume
             self._last_pass = _Pass(inputs, ctx.now, result, claimed)
         self.last_result = result
-        _explain(ctx, claimed, result)
+        _explain(ctx, claimed, result, queued=queue_nodes(ctx)[0])
         self.explained = {"at": ctx.now, "nodes": explanations(result)}
         denied = denied_fingerprints(ctx, legacy=True)
         created = False
@@ -279,15 +280,23 @@ def explanations(result: PassResult) -> dict[str, list[str]]:
     return said
 
 
-def _explain(ctx: ClusterContext, claimed: list[ClaimedNode], result: PassResult) -> None:
+def _explain(ctx: ClusterContext, claimed: list[ClaimedNode], result: PassResult, queued: set[str]) -> None:
     """DisruptionBlocked for nodes that cannot be candidates, Unconsolidatable for candidates consolidation would
-    not act on, each on the Node and its NodeClaim. Budget exhaustion is not an event in Karpenter either."""
+    not act on, each on the Node and its NodeClaim. As in Karpenter, some are no event: budget exhaustion, a node
+    whose consolidateAfter has not elapsed (ShouldDisrupt), and a node of a command in the queue (NewCandidate's
+    "candidate is already being disrupted"): those the dashboard says."""
     claims = {c.name: c.nodeclaim for c in claimed}
     for node, reasons, event, verb in (
         *((n, r, "DisruptionBlocked", "Cannot disrupt") for n, r in sorted(result.blocked.items())),
         *((n, r, "Unconsolidatable", "") for n, r in sorted(result.notes.items())),
     ):
-        told = [reason for reason in dict.fromkeys(reasons) if "disruption budget" not in reason]
+        if node in queued:
+            continue
+        told = [
+            reason
+            for reason in dict.fromkeys(reasons)
+            if "disruption budget" not in reason and NOT_CONSOLIDATABLE_YET not in reason
+        ]
         if not told:
             continue
         objects = [

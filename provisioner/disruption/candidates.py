@@ -72,12 +72,17 @@ def blockers(
     return reasons
 
 
+# Why a node's consolidateAfter keeps it out: said on the dashboard, never as an event (Karpenter's ShouldDisrupt
+# returns false for a NodeClaim not yet Consolidatable without publishing anything).
+NOT_CONSOLIDATABLE_YET = "has not elapsed since the last pod event"
+
+
 def consolidation_blockers(claimed: ClaimedNode, nodepool: NodePool, empty: bool) -> list[str]:
     """The extra filters for Emptiness and consolidation (Karpenter's Unconsolidatable reasons)."""
     if nodepool.consolidate_after_seconds is None:
         return [f'NodePool "{nodepool.name}" has consolidation disabled']
     if not claimed.consolidatable:
-        return [f"consolidateAfter ({nodepool.consolidate_after}) has not elapsed since the last pod event"]
+        return [f"consolidateAfter ({nodepool.consolidate_after}) {NOT_CONSOLIDATABLE_YET}"]
     if not claimed.capacity_type or not claimed.zone:
         return ["node is missing its capacity-type or zone label"]
     if nodepool.consolidation_policy == WHEN_EMPTY and not empty:

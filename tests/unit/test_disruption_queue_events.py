@@ -47,3 +47,29 @@ def test_a_replace_tells_its_replacement_launching_and_waiting_then_disrupting_t
         ]
     )
     assert made.store.get("DisruptionCommand", command["metadata"]["name"])["status"]["phase"] == "Succeeded"
+
+
+def test_a_node_its_command_is_deleting_is_no_disruption_blocked_event_nor_one_inside_consolidate_after():
+    """NewCandidate skips a node the queue holds without an event ("candidate is already being disrupted"), and
+    ShouldDisrupt passes over a NodeClaim not yet Consolidatable without one: the dashboard says both."""
+    waiting = {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "10s",
+        "budgets": [{"nodes": "1"}],
+    }
+    made = lab(nodepool_doc(template_spec={"requirements": OD}, disruption=waiting), deployment("inflate", 3))
+    made.advance(30)
+    found = made.store.get("Deployment", "inflate", "default")
+    found["spec"]["replicas"] = 0
+    made.store.update(found)
+    for _ in range(90):
+        made.advance(1)
+    [command] = made.store.list("DisruptionCommand")
+    assert (command["spec"]["reason"], command["status"]["phase"]) == ("Empty", "Succeeded")
+    assert made.store.list("NodeClaim") == []
+    told = [(e["reason"], e["message"]) for e in made.store.list("Event") if e["involvedObject"]["kind"] == "Node"]
+    # Before the scale-down, past consolidateAfter: the one thing said of the node, as Karpenter says it.
+    assert [r for r in told if r[0] in ("DisruptionBlocked", "Unconsolidatable")] == [
+        ("Unconsolidatable", "Can't replace with a cheaper node (current $0.1086/h)")
+    ]
+    assert ("DisruptionTerminating", "Disrupting Node: Empty") in told
