@@ -248,7 +248,7 @@ def _events(cluster: Any, nodes: int, pods: int) -> list[Any]:
                     "",
                     f"default-{i:05d}",
                     "Unconsolidatable",
-                    "Can't replace with a cheaper node (current $0.1520/h)",
+                    "Can't replace with a cheaper node",
                 )
             )
     for i in range(1, pods, 10):

@@ -85,6 +85,7 @@ class Lab:
             nominated_events=TokenBucket.from_state(
                 NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, state.get("nominated_events")
             ),
+            published=dict(state.get("published") or {}),
             views=self.store.views,
         )
         if config.components not in COMPONENTS:
@@ -289,6 +290,7 @@ class Lab:
             "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
             "buffer_nodes": dict(self.ctx.buffer_nodes),
             "nominated_events": self.ctx.nominated_events.to_state(),
+            "published": self.ctx.published_state(),
             "settling": self._settling,
         }
 

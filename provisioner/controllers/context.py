@@ -107,6 +107,8 @@ class ClusterContext:
     nominated_events: TokenBucket = field(
         default_factory=lambda: TokenBucket(NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST)
     )
+    # "reason/kind/name" -> until when `publish` drops that object's next event of that reason, whatever it says.
+    published: dict[str, float] = field(default_factory=dict)
     views: Views = field(default_factory=Views)
     # Observe mode: Karpenter provisions, disrupts, drains and terminates; karpui proposes only for the NodePools it
     # gates, and an approved command is released to Karpenter (controllers/holds.py); a person's request for a node
@@ -239,6 +241,25 @@ class ClusterContext:
             component=self.event_source,
         )
 
+    def publish(self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float) -> None:
+        """An Event as Karpenter's recorder publishes one with the object as its dedupe value: dropped while an event
+        of the same reason on the same object was published less than `dedupe_seconds` ago, whatever either says."""
+        meta = involved["metadata"]
+        if not self.publishes(reason, involved["kind"], meta["name"], meta.get("namespace") or ""):
+            return
+        self.published[_published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")] = (
+            self.now + dedupe_seconds
+        )
+        self.event(involved, kind, reason, message)
+
+    def publishes(self, reason: str, kind: str, name: str, namespace: str = "") -> bool:
+        """Whether `publish` would tell an event of `reason` on this object now (asked before reading the object)."""
+        return self.published.get(_published_key(reason, kind, name, namespace), 0.0) <= self.now
+
+    def published_state(self) -> dict[str, float]:
+        """`published` without what has run out, to keep across steps."""
+        return {key: until for key, until in self.published.items() if until > self.now}
+
     def backing_off(self, controller: str, obj: Obj | None = None) -> bool:
         """Whether `controller`'s reconcile (of `obj`) failed lately and waits for its retry: its caller skips it."""
         held = self.backoffs.get(_backoff_key(controller, obj))
@@ -294,3 +315,7 @@ def _backoff_key(controller: str, obj: Obj | None) -> tuple[str, str]:
 
 def _version(obj: Obj | None) -> str | None:
     return None if obj is None else obj["metadata"].get("resourceVersion")
+
+
+def _published_key(reason: str, kind: str, name: str, namespace: str) -> str:
+    return f"{reason}/{kind}/{namespace}/{name}"

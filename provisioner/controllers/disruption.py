@@ -16,8 +16,14 @@ from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SE
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.holds import GATED_MODES
 from provisioner.controllers.nodecounts import node_counts
-from provisioner.controllers.snapshot import clock_inputs, cluster_view, without
-from provisioner.disruption.candidates import NOT_CONSOLIDATABLE_YET
+from provisioner.controllers.provisioning import pod_object
+from provisioner.controllers.snapshot import clock_inputs, cluster_view, timed_do_not_disrupt_pods, without
+from provisioner.disruption.candidates import (
+    NOT_CONSOLIDATABLE_YET,
+    do_not_disrupt_notice,
+    node_blockers,
+    pod_blocks,
+)
 from provisioner.disruption.consolidation import in_flight
 from provisioner.disruption.methods import PassResult, continue_pass, disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command
@@ -86,6 +92,11 @@ class DisruptionController:
         ):
             if self.explained:
                 self.explained["at"] = ctx.now  # nothing it reads has changed: what it said still holds
+            if self._last_pass is not None:
+                # Karpenter skips only the consolidation simulations then: every pass still builds candidates, so
+                # DisruptionBlocked and the pods' do-not-disrupt Events go on being told every 2 minutes.
+                last_pass = self._last_pass
+                _explain(ctx, last_pass.claimed, last_pass.result, queue_nodes(ctx)[0], simulated=False)
             return False  # already consolidated: nothing it reads has changed since a pass found nothing
         self._consolidated = None
         last = self._last_pass
@@ -263,51 +274,78 @@ def denied_fingerprints(ctx: ClusterContext, *, legacy: bool = False) -> set[str
     }
 
 
-# Karpenter's recorder drops a repeat of these events for 15 minutes, so a pass every 10 s does not flood them.
-EXPLANATION_DEDUPE_SECONDS = 15 * 60
+# Karpenter's recorder publishes one DisruptionBlocked per object every 2 minutes, whatever it says (its dedupe value
+# is the object's UID alone), so a pass every 10 s does not flood them. Unconsolidatable it keeps for 15 minutes;
+# karpui keeps each of its messages that long, so that a node whose reason changes says the new one at once (seed
+# 004: a full spot node cannot be replaced by a cheaper one; scaled down, it lacks 15 cheaper types).
+BLOCKED_DEDUPE_SECONDS = 2 * 60
+UNCONSOLIDATABLE_DEDUPE_SECONDS = 15 * 60
+# Its default dedupe, which the do-not-disrupt Events on pods have (their values: the pod, and what they say).
+POD_NOTICE_DEDUPE_SECONDS = 2 * 60
 
 
 def explanations(result: PassResult) -> dict[str, list[str]]:
-    """Per node the pass leaves, what it said: why it cannot be a candidate ("Cannot disrupt Node: ...") or why
-    consolidation would not act on it, budgets included (those are no event, in Karpenter either)."""
+    """Per node the pass leaves, what it said: every reason it cannot be a candidate (Karpenter tells the first) and
+    why consolidation would not act on it, budgets included (those are no event, in Karpenter either)."""
     said: dict[str, list[str]] = {}
-    for node, reasons in sorted(result.blocked.items()):
-        said.setdefault(node, []).extend(f"Cannot disrupt Node: {r}" for r in dict.fromkeys(reasons))
-    for node, reasons in sorted(result.notes.items()):
-        said.setdefault(node, []).extend(dict.fromkeys(reasons))
-    for node, reasons in sorted(result.balanced_notes.items()):
-        said.setdefault(node, []).extend(dict.fromkeys(reasons))
+    for reasons in (result.blocked, result.notes, result.balanced_notes):
+        for node, told in sorted(reasons.items()):
+            said.setdefault(node, []).extend(dict.fromkeys(told))
     return said
 
 
-def _explain(ctx: ClusterContext, claimed: list[ClaimedNode], result: PassResult, queued: set[str]) -> None:
-    """DisruptionBlocked for nodes that cannot be candidates, Unconsolidatable for candidates consolidation would
-    not act on, each on the Node and its NodeClaim. As in Karpenter, some are no event: budget exhaustion, a node
-    whose consolidateAfter has not elapsed (ShouldDisrupt), and a node of a command in the queue (NewCandidate's
-    "candidate is already being disrupted"): those the dashboard says."""
+def _explain(
+    ctx: ClusterContext, claimed: list[ClaimedNode], result: PassResult, queued: set[str], *, simulated: bool = True
+) -> None:
+    """DisruptionBlocked for nodes that cannot be candidates (the first reason, as Karpenter's NewCandidate stops at
+    it), Unconsolidatable for candidates consolidation would not act on, each on the Node and its NodeClaim, and the
+    do-not-disrupt Events on the pods it read. As in Karpenter, some are no event: budget exhaustion, a node whose
+    consolidateAfter has not elapsed (ShouldDisrupt), and a node of a command in the queue (NewCandidate's
+    "candidate is already being disrupted"): those the dashboard says. Not `simulated`: a pass that skipped its
+    consolidation simulations, which tells only the DisruptionBlocked and pod Events of the last one's."""
+    ctx.published = ctx.published_state()
     claims = {c.name: c.nodeclaim for c in claimed}
-    for node, reasons, event, verb in (
-        *((n, r, "DisruptionBlocked", "Cannot disrupt") for n, r in sorted(result.blocked.items())),
-        *((n, r, "Unconsolidatable", "") for n, r in sorted(result.notes.items())),
-    ):
-        if node in queued:
-            continue
-        told = [
-            reason
-            for reason in dict.fromkeys(reasons)
-            if "disruption budget" not in reason and NOT_CONSOLIDATABLE_YET not in reason
-        ]
-        if not told:
-            continue
-        objects = [
-            obj
-            for kind, name in (("Node", node), ("NodeClaim", claims.get(node, "")))
-            if name and (obj := ctx.api.get(kind, name)) is not None
-        ]
+    for node, reasons in sorted(result.blocked.items()):
+        names = [(kind, name) for kind, name in (("Node", node), ("NodeClaim", claims.get(node, ""))) if name]
+        if node in queued or not reasons or not any(ctx.publishes("DisruptionBlocked", k, n) for k, n in names):
+            continue  # said lately: the objects are not even read
+        for obj in _objects(ctx, names):
+            ctx.publish(obj, "Normal", "DisruptionBlocked", reasons[0], dedupe_seconds=BLOCKED_DEDUPE_SECONDS)
+    for node, reasons in sorted(result.notes.items()) if simulated else ():
         # A reason noted twice (multi-node and single-node consolidation both note an unconsolidatable candidate)
-        # is told once: the recorder would drop the repeat within EXPLANATION_DEDUPE_SECONDS of the first anyway,
-        # and the 3,638 repeats at 20,000 pods cost 0.1 s of the pass (profiled).
+        # is told once: the recorder would drop the repeat within the window anyway, and the 3,638 repeats at
+        # 20,000 pods cost 0.1 s of the pass (profiled).
+        told = [r for r in dict.fromkeys(reasons) if "disruption budget" not in r and NOT_CONSOLIDATABLE_YET not in r]
+        if node in queued or not told:
+            continue
+        objects = _objects(ctx, [("Node", node), ("NodeClaim", claims.get(node, ""))])
         for reason in told:
             for obj in objects:
-                message = f"{verb} {obj['kind']}: {reason}" if verb else reason
-                ctx.event(obj, "Normal", event, message, dedupe_seconds=EXPLANATION_DEDUPE_SECONDS)
+                ctx.event(obj, "Normal", "Unconsolidatable", reason, dedupe_seconds=UNCONSOLIDATABLE_DEDUPE_SECONDS)
+    _tell_do_not_disrupt(ctx, claimed, queued)
+
+
+def _objects(ctx: ClusterContext, names: list[tuple[str, str]]) -> list[Obj]:
+    """The named objects that exist (a node without a NodeClaim name has only its Node)."""
+    return [obj for kind, name in names if name and (obj := ctx.api.get(kind, name)) is not None]
+
+
+def _tell_do_not_disrupt(ctx: ClusterContext, claimed: list[ClaimedNode], queued: set[str]) -> None:
+    """The Events Karpenter's candidate validation tells on pods with a timed or invalid do-not-disrupt annotation
+    (IsDoNotDisruptActive): for each node it validates the pods of, in order, up to the first one that blocks."""
+    on_nodes = {pod.node_name for pod in timed_do_not_disrupt_pods(ctx)}
+    for node in claimed:
+        if (
+            node.name not in on_nodes
+            or node.name in queued
+            or node_blockers(node, ctx.nodepool(node.nodepool), ctx.now)
+        ):
+            continue
+        for pod in node.node.pods:
+            notice = do_not_disrupt_notice(pod, ctx.now)
+            if notice is not None and (obj := pod_object(ctx, pod)) is not None:
+                ctx.event(
+                    obj, notice.event_type, notice.reason, notice.message, dedupe_seconds=POD_NOTICE_DEDUPE_SECONDS
+                )
+            if pod_blocks(pod, ctx.now):
+                break

@@ -24,6 +24,7 @@ from provisioner.labels import DO_NOT_DISRUPT
 from provisioner.nodes import Node
 from provisioner.objects import NodePool
 from provisioner.options import RESERVED_CAPACITY, SPOT_TO_SPOT_CONSOLIDATION
+from provisioner.pods import Pod
 from provisioner.scheduling.scheduler import PoolOffer
 
 _Prices = dict[str, dict[str, list[InstanceType]]]  # NodePool -> instance type name -> its types, in catalog order
@@ -60,22 +61,27 @@ def clock_inputs(ctx: ClusterContext) -> tuple[Any, ...]:
     """What the clock alone changes in what a disruption pass or a validation decides over a snapshot: which nodes
     are nominated now, which scheduled budgets are open now, and which pods a timed do-not-disrupt still
     protects."""
-    # Pods with a timed do-not-disrupt, looked for again only when pods were written.
+    return (
+        tuple(sorted(node for node, until in ctx.nominations.items() if until > ctx.now)),
+        tuple(sorted(ctx.buffer_nodes)),
+        tuple(budget_active(b, ctx.now) for pool in ctx.disruptable_nodepools() for b in pool.budgets if b.schedule),
+        tuple(sorted(pod.uid for pod in timed_do_not_disrupt_pods(ctx) if pod_blocks(pod, ctx.now))),
+    )
+
+
+def timed_do_not_disrupt_pods(ctx: ClusterContext) -> list[Pod]:
+    """The pods whose `karpenter.sh/do-not-disrupt` is a duration (or invalid): what they protect changes with the
+    clock alone. Looked for again only when pods were written."""
     annotated = ctx.memo(
         "snapshot/timed-do-not-disrupt",
         ctx.api.kind_version("Pod"),
         lambda: [
             obj
-            for obj in ctx.api.scan("Pod")  # read only; the uids below are sorted
+            for obj in ctx.api.scan("Pod")  # read only; the uids clock_inputs keeps are sorted
             if (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT, "true") != "true"
         ],
     )
-    return (
-        tuple(sorted(node for node, until in ctx.nominations.items() if until > ctx.now)),
-        tuple(sorted(ctx.buffer_nodes)),
-        tuple(budget_active(b, ctx.now) for pool in ctx.disruptable_nodepools() for b in pool.budgets if b.schedule),
-        tuple(sorted(pod.uid for _, pod in ctx.views.readable(annotated) if pod_blocks(pod, ctx.now))),
-    )
+    return [pod for _, pod in ctx.views.readable(annotated)]
 
 
 def cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:

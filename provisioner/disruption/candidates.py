@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from provisioner import labels as wk
 from provisioner.disruption.types import Candidate, ClaimedNode, DisruptionBudgetPolicy, eviction_cost
-from provisioner.durations import DurationError, parse_duration
+from provisioner.durations import DurationError, parse_go_duration
 from provisioner.objects import WHEN_EMPTY, NodePool
 from provisioner.pods import Pod
 
@@ -18,13 +20,54 @@ def pod_blocks(pod: Pod, now: float) -> bool:
         return False
     if value == "true":
         return True
-    try:
-        seconds = parse_duration(value)
-    except DurationError:
-        return False  # an invalid value is ignored, as Karpenter does (with an event)
-    if not seconds:
-        return False
+    seconds = _timed_do_not_disrupt(value)
+    if isinstance(seconds, str):
+        return False  # an invalid value is ignored, as Karpenter does (with an event: do_not_disrupt_notice)
     return pod.started is None or now - pod.started < seconds
+
+
+def _timed_do_not_disrupt(value: str) -> float | str:
+    """The annotation's duration in seconds, or why it is invalid (Karpenter's parseDoNotDisrupt, in its words)."""
+    try:
+        seconds = parse_go_duration(value)
+    except DurationError as error:
+        return f'failed to parse "{value}" as a duration: {error}'
+    if seconds <= 0:
+        return f'duration "{value}" must be positive'
+    return seconds
+
+
+@dataclass(frozen=True)
+class PodNotice:
+    """An Event Karpenter tells on a pod as it reads the pod's do-not-disrupt annotation (IsDoNotDisruptActive)."""
+
+    event_type: str
+    reason: str
+    message: str
+
+
+def do_not_disrupt_notice(pod: Pod, now: float) -> PodNotice | None:
+    """What reading a pod's timed or invalid `karpenter.sh/do-not-disrupt` tells (None for "true", no annotation,
+    an inactive pod, or no startTime yet): invalid, still protected until a time, or protected no more."""
+    value = pod.annotations.get(wk.DO_NOT_DISRUPT)
+    if value is None or value == "true" or pod.is_terminal() or pod.deleting:
+        return None
+    seconds = _timed_do_not_disrupt(value)
+    if isinstance(seconds, str):
+        message = f"Invalid karpenter.sh/do-not-disrupt annotation: {seconds}, ignoring annotation"
+        return PodNotice("Warning", "InvalidDoNotDisruptAnnotation", message)
+    if pod.started is None:
+        return None
+    if now - pod.started < seconds:
+        until = datetime.fromtimestamp(int(pod.started + seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return PodNotice(
+            "Normal", "DoNotDisruptUntil", f"The karpenter.sh/do-not-disrupt grace period will elapse at {until}"
+        )
+    return PodNotice(
+        "Normal",
+        "DoNotDisruptGracePeriodElapsed",
+        "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable",
+    )
 
 
 def disruption_cost(claimed: ClaimedNode, nodepool: NodePool, pods: Sequence[Pod], now: float) -> float:
@@ -37,6 +80,25 @@ def _lifetime_remaining(claimed: ClaimedNode, nodepool: NodePool, now: float) ->
     return 1.0 if not expire else max(0.0, min(1.0, (expire - (now - claimed.created)) / expire))
 
 
+def node_blockers(claimed: ClaimedNode, nodepool: NodePool | None, now: float) -> list[str]:
+    """What keeps a node from being a candidate before its pods are looked at (ValidateNodeDisruptable, then
+    NewCandidate's NodePool lookup), in that order."""
+    reasons = []
+    if claimed.deleting or claimed.node.marked_for_deletion:
+        reasons.append("Node is deleting or marked for deletion")
+    if not claimed.initialized:
+        reasons.append("Node isn't initialized")
+    if claimed.nominated_until > now:
+        reasons.append("Node is nominated for a pending pod")
+    if claimed.annotations.get(wk.DO_NOT_DISRUPT) == "true":
+        reasons.append(f'Disruption is blocked through the "{wk.DO_NOT_DISRUPT}" annotation')
+    if not claimed.nodepool:
+        reasons.append(f"Node doesn't have required label (label={wk.NODEPOOL})")
+    elif nodepool is None:
+        reasons.append(f"NodePool not found (NodePool={claimed.nodepool})")
+    return reasons
+
+
 def blockers(
     claimed: ClaimedNode,
     nodepool: NodePool | None,
@@ -44,32 +106,29 @@ def blockers(
     now: float,
     eventual: bool = False,
 ) -> list[str]:
-    """Why a node cannot be a candidate (empty: it can). `eventual` methods (drift) skip pod-level blockers
-    on nodes with a terminationGracePeriod: the drain forces them out at its deadline."""
-    reasons = []
-    if not claimed.initialized:
-        reasons.append("node is not initialized")
-    if claimed.deleting or claimed.node.marked_for_deletion:
-        reasons.append("node is being deleted")
-    if claimed.nominated_until > now:
-        reasons.append("node is nominated for a pending pod")
-    if claimed.annotations.get(wk.DO_NOT_DISRUPT) == "true":
-        reasons.append('node has "karpenter.sh/do-not-disrupt" annotation')
-    if nodepool is None:
-        reasons.append(f'nodepool "{claimed.nodepool}" not found')
-    for pod in claimed.node.pods if not (eventual and claimed.grace_period) else ():
-        if pod_blocks(pod, now):
-            reasons.append(f'pod "{pod.key}" has "karpenter.sh/do-not-disrupt" annotation')
-            continue
-        # Without PDBs nothing below can block; asking each of 20,000 pods anyway was a tenth of a pass.
-        if not pdbs or (not pod.is_reschedulable() and not pod.is_daemonset_pod()):
+    """Why a node cannot be a candidate (empty: it can), in Karpenter v1.15's words and order (ValidateNodeDisruptable,
+    NewCandidate, ValidatePodsDisruptable): Karpenter stops at the first and tells it as DisruptionBlocked; the
+    dashboard shows them all. `eventual` methods (drift) skip pod-level blockers on nodes with a
+    terminationGracePeriod: the drain forces them out at its deadline."""
+    reasons = node_blockers(claimed, nodepool, now)
+    if eventual and claimed.grace_period:
+        return reasons
+    pods = claimed.node.pods
+    reasons.extend(f'Pod has "{wk.DO_NOT_DISRUPT}" annotation (Pod={p.key})' for p in pods if pod_blocks(p, now))
+    # Without PDBs nothing below can block; asking each of 20,000 pods anyway was a tenth of a pass.
+    for pod in pods if pdbs else ():
+        # Eviction passes by pods it never evicts: inactive and mirror pods, and those do-not-disrupt protects.
+        if (not pod.is_reschedulable() and not pod.is_daemonset_pod()) or pod_blocks(pod, now):
             continue
         covering = [pdb for pdb in pdbs if pdb.covers(pod)]
         if len(covering) > 1:
-            reasons.append(f'pod "{pod.key}" is covered by multiple PDBs')
+            keys = " ".join(sorted(f"{pdb.namespace}/{pdb.name}" for pdb in covering))
+            reasons.append(f"Eviction does not support multiple PDBs (PodDisruptionBudget(s)=[{keys}])")
         elif covering and covering[0].disruptions_allowed <= 0 and not covering[0].always_allow_unhealthy:
-            reasons.append(f'pdb "{covering[0].namespace}/{covering[0].name}" prevents pod evictions')
-    return reasons
+            reasons.append(
+                f"Pdb prevents pod evictions (PodDisruptionBudget=[{covering[0].namespace}/{covering[0].name}])"
+            )
+    return list(dict.fromkeys(reasons))
 
 
 # Why a node's consolidateAfter keeps it out: said on the dashboard, never as an event (Karpenter's ShouldDisrupt
@@ -83,10 +142,12 @@ def consolidation_blockers(claimed: ClaimedNode, nodepool: NodePool, empty: bool
         return [f'NodePool "{nodepool.name}" has consolidation disabled']
     if not claimed.consolidatable:
         return [f"consolidateAfter ({nodepool.consolidate_after}) {NOT_CONSOLIDATABLE_YET}"]
-    if not claimed.capacity_type or not claimed.zone:
-        return ["node is missing its capacity-type or zone label"]
+    if not claimed.capacity_type:
+        return [f'Node does not have label "{wk.CAPACITY_TYPE}"']
+    if not claimed.zone:
+        return [f'Node does not have label "{wk.ZONE}"']
     if nodepool.consolidation_policy == WHEN_EMPTY and not empty:
-        return [f'NodePool "{nodepool.name}" has consolidationPolicy WhenEmpty and the node is not empty']
+        return [f'NodePool "{nodepool.name}" has consolidation policy WhenEmpty, but node is not empty']
     return []
 
 
@@ -105,9 +166,8 @@ def build_candidates(
         nodepool = nodepools.get(node.nodepool)
         reasons = blockers(node, nodepool, pdbs, now, eventual)
         if nodepool is None and problems and node.nodepool in problems:
-            reasons = [
-                f'nodepool "{node.nodepool}": {problems[node.nodepool]}' if "not found" in r else r for r in reasons
-            ]
+            missing = f"NodePool not found (NodePool={node.nodepool})"
+            reasons = [f'NodePool "{node.nodepool}": {problems[node.nodepool]}' if r == missing else r for r in reasons]
         if reasons or nodepool is None:
             blocked[node.name] = reasons
             continue

@@ -102,23 +102,28 @@ def _fully_protected(pod: Pod, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
 
 def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate], view: ClusterView) -> list[str]:
     """Why removing the candidates would strand pods: one fails to schedule, or it would land on a node that is
-    not initialized yet (Karpenter will not count on capacity that may never come)."""
+    not initialized yet (Karpenter will not count on capacity that may never come). Said in Karpenter's words
+    (NonPendingPodSchedulingErrors), pods of nodes being deleted among them."""
     moving = {p.uid for c in candidates for p in c.pods}
     leaving = {p.uid for p in departing_pods(view, {c.name for c in candidates})}
-    failed = [f for uid, f in result.failures.items() if uid in moving or uid in leaving]
-    if failed:
-        listed = ", ".join(
-            f"{f.pod.key}{' (from a node being disrupted)' if f.pod.uid in leaving else ''} => {f.message}"
-            for f in failed[:5]
-        )
-        return [f"not all pods would schedule, {listed}"]
+    errors = [(f.pod.key, f.message) for uid, f in result.failures.items() if uid in moving or uid in leaving]
     uninitialized = {n.name for n in view.nodes if not n.initialized}
-    onto = sorted(
-        name for name, pods in result.placements.items() if name in uninitialized and any(p.uid in moving for p in pods)
-    )
-    if onto:
-        return [f"not all pods would schedule, would schedule against uninitialized nodeclaim/{onto[0]}"]
-    return []
+    claims = {c.name: c.nodeclaim for c in view.claimed}
+    for name, pods in sorted(result.placements.items()):
+        if name not in uninitialized:
+            continue
+        where = ", ".join([*([f"nodeclaim/{claims[name]}"] if name in claims else []), f"node/{name}"])
+        errors += [(p.key, f"would schedule against uninitialized {where}") for p in pods if p.uid in moving]
+    if not errors:
+        return []
+    said = "".join(f"{key} => {error} " for key, error in errors[:MAX_SCHEDULING_ERRORS])
+    if len(errors) >= MAX_SCHEDULING_ERRORS:
+        said += f" and {len(errors) - MAX_SCHEDULING_ERRORS} other(s)"
+    return [f"Not all pods would schedule, {said}"]
+
+
+# How many pods' scheduling errors an Unconsolidatable event names (Karpenter's MaxErrors).
+MAX_SCHEDULING_ERRORS = 5
 
 
 def worst_launch_price(
@@ -234,7 +239,7 @@ def _cheaper_replacement(
         and worst < current
     ]
     if not options:
-        return [f"Can't replace with a cheaper node (current ${current:.4f}/h)"]
+        return ["Can't replace with a cheaper node"]
     if spot_to_spot and single:
         if len(options) < SPOT_TO_SPOT_MIN_OPTIONS:
             return [
