@@ -173,6 +173,10 @@ class ProvisioningController:
             ctx.log(logs.simulation_timed_out(time.perf_counter() - started))
         if result.new_nodeclaims:
             ctx.log(logs.found_provisionable(result.pods_considered, time.perf_counter() - started))
+            # As Karpenter's Results.Record: the new NodeClaims' pods, then (only beside them) the existing ones'.
+            ctx.log(logs.computed_new_nodeclaims(result.new_nodeclaims))
+            if any(result.placements.values()):
+                ctx.log(logs.computed_unready_nodes(result.placements))
         for plan in result.new_nodeclaims:
             nodeclaim = create_nodeclaim(ctx, plan)
             # A node launched for pods a disruption command evicted is that command's cost.

@@ -49,6 +49,21 @@ def found_provisionable(pods: Sequence[Pod], duration_seconds: float) -> LogReco
     )
 
 
+def computed_new_nodeclaims(plans: Sequence[NodeClaimPlan]) -> LogRecord:
+    """How many NodeClaims a batch launches for how many pods (Results.Record, logged before they are created)."""
+    return LogRecord(
+        "computed new nodeclaim(s) to fit pod(s)", {"nodeclaims": len(plans), "pods": sum(len(p.pods) for p in plans)}
+    )
+
+
+def computed_unready_nodes(placements: Mapping[str, Sequence[Pod]]) -> LogRecord:
+    """How many of the batch's pods the simulation put on nodes that exist or are launching, and on how many."""
+    used = [pods for pods in placements.values() if pods]
+    return LogRecord(
+        "computed unready node(s) will fit pod(s)", {"nodes": len(used), "pods": sum(len(p) for p in used)}
+    )
+
+
 def created_nodeclaim(plan: NodeClaimPlan, name: str) -> LogRecord:
     return LogRecord(
         "created nodeclaim",

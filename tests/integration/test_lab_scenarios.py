@@ -34,6 +34,9 @@ def test_scaling_a_deployment_provisions_the_cheapest_node_that_fits_all_five(la
     assert [(p["STATUS"], p["NODE"]) for p in pods] == [("Running", claim["NODE"])] * 5
     [found] = logs("found provisionable pod(s)")
     assert found["Pods"].count("default/inflate-") == 5
+    [computed] = logs("computed new nodeclaim(s) to fit pod(s)")
+    assert (computed["nodeclaims"], computed["pods"]) == (1, 5)
+    assert logs("computed unready node(s) will fit pod(s)") == []  # nothing went on a node already there
     [created] = logs("created nodeclaim")
     assert created["requests"] == {"cpu": "5", "pods": "5"}
     assert created["NodePool"] == {"name": "default"} and created["NodeClaim"] == {"name": claim["NAME"]}

@@ -4,12 +4,35 @@ from dataclasses import replace
 
 from provisioner.pods import OwnerReference, effective_requests
 from provisioner.quantity import format_resources, parse_resources
-from provisioner.scheduling.logs import created_nodeclaim, first_and_others, found_provisionable, go_duration
+from provisioner.scheduling.logs import (
+    computed_new_nodeclaims,
+    computed_unready_nodes,
+    created_nodeclaim,
+    first_and_others,
+    found_provisionable,
+    go_duration,
+)
 from provisioner.selectors import LabelSelector
 from provisioner.taints import Taint
 from tests.builders import CAPACITY_TYPE, HOSTNAME, KWOK, nodepool, pod, req, schedule, spread, term
 
 AMD64_ON_DEMAND = nodepool("default", req("kubernetes.io/arch", "In", "amd64"), req(CAPACITY_TYPE, "In", "on-demand"))
+
+
+def test_a_batch_says_how_many_nodeclaims_it_launches_and_which_existing_nodes_take_pods():
+    """Karpenter's Results.Record: "computed new nodeclaim(s) to fit pod(s)" and, beside it, "computed unready
+    node(s) will fit pod(s)" counting only the nodes the simulation put pods on."""
+    pods = [pod(cpu="1", name=f"pause-{i}") for i in range(7)]
+    result = schedule(pods, pools=[AMD64_ON_DEMAND], types=KWOK)
+    assert computed_new_nodeclaims(result.new_nodeclaims).as_dict() == {
+        "level": "INFO",
+        "logger": "controller.provisioner",
+        "message": "computed new nodeclaim(s) to fit pod(s)",
+        "nodeclaims": 1,
+        "pods": 7,
+    }
+    unready = computed_unready_nodes({"a": pods[:2], "b": [], "c": pods[2:3]}).as_dict()
+    assert (unready["message"], unready["nodes"], unready["pods"]) == ("computed unready node(s) will fit pod(s)", 2, 3)
 
 
 def test_log_records_carry_karpenters_fields():
