@@ -52,13 +52,7 @@ def computed(ctx: ClusterContext, command: Command, name: str, scores: Mapping[s
         if count == 1:
             _publish(ctx, entries, APPROVED, lambda _c, s=score: approved_message(s))
         else:
-            # NodePools are the lab's configuration, not stored objects: the event names it as kube would.
-            involved = {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": pool, "uid": ctx.nodepool_uids.get(pool, "")},
-            }
-            ctx.event(involved, "Normal", APPROVED, approved_message(score))
+            ctx.event(ctx.nodepool_object(pool), "Normal", APPROVED, approved_message(score))
 
 
 def rejected(ctx: ClusterContext, command: Any, problem: str) -> None:

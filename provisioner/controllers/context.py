@@ -198,13 +198,23 @@ class ClusterContext:
             "error": message,
         }
         self.log(LogRecord("Reconciler error", fields, level="ERROR", logger="controller.disruption"))
-        involved = {
+        with suppress(Exception):
+            self.event(
+                self.nodepool_object(pool.name),
+                "Warning",
+                "NodePoolValidationFailed",
+                message,
+                dedupe_seconds=ERROR_DEDUPE,
+            )
+
+    def nodepool_object(self, name: str) -> Obj:
+        """What an Event about a NodePool names: NodePools are the lab's configuration, not stored objects, so the
+        reference is made as kube would write it."""
+        return {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodePool",
-            "metadata": {"name": pool.name, "uid": self.nodepool_uids.get(pool.name, "")},
+            "metadata": {"name": name, "uid": self.nodepool_uids.get(name, "")},
         }
-        with suppress(Exception):
-            self.event(involved, "Warning", "NodePoolValidationFailed", message, dedupe_seconds=ERROR_DEDUPE)
 
     def log(self, record: LogRecord) -> None:
         entry = TimedRecord(self.now, record)

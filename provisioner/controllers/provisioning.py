@@ -32,7 +32,7 @@ from provisioner.quantity import parse_resources
 from provisioner.scheduling import logs
 from provisioner.scheduling.reservations import RESERVATION_STRICT
 from provisioner.scheduling.results import RESERVED, NodeClaimPlan, Reason, SchedulingResult
-from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
+from provisioner.scheduling.scheduler import MIN_VALUES_UNMET, PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
 from provisioner.taints import Taint
 
@@ -171,6 +171,8 @@ class ProvisioningController:
             return False
         if result.timed_out:
             ctx.log(logs.simulation_timed_out(time.perf_counter() - started))
+        for name, why in sorted(result.skipped_nodepools.items()):
+            _no_compatible_instance_types(ctx, name, why)
         if result.new_nodeclaims:
             ctx.log(logs.found_provisionable(result.pods_considered, time.perf_counter() - started))
             # As Karpenter's Results.Record: the new NodeClaims' pods, then (only beside them) the existing ones'.
@@ -203,11 +205,21 @@ class ProvisioningController:
                 self.verdicts.pop(pod.uid, None)
         for node in [node for node, until in ctx.nominations.items() if until <= ctx.now]:
             del ctx.nominations[node]  # lapsed: read only as "nominated now", and a warm engine would keep them all
+        claims = _claims_by_node(ctx) if result.placements else {}
         for node, placed_pods in result.placements.items():
-            if all(cb.is_virtual(p) for p in placed_pods):
+            real = [p for p in placed_pods if not cb.is_virtual(p)]
+            if not real:
                 continue  # only real pods nominate (a buffer's would never expire: it is injected every pass)
             # A pending pod is headed for this node: disruption leaves it alone for a while (Karpenter: 20 s).
             ctx.nominations[node] = ctx.now + NOMINATION_SECONDS
+            # Karpenter names the node by its NodeClaim and its Node, as far as each exists (a NodeClaim still
+            # waiting for its Node is a node named after it).
+            claim = claims.get(node)
+            where = ", ".join(
+                [*([f"nodeclaim/{claim}"] if claim else []), *([f"node/{node}"] if ctx.api.get("Node", node) else [])]
+            )
+            for pod in real:
+                nominate(ctx, pod, where)
         capacitybuffer.write_provisioning(ctx, placed)
         return bool(result.new_nodeclaims)
 
@@ -437,10 +449,53 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     # Logged before anything else is written: a step cut short right after (a crash, a lost Lease) still records it.
     ctx.log(logs.created_nodeclaim(plan, name))
     for pod in plan.pods:
-        obj = pod_object(ctx, pod)
-        if obj is not None and ctx.nominated_events.try_accept(ctx.now):
-            ctx.event(obj, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
+        nominate(ctx, pod, f"nodeclaim/{name}")
     return nodeclaim
+
+
+# Karpenter's default dedupe, which a pod's Nominated event has (its dedupe value: the pod).
+NOMINATED_DEDUPE_SECONDS = 2 * 60
+
+
+def nominate(ctx: ClusterContext, pod: Pod, where: str) -> None:
+    """Karpenter's NominatePodEvent: "Pod should schedule on: nodeclaim/x[, node/y]", once per pod in 2 minutes and
+    through the one rate limiter every pod's nomination shares (a pod it turns away is not held for 2 minutes)."""
+    obj = pod_object(ctx, pod)
+    if obj is None or not ctx.publishes("Nominated", "Pod", pod.name, pod.namespace):
+        return
+    if ctx.nominated_events.try_accept(ctx.now):
+        ctx.publish(
+            obj, "Normal", "Nominated", f"Pod should schedule on: {where}", dedupe_seconds=NOMINATED_DEDUPE_SECONDS
+        )
+
+
+def _claims_by_node(ctx: ClusterContext) -> dict[str, str]:
+    """NodeClaim names by the node the scheduler knows them as: their Node's name, or their own while they wait."""
+    return {
+        (c.get("status") or {}).get("nodeName") or c["metadata"]["name"]: c["metadata"]["name"]
+        for c in ctx.api.list("NodeClaim")
+    }
+
+
+# Karpenter publishes a NodePool's NoCompatibleInstanceTypes at most once a minute.
+NO_COMPATIBLE_DEDUPE_SECONDS = 60.0
+
+
+def _no_compatible_instance_types(ctx: ClusterContext, name: str, why: str) -> None:
+    """A NodePool whose requirements leave it no instance type launches nothing: Karpenter says so on it (a Warning)
+    and in its log, each batch; karpui's reason beside (which requirement, or minValues) is the dashboard's."""
+    min_values = why.startswith(MIN_VALUES_UNMET)
+    ctx.log(logs.skipping_nodepool(name, why if min_values else None))
+    message = "NodePool requirements filtered out all compatible available instance types" + (
+        " due to minValues incompatibility" if min_values else ""
+    )
+    ctx.publish(
+        ctx.nodepool_object(name),
+        "Warning",
+        "NoCompatibleInstanceTypes",
+        message,
+        dedupe_seconds=NO_COMPATIBLE_DEDUPE_SECONDS,
+    )
 
 
 def pod_object(ctx: ClusterContext, pod: Pod) -> Obj | None:

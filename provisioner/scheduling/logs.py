@@ -76,6 +76,14 @@ def created_nodeclaim(plan: NodeClaimPlan, name: str) -> LogRecord:
     )
 
 
+def skipping_nodepool(name: str, min_values: str | None) -> LogRecord:
+    """A NodePool whose requirements (or minValues, `min_values` saying how) leave it no instance type."""
+    return LogRecord(
+        "skipping, nodepool requirements filtered out all instance types",
+        {"NodePool": {"name": name}, **({"minValuesIncompatibleErr": min_values} if min_values else {})},
+    )
+
+
 def could_not_schedule(pod: Pod, message: str) -> LogRecord:
     return LogRecord(
         "could not schedule pod",

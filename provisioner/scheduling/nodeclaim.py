@@ -74,6 +74,8 @@ class NodeClaimTemplate:
     daemon_requests: Resources
     daemon_ports: tuple[HostPort, ...]
     excluded: dict[str, str] = field(default_factory=dict)
+    # Strict minValues no set of the types meets: key -> (distinct values they give, its minValues); no types left.
+    min_values_short: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -99,17 +101,21 @@ class NodeClaimTemplate:
                 excluded[it.name] = drifts_at_once(missing[0])
         survivors = everything.members(mask)
         index = TypeIndex(survivors)
+        short: dict[str, tuple[int, int]] = {}  # key -> (distinct values the types give, its minValues)
         if min_values == STRICT:
             for requirement in requirements.values():
-                if requirement.min_values and index.distinct_values(index.all, requirement) < requirement.min_values:
-                    index = TypeIndex([])
+                distinct = index.distinct_values(index.all, requirement) if requirement.min_values else 0
+                if requirement.min_values and distinct < requirement.min_values:
+                    short[requirement.key] = (distinct, requirement.min_values)
+            if short:
+                index = TypeIndex([])
         daemon_requests: Resources = {}
         ports: list[HostPort] = []
         for daemonset in daemonsets:
             if daemon_fits_template(daemonset.template, nodepool, requirements):
                 daemon_requests = add(daemon_requests, PodState.of(daemonset.template).data().requests)
                 ports.extend(daemonset.template.host_ports)
-        return cls(nodepool, requirements, labels, index, daemon_requests, tuple(ports), excluded)
+        return cls(nodepool, requirements, labels, index, daemon_requests, tuple(ports), excluded, short)
 
     @property
     def name(self) -> str:

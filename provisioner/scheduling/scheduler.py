@@ -529,7 +529,18 @@ def _why_no_types(offer: PoolOffer, template: NodeClaimTemplate) -> str:
             f"no instance type of the NodePool's node class defines {key}, which the NodePool requires: "
             "a node would be Drifted the moment it launched"
         )
+    if len(template.excluded) < len(offer.instance_types):
+        # Types met the requirements, but too few distinct values for a minValues (MIN_VALUES_POLICY=Strict).
+        short = [
+            f"{key} has {template.min_values_short[key][0]} distinct values, minValues {template.min_values_short[key][1]}"
+            for key in sorted(template.min_values_short)
+        ]
+        return f"{MIN_VALUES_UNMET}: {', '.join(short)}"
     return "no instance type satisfies the NodePool's requirements"
+
+
+# How the reason for a NodePool whose minValues no set of its instance types meets begins.
+MIN_VALUES_UNMET = "the instance types that meet the NodePool's requirements cannot meet its minValues"
 
 
 def _template(offer: PoolOffer, daemonsets: Sequence[DaemonSet], min_values: str) -> NodeClaimTemplate:

@@ -596,7 +596,10 @@ def test_min_values_larger_than_the_catalog_blocks_the_pool():
     pool = nodepool("default", req("node.kubernetes.io/instance-type", "Exists", min_values=11))
     result = schedule([pod()], pools=[pool], types=types)
     assert scheduled(result) == 0
-    assert result.skipped_nodepools == {"default": "no instance type satisfies the NodePool's requirements"}
+    assert result.skipped_nodepools == {
+        "default": "the instance types that meet the NodePool's requirements cannot meet its minValues: "
+        "node.kubernetes.io/instance-type has 10 distinct values, minValues 11"
+    }
 
 
 def test_truncation_below_min_values_fails_every_pod_of_the_nodeclaim():
