@@ -16,10 +16,11 @@ from provisioner.cloudprovider.types import (
 )
 from provisioner.cluster import dra
 from provisioner.cluster.conditions import is_true, set_condition, transition_time
-from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
-from provisioner.controllers.termination import INSTANCE_TERMINATING
+from provisioner.controllers.termination import GRACE_EXPIRING, INSTANCE_TERMINATING
+from provisioner.durations import parse_duration
 from provisioner.quantity import parse_quantity
 from provisioner.scheduling.logs import LogRecord, go_duration
 from provisioner.taints import UNREGISTERED, Taint, is_known_ephemeral
@@ -123,7 +124,8 @@ def reconcile(ctx: ClusterContext, outcomes: LaunchOutcomes | None = None) -> bo
 
 def _reconcile_claim(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool:
     if claim["metadata"].get("deletionTimestamp"):
-        return _finalize(ctx, claim)
+        annotated = _annotate_termination(ctx, claim)
+        return _finalize(ctx, claim) or annotated
     if not is_true(claim, "Launched"):
         deadline = launch_deadline(claim)
         if deadline is not None and ctx.now >= deadline:
@@ -324,6 +326,26 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
             logger=LIFECYCLE,
         )
     )
+    return True
+
+
+def _annotate_termination(ctx: ClusterContext, claim: Obj) -> bool:
+    """Karpenter's annotateTerminationGracePeriod: a deleting NodeClaim with a terminationGracePeriod is stamped with
+    when its drain stops waiting (deletionTimestamp + the period), once, and says so (a Warning on it)."""
+    annotations = claim["metadata"].get("annotations") or {}
+    grace = (claim.get("spec") or {}).get("terminationGracePeriod")
+    if wk.TERMINATION_TIMESTAMP in annotations or not grace:
+        return False
+    stamp = timestamp(parse_timestamp(claim["metadata"]["deletionTimestamp"]) + (parse_duration(grace) or 0))
+    claim["metadata"]["annotations"] = {**annotations, wk.TERMINATION_TIMESTAMP: stamp}
+    ctx.api.update(claim)
+    name = claim["metadata"]["name"]
+    ctx.log(
+        LogRecord(
+            "annotated nodeclaim", {"NodeClaim": {"name": name}, wk.TERMINATION_TIMESTAMP: stamp}, logger=LIFECYCLE
+        )
+    )
+    ctx.event(claim, "Warning", GRACE_EXPIRING, f"All pods will be deleted by {stamp}")
     return True
 
 

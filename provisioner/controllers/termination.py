@@ -60,6 +60,11 @@ def taint_disrupted(
     return True
 
 
+# The Warning a deleting NodeClaim with a terminationGracePeriod, and its Node, carry: when the drain stops waiting.
+GRACE_EXPIRING = "TerminationGracePeriodExpiring"
+GRACE_EXPIRING_DEDUPE_SECONDS = 2 * 60  # the recorder's default: the Node's, once in 2 minutes
+
+
 def eviction_delay(refusals: int) -> float:
     """How long after its `refusals`-th refusal in a row a pod's eviction is tried again."""
     return doubling_delay(EVICTION_RETRY_SECONDS, EVICTION_RETRY_MAX_SECONDS, refusals)
@@ -126,7 +131,14 @@ class TerminationController:
     def _terminate(self, ctx: ClusterContext, claim: Obj) -> bool:
         """One drain pass over the Node of a deleting NodeClaim; True if anything changed."""
         node = ctx.api.get("Node", (claim.get("status") or {}).get("nodeName") or "")
-        if node is None or node["metadata"].get("annotations", {}).get(wk.DRAINED) == "true":
+        if node is None:
+            return False
+        stamp = (claim["metadata"].get("annotations") or {}).get(wk.TERMINATION_TIMESTAMP)
+        if stamp:
+            # Karpenter's nodeTerminationTime, read at every reconcile of the Node until it is gone.
+            message = f"All pods will be deleted by {stamp}"
+            ctx.publish(node, "Warning", GRACE_EXPIRING, message, dedupe_seconds=GRACE_EXPIRING_DEDUPE_SECONDS)
+        if node["metadata"].get("annotations", {}).get(wk.DRAINED) == "true":
             return False
         name = node["metadata"]["name"]
         changed = taint_disrupted(ctx, node, LOGGER, leaving_load_balancers=True)

@@ -1,6 +1,7 @@
 """How commands run over time: the validation wait, drift replacement, failed replacements, drain order."""
 
 import json
+from datetime import datetime, timedelta
 
 import yaml
 
@@ -161,6 +162,30 @@ def test_a_do_not_disrupt_pod_is_deleted_when_the_grace_period_runs_out(lab):
     assert held not in pods_on(node)
     events = json.loads(ok("get", "events", "-o", "json"))["items"]
     assert any(e["reason"] == "Disrupted" and e["involvedObject"]["name"] == held for e in events)
+
+
+def test_a_deleting_nodeclaim_with_a_grace_period_is_stamped_with_its_deadline_and_says_it(lab):
+    """Karpenter's annotateTerminationGracePeriod: karpenter.sh/nodeclaim-termination-timestamp = deletionTimestamp
+    + terminationGracePeriod, logged, and a TerminationGracePeriodExpiring Warning on the NodeClaim and (every 2
+    minutes while it drains) on its Node."""
+    node = grace_lab(60)
+    [claim] = json.loads(ok("get", "nodeclaims", "-o", "json"))["items"]
+    deleted = datetime.fromisoformat(claim["metadata"]["deletionTimestamp"].replace("Z", "+00:00"))
+    stamp = f"{deleted + timedelta(seconds=300):%Y-%m-%dT%H:%M:%SZ}"
+    assert claim["metadata"]["annotations"]["karpenter.sh/nodeclaim-termination-timestamp"] == stamp
+    ok("advance", "2m30s")
+    told = sorted(
+        (e["involvedObject"]["kind"], e["involvedObject"]["name"], e["type"], e["message"], e["count"])
+        for e in json.loads(ok("get", "events", "-o", "json"))["items"]
+        if e["reason"] == "TerminationGracePeriodExpiring"
+    )
+    expiring = f"All pods will be deleted by {stamp}"
+    assert told == [
+        ("Node", node, "Warning", expiring, 2),
+        ("NodeClaim", claim["metadata"]["name"], "Warning", expiring, 1),
+    ]
+    [annotated] = [json.loads(line) for line in ok("logs").splitlines() if '"annotated nodeclaim"' in line]
+    assert annotated["karpenter.sh/nodeclaim-termination-timestamp"] == stamp
 
 
 def test_a_pod_whose_grace_covers_the_whole_period_is_deleted_at_once(lab):
