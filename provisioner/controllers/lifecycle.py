@@ -20,6 +20,7 @@ from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.termination import GRACE_EXPIRING, INSTANCE_TERMINATING
+from provisioner.controllers.termination import LOGGER as TERMINATION_LOGGER
 from provisioner.durations import parse_duration
 from provisioner.quantity import parse_quantity
 from provisioner.scheduling.logs import LogRecord, go_duration
@@ -366,7 +367,10 @@ def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
             ctx.api.update(claim)
         node = ctx.api.get("Node", node["metadata"]["name"])
         if node is not None:
+            held = TERMINATION_FINALIZER in (node["metadata"].get("finalizers") or [])
             ctx.api.remove_finalizer(node, TERMINATION_FINALIZER)
+            if held:  # Karpenter's termination controller says so once it has let the Node go
+                ctx.log(LogRecord("deleted node", {"Node": {"name": node_name}}, logger=TERMINATION_LOGGER))
     if TERMINATION_FINALIZER in (claim["metadata"].get("finalizers") or []):
         ctx.api.remove_finalizer(claim, TERMINATION_FINALIZER)
         ctx.log(

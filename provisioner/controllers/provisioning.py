@@ -26,8 +26,8 @@ from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node
 from provisioner.objects import NodePool
-from provisioner.options import RESERVED_CAPACITY
-from provisioner.pods import Pod
+from provisioner.options import IGNORE, RESERVED_CAPACITY
+from provisioner.pods import SCHEDULE_ANYWAY, Pod
 from provisioner.quantity import parse_resources
 from provisioner.scheduling import logs
 from provisioner.scheduling.reservations import RESERVATION_STRICT
@@ -83,6 +83,8 @@ class ProvisioningController:
         self.verdicts: dict[str, list[dict[str, str]]] = dict(state.get("verdicts") or {})
         self.failures: int = int(state.get("failures") or 0)
         self.retry_at: float | None = state.get("retry_at")
+        # Pending pods whose preferences were warned about (Karpenter's change monitor: once a pod, for 24 hours).
+        self.warned: dict[str, float] = dict(state.get("warned") or {})
         self.last_result: SchedulingResult | None = None
 
     def to_state(self) -> dict[str, Any]:
@@ -92,6 +94,7 @@ class ProvisioningController:
             "verdicts": self.verdicts,
             "failures": self.failures,
             "retry_at": self.retry_at,
+            **({"warned": self.warned} if self.warned else {}),
         }
 
     def next_due(self, now: float) -> float | None:
@@ -126,6 +129,7 @@ class ProvisioningController:
             if uid not in live:
                 del self.triggers[uid]
                 self.verdicts.pop(uid, None)
+        self.warned = {uid: until for uid, until in self.warned.items() if uid in live and until > ctx.now}
         if not self._due(ctx.now):
             return False
         self.batcher.reset()
@@ -164,6 +168,8 @@ class ProvisioningController:
 
     def provision(self, ctx: ClusterContext, pods: list[Pod]) -> bool:
         started = time.perf_counter()
+        if not ctx.observe:  # observing, Karpenter writes its own
+            self._warn_about_preferences(ctx, pods)
         result = solve(replace(scheduling_input(ctx, pods), time_limit=SIMULATION_TIME_LIMIT_SECONDS))
         self.last_result = result
         if ctx.observe:
@@ -222,6 +228,19 @@ class ProvisioningController:
                 nominate(ctx, pod, where)
         capacitybuffer.write_provisioning(ctx, placed)
         return bool(result.new_nodeclaims)
+
+    def _warn_about_preferences(self, ctx: ClusterContext, pods: list[Pod]) -> None:
+        """Karpenter's consolidationWarnings, as it reads the pending pods: each pod with a preferred anti-affinity or
+        a ScheduleAnyway spread is named once (unless PREFERENCE_POLICY=Ignore drops preferences anyway)."""
+        if ctx.options.preference_policy == IGNORE:
+            return
+        fresh = [p for p in pods if not cb.is_virtual(p) and p.uid not in self.warned]
+        anti_affinity = [p for p in fresh if p.preferred_anti_affinity]
+        spread = [p for p in fresh if any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in p.spread)]
+        for record in logs.consolidation_warnings(anti_affinity, spread):
+            ctx.log(record)
+        for pod in (*anti_affinity, *spread):
+            self.warned[pod.uid] = ctx.now + PREFERENCE_WARNING_SECONDS
 
     @staticmethod
     def _buffers(ctx: ClusterContext, result: SchedulingResult) -> dict[str, cb.Placement]:
@@ -452,6 +471,9 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
         nominate(ctx, pod, f"nodeclaim/{name}")
     return nodeclaim
 
+
+# How long a pod named in a consolidation warning is not named again (Karpenter's ChangeMonitor cache).
+PREFERENCE_WARNING_SECONDS = 24 * 3600.0
 
 # Karpenter's default dedupe, which a pod's Nominated event has (its dedupe value: the pod).
 NOMINATED_DEDUPE_SECONDS = 2 * 60

@@ -76,6 +76,16 @@ def created_nodeclaim(plan: NodeClaimPlan, name: str) -> LogRecord:
     )
 
 
+def consolidation_warnings(anti_affinity: Sequence[Pod], spread: Sequence[Pod]) -> list[LogRecord]:
+    """Karpenter's consolidationWarnings: pending pods whose preferred anti-affinity or ScheduleAnyway topology spread
+    can keep consolidation from moving them, ten named a line."""
+    said = [
+        ("pod(s) have a preferred Anti-Affinity which can prevent consolidation", anti_affinity),
+        ("pod(s) have a preferred TopologySpreadConstraint which can prevent consolidation", spread),
+    ]
+    return [LogRecord(message, {"pods": first_and_others([p.key for p in pods], 10)}) for message, pods in said if pods]
+
+
 def skipping_nodepool(name: str, min_values: str | None) -> LogRecord:
     """A NodePool whose requirements (or minValues, `min_values` saying how) leave it no instance type."""
     return LogRecord(
