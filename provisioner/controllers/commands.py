@@ -32,7 +32,7 @@ from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.provisioning import create_nodeclaim
 from provisioner.controllers.recheck import Recheck, recheck
 from provisioner.controllers.snapshot import clock_inputs, snapshot_inputs
-from provisioner.controllers.termination import DRAIN_RETRY_SECONDS, taint_disrupted
+from provisioner.controllers.termination import DISRUPTION_REASON, DRAIN_RETRY_SECONDS, taint_disrupted
 from provisioner.disruption import logs as disruption_logs
 from provisioner.disruption.accounting import claim_price
 from provisioner.disruption.plans import PlanSummary
@@ -56,7 +56,6 @@ LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
 LOGGER = "controller.disruption"
 # A static NodePool's scale-down (Karpenter's static deprovisioning, "overprovisioned"), gated like the others.
 OVERPROVISIONED = "Overprovisioned"
-DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition a command's candidates carry while it runs
 MANUAL = "Manual"  # a person's request for a node, not a method's decision
 AUTO_APPROVER = "karpui (auto)"  # who approves a command its NodePool's approval mode lets through
 # Karpenter's recorder drops a repeat of an event (the same object and dedupe values) within this (recorder.go).

@@ -6,6 +6,7 @@ the end."""
 from __future__ import annotations
 
 from contextlib import suppress
+from datetime import UTC, datetime
 from typing import Any
 
 from provisioner import labels as wk
@@ -59,6 +60,12 @@ def taint_disrupted(
     )
     return True
 
+
+# The NodeClaim condition a disruption command's candidates carry while it runs, its reason the command's.
+DISRUPTION_REASON = "DisruptionReason"
+FORCEFUL_TERMINATION = "Forceful Termination"  # why a pod of any other deleted NodeClaim is evicted
+FAILED_DRAINING = "FailedDraining"
+DRAIN_EVENT_DEDUPE_SECONDS = 2 * 60  # the recorder's default; its dedupe value is the Node's name
 
 # The Warning a deleting NodeClaim with a terminationGracePeriod, and its Node, carry: when the drain stops waiting.
 GRACE_EXPIRING = "TerminationGracePeriodExpiring"
@@ -152,7 +159,10 @@ class TerminationController:
         if not recheck and not self._retry_due(name, ctx.now):
             return changed  # a pass per node per second, as Karpenter requeues, and when a pod's back-off ends
         self.drained_at[name] = ctx.now
-        waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim))
+        waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim), eviction_reason(claim))
+        if waiting:
+            message = f"Failed to drain node, {waiting} pods are waiting to be evicted"
+            ctx.publish(node, "Warning", FAILED_DRAINING, message, dedupe_seconds=DRAIN_EVENT_DEDUPE_SECONDS)
         if waiting or ctx.now - started < MIN_DRAIN_SECONDS:
             return changed or evicted
         node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
@@ -166,8 +176,10 @@ class TerminationController:
         self.refused = {uid: entry for uid, entry in self.refused.items() if entry[0] != name}
         return True
 
-    def _drain_step(self, ctx: ClusterContext, node: str, deadline: float | None = None) -> tuple[bool, bool]:
-        """Evict the first non-empty tier of pods: (some pod still has to go, some pod was evicted now).
+    def _drain_step(
+        self, ctx: ClusterContext, node: str, deadline: float | None = None, reason: str = FORCEFUL_TERMINATION
+    ) -> tuple[int, bool]:
+        """Evict the first non-empty tier of pods: (how many pods still have to go, some pod was evicted now).
 
         With a terminationGracePeriod, a pod is deleted regardless of PDBs and do-not-disrupt once
         `now > deadline - its terminationGracePeriodSeconds`, and such pods are not held behind earlier tiers.
@@ -183,20 +195,19 @@ class TerminationController:
         for uid in [uid for uid, entry in self.refused.items() if entry[0] == node and uid not in present]:
             del self.refused[uid]  # gone (or terminating): nothing left to retry
         if not pods:
-            return False, False
+            return 0, False
+        waiting = len(pods)
         evicted = False
         if deadline is not None:
             for pod in list(pods):
                 grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
                 if ctx.now > deadline - grace:
+                    ctx.event(pod, "Normal", "Disrupted", _deleting_message(deadline, ctx.now, grace))
                     ctx.api.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
-                    ctx.event(
-                        pod, "Warning", "Disrupted", "Deleting pod: the NodeClaim's terminationGracePeriod is ending"
-                    )
                     pods.remove(pod)
                     evicted = True
             if not pods:
-                return False, evicted
+                return 0, evicted
         first = min(_tier(p) for p in pods)
         for pod in [p for p in pods if _tier(p) == first]:
             if pod_blocks(ctx.views.pod(pod), ctx.now):
@@ -210,12 +221,41 @@ class TerminationController:
             except TooManyRequests as refusal:
                 refusals = (backing_off[1] if backing_off is not None else 0) + 1
                 self.refused[uid] = [node, refusals, ctx.now + eviction_delay(refusals)]
-                ctx.event(pod, "Warning", "FailedDraining", f"Failed to drain node, {refusal}")
+                # Karpenter tells it on the Node, in its words, naming the pod.
+                why = (
+                    "eviction does not support multiple PDBs"
+                    if "more than one" in str(refusal)
+                    else "evicting pod violates a PDB"
+                )
+                message = f"Failed to drain node, {why} (Pod={pod['metadata']['namespace']}/{pod['metadata']['name']})"
+                node_obj = ctx.api.get("Node", node)
+                if node_obj is not None:
+                    ctx.publish(
+                        node_obj, "Warning", FAILED_DRAINING, message, dedupe_seconds=DRAIN_EVENT_DEDUPE_SECONDS
+                    )
             else:
                 self.refused.pop(uid, None)
                 evicted = True
-                ctx.event(pod, "Normal", "Evicted", "Evicted pod: Disrupted")
-        return True, evicted
+                ctx.event(pod, "Normal", "Evicted", f"Evicted pod: {reason}")
+        return waiting, evicted
+
+
+def eviction_reason(claim: Obj) -> str:
+    """What an evicted pod is told it was evicted for (Karpenter's evictionReason): the reason of its NodeClaim's
+    DisruptionReason condition, or a forceful termination (a NodeClaim deleted by hand, expired, repaired)."""
+    held = condition(claim, DISRUPTION_REASON)
+    return held["reason"] if held is not None and held.get("status") == "True" else FORCEFUL_TERMINATION
+
+
+def _deleting_message(deadline: float, now: float, grace: int) -> str:
+    """DisruptPodDelete's words: the node's deadline as Go prints a time, and the grace the pod is deleted with."""
+    granted = max(int(deadline - now), 1)
+    at = datetime.fromtimestamp(deadline, UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    return (
+        f"Deleting the pod to accommodate the terminationTime {at} of the node. The pod was granted {granted} seconds "
+        f"of grace-period of its {grace} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the "
+        "do-not-disrupt annotation."
+    )
 
 
 def _force_deletions(ctx: ClusterContext) -> list[float]:

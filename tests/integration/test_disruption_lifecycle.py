@@ -1,6 +1,7 @@
 """How commands run over time: the validation wait, drift replacement, failed replacements, drain order."""
 
 import json
+import re
 from datetime import datetime, timedelta
 
 import yaml
@@ -186,6 +187,49 @@ def test_a_deleting_nodeclaim_with_a_grace_period_is_stamped_with_its_deadline_a
     ]
     [annotated] = [json.loads(line) for line in ok("logs").splitlines() if '"annotated nodeclaim"' in line]
     assert annotated["karpenter.sh/nodeclaim-termination-timestamp"] == stamp
+
+
+def test_a_waiting_drain_says_so_on_the_node_and_the_deadline_deletion_says_what_it_bypasses(lab):
+    """NodeFailedToDrain ("N pods are waiting to be evicted", on the Node, once in 2 minutes) and DisruptPodDelete's
+    words for the pod deleted at the deadline (terminator/events/events.go)."""
+    node = grace_lab(60)
+    [held] = pods_on(node)
+    ok("advance", "30s")
+    events = json.loads(ok("get", "events", "-o", "json"))["items"]
+    assert [
+        (e["involvedObject"]["kind"], e["involvedObject"]["name"], e["type"], e["message"])
+        for e in events
+        if e["reason"] == "FailedDraining"
+    ] == [("Node", node, "Warning", "Failed to drain node, 1 pods are waiting to be evicted")]
+    ok("advance", "4m")
+    [disrupted] = [
+        e
+        for e in json.loads(ok("get", "events", "-o", "json"))["items"]
+        if e["reason"] == "Disrupted" and e["involvedObject"]["name"] == held
+    ]
+    assert disrupted["type"] == "Normal"
+    assert re.fullmatch(
+        r"Deleting the pod to accommodate the terminationTime \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000 UTC of the node\. "
+        r"The pod was granted (59|60) seconds of grace-period of its 60 terminationGracePeriodSeconds\. "
+        r"This bypasses the PDB of the pod and the do-not-disrupt annotation\.",
+        disrupted["message"],
+    ), disrupted["message"]
+
+
+def test_a_pod_evicted_from_a_nodeclaim_deleted_by_hand_is_told_it_was_a_forceful_termination(lab):
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("scale", "deploy/inflate", "--replicas", "1")
+    ok("advance", "20s")
+    [node] = nodes()
+    [pod] = pods_on(node)
+    ok("delete", "nodeclaim", claim_of(node))
+    ok("advance", "10s")
+    evicted = [
+        e["message"]
+        for e in json.loads(ok("get", "events", "-o", "json"))["items"]
+        if e["reason"] == "Evicted" and e["involvedObject"]["name"] == pod
+    ]
+    assert evicted == ["Evicted pod: Forceful Termination"]
 
 
 def test_a_pod_whose_grace_covers_the_whole_period_is_deleted_at_once(lab):

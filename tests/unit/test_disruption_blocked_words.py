@@ -1,9 +1,11 @@
 """Why a node cannot be a candidate, in Karpenter v1.15's words and order (statenode.go ValidateNodeDisruptable and
 ValidatePodsDisruptable, types.go NewCandidate), and what reading a timed do-not-disrupt tells on the pod
-(pkg/utils/pod/events.go). The texts are the ones Karpenter's own suites detect (disruption/suite_test.go)."""
+(pkg/utils/pod/events.go), and what an evicted pod is told. The texts are the ones Karpenter's own suites detect
+(disruption/suite_test.go)."""
 
 from dataclasses import replace
 
+from provisioner.controllers.termination import eviction_reason
 from provisioner.disruption.candidates import PodNotice, blockers, consolidation_blockers, do_not_disrupt_notice
 from provisioner.disruption.types import DisruptionBudgetPolicy
 from provisioner.pods import OwnerReference
@@ -125,4 +127,15 @@ def test_an_invalid_annotation_is_ignored_with_a_warning_in_karpenters_words():
         None,
         None,
         None,
+    ]
+
+
+def test_an_evicted_pod_is_told_its_nodeclaims_disruption_reason_or_a_forceful_termination():
+    """terminator/eviction.go evictionReason: the DisruptionReason condition's reason when it is True."""
+    held = {"status": {"conditions": [{"type": "DisruptionReason", "status": "True", "reason": "Underutilized"}]}}
+    gone = {"status": {"conditions": [{"type": "DisruptionReason", "status": "False", "reason": "Underutilized"}]}}
+    assert [eviction_reason(c) for c in (held, gone, {"status": {}})] == [
+        "Underutilized",
+        "Forceful Termination",
+        "Forceful Termination",
     ]
