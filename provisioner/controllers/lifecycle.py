@@ -142,24 +142,27 @@ def _reconcile_claim(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) 
     return False
 
 
+def _failed_launching(name: str, error: Exception) -> LogRecord:
+    return LogRecord(
+        "failed launching nodeclaim",
+        {"NodeClaim": {"name": name}, "error": str(error)},
+        level="ERROR",
+        logger=LIFECYCLE,
+    )
+
+
 def _launch(ctx: ClusterContext, claim: Obj) -> bool:
     name = claim["metadata"]["name"]
     try:
         launched = ctx.cloud.create(claim)
     except NodeClassNotReadyError as error:
-        ctx.event(claim, "Warning", "InsufficientCapacityError", f"NodeClaim {name} event: {error}")
+        # Karpenter logs it and deletes the NodeClaim; no event (it is not a capacity error).
+        ctx.log(_failed_launching(name, error))
         ctx.api.delete("NodeClaim", name)
         return True
     except InsufficientCapacityError as error:
         ctx.event(claim, "Warning", "InsufficientCapacityError", f"NodeClaim {name} event: {error}")
-        ctx.log(
-            LogRecord(
-                "failed launching nodeclaim",
-                {"NodeClaim": {"name": name}, "error": str(error)},
-                level="ERROR",
-                logger=LIFECYCLE,
-            )
-        )
+        ctx.log(_failed_launching(name, error))
         claim["metadata"]["finalizers"] = []
         ctx.api.delete("NodeClaim", name)
         return True
