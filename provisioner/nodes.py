@@ -49,3 +49,8 @@ class DaemonSet:
     name: str
     namespace: str
     template: Pod
+
+
+def state_node_name(nodeclaim: str | None, node: str | None) -> str:
+    """How Karpenter names a node in its messages: "nodeclaim/x, node/y", as far as each exists."""
+    return ", ".join([*([f"nodeclaim/{nodeclaim}"] if nodeclaim else []), *([f"node/{node}"] if node else [])])

@@ -28,7 +28,7 @@ from provisioner.cluster.conditions import clear_condition, is_true, set_conditi
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers import consolidation_events, holds, repair
 from provisioner.controllers.command_specs import append, command_name, command_object
-from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.context import RECORDER_DEDUPE_SECONDS, ClusterContext
 from provisioner.controllers.provisioning import create_nodeclaim
 from provisioner.controllers.recheck import Recheck, recheck
 from provisioner.controllers.snapshot import clock_inputs, snapshot_inputs
@@ -58,8 +58,6 @@ LOGGER = "controller.disruption"
 OVERPROVISIONED = "Overprovisioned"
 MANUAL = "Manual"  # a person's request for a node, not a method's decision
 AUTO_APPROVER = "karpui (auto)"  # who approves a command its NodePool's approval mode lets through
-# Karpenter's recorder drops a repeat of an event (the same object and dedupe values) within this (recorder.go).
-EVENT_DEDUPE_SECONDS = 120.0
 # What a narrowed emptiness command's record says anew; the rest (its gate, its deadline) stays.
 NARROWED_KEYS = (
     "candidates",
@@ -624,10 +622,10 @@ def _replacement_events(ctx: ClusterContext, replacements: list[Obj], reason: st
     replacement is "Launching", and "Waiting on readiness" until it is initialized."""
     for claim in replacements:
         launching = f"Launching NodeClaim: {_title(reason)}"
-        ctx.event(claim, "Normal", "DisruptionLaunching", launching, dedupe_seconds=EVENT_DEDUPE_SECONDS)
+        ctx.event(claim, "Normal", "DisruptionLaunching", launching, dedupe_seconds=RECORDER_DEDUPE_SECONDS)
         if not is_true(claim, "Initialized"):
             waiting = "Waiting on readiness to continue disruption"
-            ctx.event(claim, "Normal", "DisruptionWaitingReadiness", waiting, dedupe_seconds=EVENT_DEDUPE_SECONDS)
+            ctx.event(claim, "Normal", "DisruptionWaitingReadiness", waiting, dedupe_seconds=RECORDER_DEDUPE_SECONDS)
 
 
 def _terminating_events(ctx: ClusterContext, claim: Obj, node_name: str, reason: str) -> None:

@@ -24,6 +24,9 @@ from provisioner.scheduling.logs import LogRecord
 
 T = TypeVar("T")
 
+# Karpenter's recorder drops a repeat of an event for 2 minutes unless the event says otherwise (defaultDedupeTimeout).
+RECORDER_DEDUPE_SECONDS = 120.0
+
 # A failing object's Warning Event is repeated at most every five minutes, however often the reconcile retries.
 ERROR_DEDUPE = 300.0
 # controller-runtime's default per-item rate limiter: a reconcile that failed is retried after 5 ms, doubling with
@@ -251,15 +254,16 @@ class ClusterContext:
             component=self.event_source,
         )
 
-    def publish(self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float) -> None:
+    def publish(
+        self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float = RECORDER_DEDUPE_SECONDS
+    ) -> None:
         """An Event as Karpenter's recorder publishes one with the object as its dedupe value: dropped while an event
         of the same reason on the same object was published less than `dedupe_seconds` ago, whatever either says."""
         meta = involved["metadata"]
-        if not self.publishes(reason, involved["kind"], meta["name"], meta.get("namespace") or ""):
+        key = _published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")
+        if self.published.get(key, 0.0) > self.now:
             return
-        self.published[_published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")] = (
-            self.now + dedupe_seconds
-        )
+        self.published[key] = self.now + dedupe_seconds
         self.event(involved, kind, reason, message)
 
     def publishes(self, reason: str, kind: str, name: str, namespace: str = "") -> bool:

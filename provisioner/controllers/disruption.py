@@ -13,7 +13,7 @@ from provisioner.controllers import consolidation_events
 from provisioner.controllers.command_specs import command_name, command_object
 from provisioner.controllers.command_specs import fingerprint as command_fingerprint
 from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS, queue_nodes, self_heal
-from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.context import RECORDER_DEDUPE_SECONDS, ClusterContext
 from provisioner.controllers.holds import GATED_MODES
 from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.provisioning import pod_object
@@ -278,10 +278,7 @@ def denied_fingerprints(ctx: ClusterContext, *, legacy: bool = False) -> set[str
 # is the object's UID alone), so a pass every 10 s does not flood them. Unconsolidatable it keeps for 15 minutes;
 # karpui keeps each of its messages that long, so that a node whose reason changes says the new one at once (seed
 # 004: a full spot node cannot be replaced by a cheaper one; scaled down, it lacks 15 cheaper types).
-BLOCKED_DEDUPE_SECONDS = 2 * 60
 UNCONSOLIDATABLE_DEDUPE_SECONDS = 15 * 60
-# Its default dedupe, which the do-not-disrupt Events on pods have (their values: the pod, and what they say).
-POD_NOTICE_DEDUPE_SECONDS = 2 * 60
 
 
 def explanations(result: PassResult) -> dict[str, list[str]]:
@@ -310,7 +307,7 @@ def _explain(
         if node in queued or not reasons or not any(ctx.publishes("DisruptionBlocked", k, n) for k, n in names):
             continue  # said lately: the objects are not even read
         for obj in _objects(ctx, names):
-            ctx.publish(obj, "Normal", "DisruptionBlocked", reasons[0], dedupe_seconds=BLOCKED_DEDUPE_SECONDS)
+            ctx.publish(obj, "Normal", "DisruptionBlocked", reasons[0])
     for node, reasons in sorted(result.notes.items()) if simulated else ():
         # A reason noted twice (multi-node and single-node consolidation both note an unconsolidatable candidate)
         # is told once: the recorder would drop the repeat within the window anyway, and the 3,638 repeats at
@@ -344,8 +341,6 @@ def _tell_do_not_disrupt(ctx: ClusterContext, claimed: list[ClaimedNode], queued
         for pod in node.node.pods:
             notice = do_not_disrupt_notice(pod, ctx.now)
             if notice is not None and (obj := pod_object(ctx, pod)) is not None:
-                ctx.event(
-                    obj, notice.event_type, notice.reason, notice.message, dedupe_seconds=POD_NOTICE_DEDUPE_SECONDS
-                )
+                ctx.event(obj, notice.event_type, notice.reason, notice.message, dedupe_seconds=RECORDER_DEDUPE_SECONDS)
             if pod_blocks(pod, ctx.now):
                 break

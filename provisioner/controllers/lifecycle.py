@@ -19,9 +19,8 @@ from provisioner.cluster.conditions import is_true, set_condition, transition_ti
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
-from provisioner.controllers.termination import GRACE_EXPIRING, INSTANCE_TERMINATING
+from provisioner.controllers.termination import GRACE_EXPIRING, INSTANCE_TERMINATING, grace_deadline
 from provisioner.controllers.termination import LOGGER as TERMINATION_LOGGER
-from provisioner.durations import parse_duration
 from provisioner.quantity import parse_quantity
 from provisioner.scheduling.logs import LogRecord, go_duration
 from provisioner.taints import UNREGISTERED, Taint, is_known_ephemeral
@@ -337,10 +336,10 @@ def _annotate_termination(ctx: ClusterContext, claim: Obj) -> bool:
     """Karpenter's annotateTerminationGracePeriod: a deleting NodeClaim with a terminationGracePeriod is stamped with
     when its drain stops waiting (deletionTimestamp + the period), once, and says so (a Warning on it)."""
     annotations = claim["metadata"].get("annotations") or {}
-    grace = (claim.get("spec") or {}).get("terminationGracePeriod")
-    if wk.TERMINATION_TIMESTAMP in annotations or not grace:
+    deadline = grace_deadline(claim)  # deletionTimestamp + the period, the annotation being absent
+    if wk.TERMINATION_TIMESTAMP in annotations or deadline is None:
         return False
-    stamp = timestamp(parse_timestamp(claim["metadata"]["deletionTimestamp"]) + (parse_duration(grace) or 0))
+    stamp = timestamp(deadline)
     claim["metadata"]["annotations"] = {**annotations, wk.TERMINATION_TIMESTAMP: stamp}
     ctx.api.update(claim)
     name = claim["metadata"]["name"]

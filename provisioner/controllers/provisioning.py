@@ -6,10 +6,11 @@ it, or the node it is headed for); nothing is created and no event is written, K
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
@@ -24,7 +25,7 @@ from provisioner.controllers.attribution import attribute_launch
 from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.manifests.pod import pod_from_spec
-from provisioner.nodes import DaemonSet, Node
+from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.objects import NodePool
 from provisioner.options import IGNORE, RESERVED_CAPACITY
 from provisioner.pods import SCHEDULE_ANYWAY, Pod
@@ -211,19 +212,20 @@ class ProvisioningController:
                 self.verdicts.pop(pod.uid, None)
         for node in [node for node, until in ctx.nominations.items() if until <= ctx.now]:
             del ctx.nominations[node]  # lapsed: read only as "nominated now", and a warm engine would keep them all
-        claims = _claims_by_node(ctx) if result.placements else {}
+        # Read only when a pod gets past the rate limiter: a batch of thousands tells at most a few.
+        claims = functools.cache(lambda: _claims_by_node(ctx))
         for node, placed_pods in result.placements.items():
             real = [p for p in placed_pods if not cb.is_virtual(p)]
             if not real:
                 continue  # only real pods nominate (a buffer's would never expire: it is injected every pass)
             # A pending pod is headed for this node: disruption leaves it alone for a while (Karpenter: 20 s).
             ctx.nominations[node] = ctx.now + NOMINATION_SECONDS
+
             # Karpenter names the node by its NodeClaim and its Node, as far as each exists (a NodeClaim still
             # waiting for its Node is a node named after it).
-            claim = claims.get(node)
-            where = ", ".join(
-                [*([f"nodeclaim/{claim}"] if claim else []), *([f"node/{node}"] if ctx.api.get("Node", node) else [])]
-            )
+            def where(node: str = node) -> str:
+                return state_node_name(claims().get(node), node if ctx.api.get("Node", node) else None)
+
             for pod in real:
                 nominate(ctx, pod, where)
         capacitybuffer.write_provisioning(ctx, placed)
@@ -468,18 +470,15 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     # Logged before anything else is written: a step cut short right after (a crash, a lost Lease) still records it.
     ctx.log(logs.created_nodeclaim(plan, name))
     for pod in plan.pods:
-        nominate(ctx, pod, f"nodeclaim/{name}")
+        nominate(ctx, pod, lambda: f"nodeclaim/{name}")
     return nodeclaim
 
 
 # How long a pod named in a consolidation warning is not named again (Karpenter's ChangeMonitor cache).
 PREFERENCE_WARNING_SECONDS = 24 * 3600.0
 
-# Karpenter's default dedupe, which a pod's Nominated event has (its dedupe value: the pod).
-NOMINATED_DEDUPE_SECONDS = 2 * 60
 
-
-def nominate(ctx: ClusterContext, pod: Pod, where: str) -> None:
+def nominate(ctx: ClusterContext, pod: Pod, where: Callable[[], str]) -> None:
     """Karpenter's NominatePodEvent: "Pod should schedule on: nodeclaim/x[, node/y]", once per pod in 2 minutes and
     through the one rate limiter every pod's nomination shares (a pod it turns away is not held for 2 minutes)."""
     # Asked cheapest first: a batch of thousands of pods reads only the few objects the limiter lets through.
@@ -487,9 +486,7 @@ def nominate(ctx: ClusterContext, pod: Pod, where: str) -> None:
         return
     obj = pod_object(ctx, pod)
     if obj is not None:
-        ctx.publish(
-            obj, "Normal", "Nominated", f"Pod should schedule on: {where}", dedupe_seconds=NOMINATED_DEDUPE_SECONDS
-        )
+        ctx.publish(obj, "Normal", "Nominated", f"Pod should schedule on: {where()}")
 
 
 def _claims_by_node(ctx: ClusterContext) -> dict[str, str]:

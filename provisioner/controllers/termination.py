@@ -65,11 +65,9 @@ def taint_disrupted(
 DISRUPTION_REASON = "DisruptionReason"
 FORCEFUL_TERMINATION = "Forceful Termination"  # why a pod of any other deleted NodeClaim is evicted
 FAILED_DRAINING = "FailedDraining"
-DRAIN_EVENT_DEDUPE_SECONDS = 2 * 60  # the recorder's default; its dedupe value is the Node's name
 
 # The Warning a deleting NodeClaim with a terminationGracePeriod, and its Node, carry: when the drain stops waiting.
 GRACE_EXPIRING = "TerminationGracePeriodExpiring"
-GRACE_EXPIRING_DEDUPE_SECONDS = 2 * 60  # the recorder's default: the Node's, once in 2 minutes
 
 
 def eviction_delay(refusals: int) -> float:
@@ -144,7 +142,7 @@ class TerminationController:
         if stamp:
             # Karpenter's nodeTerminationTime, read at every reconcile of the Node until it is gone.
             message = f"All pods will be deleted by {stamp}"
-            ctx.publish(node, "Warning", GRACE_EXPIRING, message, dedupe_seconds=GRACE_EXPIRING_DEDUPE_SECONDS)
+            ctx.publish(node, "Warning", GRACE_EXPIRING, message)
         if node["metadata"].get("annotations", {}).get(wk.DRAINED) == "true":
             return False
         name = node["metadata"]["name"]
@@ -162,7 +160,7 @@ class TerminationController:
         waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim), eviction_reason(claim))
         if waiting:
             message = f"Failed to drain node, {waiting} pods are waiting to be evicted"
-            ctx.publish(node, "Warning", FAILED_DRAINING, message, dedupe_seconds=DRAIN_EVENT_DEDUPE_SECONDS)
+            ctx.publish(node, "Warning", FAILED_DRAINING, message)
         if waiting or ctx.now - started < MIN_DRAIN_SECONDS:
             return changed or evicted
         node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
@@ -230,9 +228,7 @@ class TerminationController:
                 message = f"Failed to drain node, {why} (Pod={pod['metadata']['namespace']}/{pod['metadata']['name']})"
                 node_obj = ctx.api.get("Node", node)
                 if node_obj is not None:
-                    ctx.publish(
-                        node_obj, "Warning", FAILED_DRAINING, message, dedupe_seconds=DRAIN_EVENT_DEDUPE_SECONDS
-                    )
+                    ctx.publish(node_obj, "Warning", FAILED_DRAINING, message)
             else:
                 self.refused.pop(uid, None)
                 evicted = True

@@ -11,7 +11,7 @@ from provisioner.disruption.candidates import pod_blocks
 from provisioner.disruption.types import Candidate, ClaimedNode, Command, DisruptionBudgetPolicy
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass
-from provisioner.nodes import DaemonSet, Node
+from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.options import RESPECT, STRICT
 from provisioner.pods import Pod
 from provisioner.quantity import MILLI, Resources, add, format_quantity
@@ -112,7 +112,7 @@ def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate
     for name, pods in sorted(result.placements.items()):
         if name not in uninitialized:
             continue
-        where = ", ".join([*([f"nodeclaim/{claims[name]}"] if name in claims else []), f"node/{name}"])
+        where = state_node_name(claims.get(name), name)
         errors += [(p.key, f"would schedule against uninitialized {where}") for p in pods if p.uid in moving]
     if not errors:
         return []
