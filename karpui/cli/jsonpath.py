@@ -1,17 +1,25 @@
 """The part of kubectl's JSONPath that scripts use: `{.items[*].metadata.name}`, `{.status.allocatable.cpu}`,
-`{.metadata.labels['kubernetes\\.io/arch']}`. Several results print space-separated, as kubectl does."""
+`{.metadata.labels['kubernetes\\.io/arch']}`, filters, and templates with `{range .items[*]}...{end}` and quoted
+literals (`{"\\n"}`). Several results print space-separated, as kubectl does."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import warnings
 from typing import Any
 
-_TEMPLATE = re.compile(r"\{([^}]*)\}")
+# One `{...}` action; a quoted literal inside may hold a brace.
+_ACTION = re.compile(r"""\{((?:"(?:[^"\\]|\\.)*"|'[^']*'|[^}"'])*)\}""")
 _STEP = re.compile(
     r"\.((?:\\\.|[^.\[])+)|\[\*\]|\[(\d+)\]|\['([^']*)'\]|\[\"([^\"]*)\"\]"
     r"|\[\?\(@((?:\.(?:\\\.|[^.\s=!)\]])+)+)\s*(?:(==|!=)\s*(?:\"([^\"]*)\"|'([^']*)'|(-?[0-9.]+|true|false)))?\s*\)\]"
 )
+_RANGE = re.compile(r"range\s+(.*)", re.DOTALL)
+
+# A parsed template: literal text, an expression, or a range with its body.
+Node = tuple[str, Any, Any]
 
 
 class JSONPathError(ValueError):
@@ -19,19 +27,85 @@ class JSONPathError(ValueError):
 
 
 def render(template: str, data: Any) -> str:
-    def expand(match: re.Match[str]) -> str:
-        values = evaluate(match.group(1), data)
-        # A map or list prints as kubectl's JSON does: compact, keys sorted (Go marshals a map in key order).
-        return " ".join(
-            v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), sort_keys=True) for v in values
-        )
+    nodes, _ = _parse(_actions(template), 0, in_range=False)
+    return _render(nodes, data)
 
-    return _TEMPLATE.sub(expand, template)
+
+def _actions(template: str) -> list[tuple[str, str]]:
+    """The template as ("text", literal) and ("action", inside the braces) pieces, in order."""
+    pieces, position = [], 0
+    for match in _ACTION.finditer(template):
+        if match.start() > position:
+            pieces.append(("text", template[position : match.start()]))
+        pieces.append(("action", match.group(1).strip()))
+        position = match.end()
+    if position < len(template):
+        pieces.append(("text", template[position:]))
+    for kind, text in pieces:
+        if kind == "text" and "{" in text:
+            raise JSONPathError(f"unclosed action at {text[text.index('{') :]!r}")
+    return pieces
+
+
+def _parse(pieces: list[tuple[str, str]], start: int, *, in_range: bool) -> tuple[list[Node], int]:
+    """Nodes from `start` up to the `{end}` that closes the range being parsed (or the template's end)."""
+    nodes: list[Node] = []
+    index = start
+    while index < len(pieces):
+        kind, text = pieces[index]
+        if kind == "text":
+            nodes.append(("text", text, None))
+        elif text == "end":
+            if not in_range:
+                raise JSONPathError("not in range, nothing to end")
+            return nodes, index
+        elif (ranged := _RANGE.fullmatch(text)) is not None:
+            body, index = _parse(pieces, index + 1, in_range=True)
+            nodes.append(("range", ranged.group(1).strip(), body))
+        elif text[:1] in "\"'":
+            nodes.append(("text", _literal(text), None))
+        else:
+            nodes.append(("expression", text, None))
+        index += 1
+    if in_range:
+        raise JSONPathError("unclosed action: range")
+    return nodes, index
+
+
+def _literal(text: str) -> str:
+    """A quoted literal as kubectl reads it: Go's strconv.Unquote, so `"\\n"` is a newline."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an unknown escape (`"\\q"`) is an error, as it is to Go
+            value = ast.literal_eval(text)
+    except (SyntaxError, ValueError, Warning):
+        raise JSONPathError(f"unrecognized string literal {text!r}") from None
+    if not isinstance(value, str):
+        raise JSONPathError(f"unrecognized string literal {text!r}")
+    return value
+
+
+def _render(nodes: list[Node], data: Any) -> str:
+    out = []
+    for kind, text, body in nodes:
+        if kind == "text":
+            out.append(text)
+        elif kind == "range":
+            out.extend(_render(body, item) for item in evaluate(text, data))
+        else:
+            # A map or list prints as kubectl's JSON does: compact, keys sorted (Go marshals a map in key order).
+            out.append(
+                " ".join(
+                    v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), sort_keys=True)
+                    for v in evaluate(text, data)
+                )
+            )
+    return "".join(out)
 
 
 def evaluate(expression: str, data: Any) -> list[Any]:
     expression = expression.strip()
-    if expression.startswith("$"):
+    if expression.startswith(("$", "@")):  # the root, or inside a range the item at hand
         expression = expression[1:]
     position, current = 0, [data]
     while position < len(expression):
@@ -41,7 +115,7 @@ def evaluate(expression: str, data: Any) -> list[Any]:
         position = match.end()
         next_values: list[Any] = []
         for value in current:
-            if match.group(0) == "[*]":
+            if match.group(0) in ("[*]", ".*"):
                 next_values.extend(
                     value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
                 )
