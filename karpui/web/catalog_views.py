@@ -16,7 +16,8 @@ from karpui.links import cluster_redirect
 from karpui.people.audit import Actor
 from karpui.web import permissions, views
 from karpui.writes import catalogs
-from provisioner.catalog.files import catalog_to_manifest, load_catalog
+from provisioner.catalog.files import catalog_to_manifest
+from provisioner.catalog.kwok_file import read_catalog
 from provisioner.manifests import ManifestError
 
 
@@ -34,7 +35,7 @@ def catalog_import(request: HttpRequest) -> HttpResponse:
     if not text.strip():
         return _refused(request, "file: choose a catalog file or paste one")
     try:
-        catalog = load_catalog(text)
+        catalog = read_catalog(text)
     except ManifestError as error:
         return _refused(request, str(error))
     actor = Actor.for_user(request.user, "web")  # type: ignore[arg-type]

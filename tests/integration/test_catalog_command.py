@@ -82,3 +82,20 @@ def test_importing_over_a_built_in_catalog_needs_the_flag_and_generate_load_rest
     )
     assert run("generate", "kwok", "--load") == "catalog kwok: 144 instance types loaded\n"
     assert models.InstanceType.objects.filter(catalog__name="kwok").count() == 144
+
+
+def test_a_kwok_instance_types_file_imports_as_the_kwok_catalog(db):
+    """Karpenter's kwok provider reads it from INSTANCE_TYPES_FILE_PATH; karpui takes it as the kwok catalog."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench/workloads/karpenter-1.x/reserved-capacity/instance-types.json"
+    with pytest.raises(CommandError, match=r'^catalog "kwok" is built in'):
+        run("import", str(path))
+    assert run("import", "--overwrite-builtin", str(path)) == "catalog kwok: 3 instance types imported\n"
+    offering = models.Offering.objects.get(instance_type__catalog__name="kwok", capacity_type="reserved")
+    assert (offering.instance_type.name, offering.zone, offering.reservation_id, offering.reservation_capacity) == (
+        "c-2x-amd64-linux",
+        "test-zone-a",
+        "cr-c-2x-a",
+        2,
+    )

@@ -151,3 +151,25 @@ def test_an_editor_cannot_replace_a_built_in_catalog_without_saying_so_and_doing
         {"instanceTypes": 144},
         {"instanceTypes": 2},
     )
+
+
+def test_a_kwok_instance_types_file_uploaded_with_the_box_replaces_the_kwok_catalog(lab):
+    from pathlib import Path
+
+    text = (
+        Path(__file__).resolve().parents[2] / "bench/workloads/karpenter-1.x/reserved-capacity/instance-types.json"
+    ).read_bytes()
+    client = editor()
+    upload = SimpleUploadedFile("instance_types.json", text, content_type="application/json")
+    page = client.post("/catalog/import", {"file": upload}, follow=True).content.decode()
+    assert "overwrite_builtin: catalog &quot;kwok&quot; is built in" in page
+    assert models.InstanceType.objects.filter(catalog__name="kwok").count() == 144
+
+    upload = SimpleUploadedFile("instance_types.json", text, content_type="application/json")
+    page = client.post("/catalog/import", {"file": upload, "overwrite_builtin": "on"}, follow=True).content.decode()
+    assert "catalog kwok: 3 instance types imported" in page
+    assert sorted(models.InstanceType.objects.filter(catalog__name="kwok").values_list("name", flat=True)) == [
+        "c-2x-amd64-linux",
+        "c-4x-amd64-linux",
+        "c-8x-amd64-linux",
+    ]

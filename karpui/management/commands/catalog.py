@@ -17,8 +17,9 @@ from karpui.clusters import store
 from karpui.people.audit import Actor
 from karpui.writes import catalogs
 from provisioner.catalog.aws import aws_catalog
-from provisioner.catalog.files import catalog_to_manifest, load_catalog
+from provisioner.catalog.files import catalog_to_manifest
 from provisioner.catalog.kwok import kwok_catalog
+from provisioner.catalog.kwok_file import read_catalog
 from provisioner.manifests import ManifestError
 from provisioner.manifests.documents import MAX_BYTES, decode, read_stream
 
@@ -31,7 +32,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         importing = sub.add_parser("import", help="load a catalog file into the database, replacing a same-named one")
-        importing.add_argument("file", help="YAML or JSON file, or - for standard input")
+        importing.add_argument(
+            "file",
+            help="YAML or JSON file, or - for standard input; a kwok provider instance-types file (the JSON array "
+            "of its INSTANCE_TYPES_FILE_PATH) becomes the kwok catalog",
+        )
         importing.add_argument(
             "--overwrite-builtin",
             action="store_true",
@@ -53,7 +58,7 @@ class Command(BaseCommand):
         action = options["action"]
         if action == "import":
             try:
-                catalog = load_catalog(
+                catalog = read_catalog(
                     read_stream(sys.stdin, "standard input") if options["file"] == "-" else _read(options["file"])
                 )
             except ManifestError as error:
