@@ -111,12 +111,19 @@ README_END = "<!-- versus_karpenter: end -->"
 _PRICES: dict[tuple[str, str], float] = {}
 
 
-def price_of(instance_type: str, capacity_type: str) -> float:
-    """The kwok catalog's price per hour of an offering (every zone's is the same)."""
-    if not _PRICES:
-        from provisioner.catalog.kwok import kwok_catalog
+def use_prices(workload: Workload) -> None:
+    """Price NodeClaims from the workload's catalog: its instance-types file, or the kwok provider's own."""
+    from provisioner.catalog.kwok import kwok_catalog
+    from provisioner.catalog.kwok_file import load_kwok_instance_types
 
-        _PRICES.update({(t.name, o.capacity_type): o.price for t in kwok_catalog().instance_types for o in t.offerings})
+    path = workload.instance_types
+    catalog = load_kwok_instance_types(path.read_text()) if path else kwok_catalog()
+    _PRICES.clear()
+    _PRICES.update({(t.name, o.capacity_type): o.price for t in catalog.instance_types for o in t.offerings})
+
+
+def price_of(instance_type: str, capacity_type: str) -> float:
+    """The price per hour of an offering in the workload's catalog (every zone's is the same)."""
     return _PRICES.get((instance_type, capacity_type), 0.0)
 
 
@@ -335,6 +342,13 @@ class Workload:
         return f"{self.set}/{self.name}"
 
     @property
+    def instance_types(self) -> Path | None:
+        """The kwok provider's instance-types file the workload runs with (INSTANCE_TYPES_FILE_PATH, relative to its
+        folder): Karpenter reads it, karpui imports it as its kwok catalog."""
+        name = self.env.get("INSTANCE_TYPES_FILE_PATH")
+        return self.folder / name if name else None
+
+    @property
     def zonal(self) -> bool:
         """Whether the workload constrains zones (a zone selector, requirement, affinity or spread). Where it does
         not, Karpenter's kwok provider picks each NodeClaim's zone at random among equal prices, and so does the
@@ -391,6 +405,7 @@ class Provisioner:
     name = ""
 
     def run(self, workload: Workload) -> dict[str, Snapshot]:
+        use_prices(workload)
         self.begin(workload)
         # A workload with compare steps waits for its provisioner to settle; one without (issue 25's, whose
         # expectations hold at set moments) waits each step's whole length, as the lab's clock does.
@@ -529,7 +544,10 @@ class Lab(Provisioner):
         return out.getvalue()
 
     def begin(self, workload: Workload) -> None:
+        import io
+
         from django.conf import settings
+        from django.core.management import call_command
         from django.db import connections
 
         from karpui.clusters import lab as labs
@@ -556,6 +574,8 @@ class Lab(Provisioner):
         settings.KARPUI_MIN_VALUES_POLICY = env.get("MIN_VALUES_POLICY", "Strict")
         settings.KARPUI_PREFERENCE_POLICY = env.get("PREFERENCE_POLICY", "Respect")
         self.set_karpenter_env(env)
+        if workload.instance_types:
+            call_command("catalog", "import", "--overwrite-builtin", str(workload.instance_types), stdout=io.StringIO())
         self.seen_log = 0
         self.seen_change = 0
         self.lab_seconds = 0.0
@@ -659,7 +679,10 @@ class Real(Provisioner):
         self.events = EventWatch()
         self.events.fresh(self.items("events", "-A"))  # what an earlier workload left is not this one's
         self.nodeclaims = NodeClaimWatch(str(self.cluster.kubeconfig), self.folder / f"{self.name}-nodeclaims.json")
-        self.start(workload.env, f"{workload.set}-{workload.name}")
+        env = workload.env
+        if workload.instance_types:
+            env["INSTANCE_TYPES_FILE_PATH"] = str(workload.instance_types)
+        self.start(env, f"{workload.set}-{workload.name}")
 
     def start(self, env: dict[str, str], label: str) -> None:
         self.log = ROOT / "var" / "versus" / self.name / f"{label}.log"
@@ -694,6 +717,8 @@ class Real(Provisioner):
             self.kubectl("create", "namespace", "karpui")
             database = Database(self.folder / "karpui", self.folder / "template")
             database.cluster("real", "kwok", self.cluster.kubeconfig)
+            if env.get("INSTANCE_TYPES_FILE_PATH"):
+                database.manage("catalog", "import", "--overwrite-builtin", env["INSTANCE_TYPES_FILE_PATH"])
             child_env = database.env(
                 KARPUI_TICK_SECONDS="0.5",
                 KARPUI_FEATURE_GATES=env.get("FEATURE_GATES", ""),

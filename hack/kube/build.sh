@@ -3,9 +3,10 @@
 # controller, Karpenter's kwok provider and its DRA kwok driver (hack/kube/karpenter/dra-kwok-driver: upstream's
 # main with its addresses configurable) from the Go modules pinned in hack/kube/*/go.mod, into a cache outside
 # the repository keyed by version; each piece is built only when missing (or when its go.sum changed).
-# karpenter-dra, built only when asked for (bench/versus_karpenter.py runs it for DRA workloads), is Karpenter's
-# kwok provider with hack/kube/karpenter/kwok-dynamicresources.patch: its instance types declare the devices the
-# cluster's DRAConfigs publish on them, as seed 000's experiment 3 patches it.
+# karpenter-dra, built only when asked for (bench/versus_karpenter.py runs it for DRA and reserved-capacity
+# workloads), is Karpenter's kwok provider with hack/kube/karpenter/*.patch: its instance types declare the devices
+# the cluster's DRAConfigs publish on them, as seed 000's experiment 3 patches it (kwok-dynamicresources.patch), and
+# its reserved offerings name their capacity reservation (kwok-reservations.patch).
 #
 #   hack/kube/build.sh                 build what is missing (or whose sources changed), print where everything is
 #   hack/kube/build.sh kubernetes      build one piece: kubernetes | kwok | karpenter | karpenter-dra (all: every one)
@@ -30,7 +31,7 @@ k8s_dir="$cache/kubernetes-$k8s_version-etcd-$etcd_version"
 kwok_dir="$cache/kwok-$kwok_version"
 karpenter_dir="$cache/karpenter-$karpenter_version"
 karpenter_dra_dir="$cache/karpenter-$karpenter_version-dra"
-dra_patch="$here/karpenter/kwok-dynamicresources.patch"
+patches=("$here/karpenter/kwok-dynamicresources.patch" "$here/karpenter/kwok-reservations.patch")
 
 paths() {
   cat <<EOF
@@ -49,11 +50,11 @@ EOF
 }
 
 # A piece is built when its stamp names the sources it was built from: go.mod, go.sum and any Go file of ours, and
-# for karpenter-dra the patch as well (so a changed patch rebuilds it, and only it).
+# for karpenter-dra the patches as well (so a changed patch rebuilds it, and only it).
 stamp_of() { find "$here/$1" -type f \( -name 'go.*' -o -name '*.go' \) | sort | xargs sha256sum | sed "s|$here/||" | sha256sum | cut -c1-16; }
 stamp() {
   case "$1" in
-    karpenter-dra) { stamp_of karpenter; sha256sum <"$dra_patch"; } | sha256sum | cut -c1-16 ;;
+    karpenter-dra) { stamp_of karpenter; cat "${patches[@]}" | sha256sum; } | sha256sum | cut -c1-16 ;;
     *) stamp_of "$(mod_of "$1")" ;;
   esac
 }
@@ -133,13 +134,15 @@ build_karpenter() {
 }
 
 build_karpenter_dra() {
-  local tmp="$karpenter_dra_dir.tmp" src
+  local tmp="$karpenter_dra_dir.tmp" src patch_file
   rm -rf "$tmp" && mkdir -p "$tmp/bin" "$tmp/mod"
-  say "karpenter $karpenter_version with kwok-dynamicresources.patch: its kwok provider declaring DRAConfigs' devices, as karpenter-kwok-dra"
+  say "karpenter $karpenter_version with ${patches[*]##*/}: its kwok provider declaring DRAConfigs' devices and naming reservations, as karpenter-kwok-dra"
   # The module cache is shared and read-only: the patch goes into a copy of Karpenter's source beside the binary.
   src="$(cd "$here/karpenter" && GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)"
   cp -r "$src" "$tmp/src" && chmod -R u+w "$tmp/src"
-  patch -p1 --forward --quiet -d "$tmp/src" <"$dra_patch" || { say "FAILED: $dra_patch does not apply to $src"; return 1; }
+  for patch_file in "${patches[@]}"; do
+    patch -p1 --forward --quiet -d "$tmp/src" <"$patch_file" || { say "FAILED: $patch_file does not apply to $src"; return 1; }
+  done
   # hack/kube/karpenter's go.mod with Karpenter replaced by the patched copy: every other module stays at the version
   # the unpatched binary is built with, and the repository's go.mod is left alone.
   cp "$here/karpenter/go.mod" "$here/karpenter/go.sum" "$tmp/mod/"

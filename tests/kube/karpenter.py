@@ -41,11 +41,15 @@ def binary(env: Mapping[str, str]) -> str:
     """The kwok provider to run with these options: with IGNORE_DRA_REQUESTS=false the one built with
     hack/kube/karpenter/kwok-dynamicresources.patch (`hack/kube/build.sh karpenter-dra`), whose instance types declare
     the devices the cluster's DRAConfigs publish, as seed 000's experiment 3 patches it; upstream's declares none, so
-    Karpenter would launch nothing for a pod with a ResourceClaim. Otherwise upstream's: Karpenter then ignores DRA
-    and the declarations would change nothing."""
+    Karpenter would launch nothing for a pod with a ResourceClaim. The same build with an instance-types file
+    (INSTANCE_TYPES_FILE_PATH): hack/kube/karpenter/kwok-reservations.patch names its reserved offerings'
+    reservations, which upstream's never does. Otherwise upstream's: Karpenter then ignores DRA and the declarations
+    would change nothing."""
     from provisioner.options import parse_bool
 
-    if parse_bool("IGNORE_DRA_REQUESTS", env.get("IGNORE_DRA_REQUESTS", "true")):
+    if parse_bool("IGNORE_DRA_REQUESTS", env.get("IGNORE_DRA_REQUESTS", "true")) and not env.get(
+        "INSTANCE_TYPES_FILE_PATH"
+    ):
         return paths()["KARPUI_KARPENTER_BIN"]
     patched = paths()["KARPUI_KARPENTER_DRA_BIN"]
     if not os.access(patched, os.X_OK):
