@@ -111,19 +111,22 @@ README_END = "<!-- versus_karpenter: end -->"
 _PRICES: dict[tuple[str, str], float] = {}
 
 
-def use_prices(workload: Workload) -> None:
+def use_prices(workload: Workload | None) -> None:
     """Price NodeClaims from the workload's catalog: its instance-types file, or the kwok provider's own."""
     from provisioner.catalog.kwok import kwok_catalog
     from provisioner.catalog.kwok_file import load_kwok_instance_types
 
-    path = workload.instance_types
+    path = workload.instance_types if workload else None
     catalog = load_kwok_instance_types(path.read_text()) if path else kwok_catalog()
     _PRICES.clear()
     _PRICES.update({(t.name, o.capacity_type): o.price for t in catalog.instance_types for o in t.offerings})
 
 
 def price_of(instance_type: str, capacity_type: str) -> float:
-    """The price per hour of an offering in the workload's catalog (every zone's is the same)."""
+    """The price per hour of an offering in the workload's catalog (every zone's is the same); the kwok
+    provider's own until a workload says otherwise."""
+    if not _PRICES:
+        use_prices(None)
     return _PRICES.get((instance_type, capacity_type), 0.0)
 
 
