@@ -198,7 +198,7 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
     return True
 
 
-def _node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:
+def node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:
     """The Node with the NodeClaim's providerID, or None before its launch. Looked up first by the name it
     registered, else by the providerID's last part (kwok's `kwok://<node name>`), before a search of every Node."""
     status = claim.get("status") or {}
@@ -232,7 +232,7 @@ def _register(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool
     due = ctx.cloud.registered_by(claim)
     if due is None or ctx.now < due:
         return False
-    node = _node_of(ctx, claim)
+    node = node_of(ctx, claim)
     if node is None:
         return False  # the instance has not registered its Node yet
     # Karpenter's registration: sync labels and taints, drop the unregistered taint, mark the node registered.
@@ -357,7 +357,7 @@ def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
     NodeClaim. Pods left on the Node (DaemonSets, pods tolerating the disruption taint) are removed by the
     cluster's pod garbage collector once the Node is gone."""
     name = claim["metadata"]["name"]
-    node = _node_of(ctx, claim)
+    node = node_of(ctx, claim)
     node_name = node["metadata"]["name"] if node is not None else ""
     if node is not None:
         drained = (node["metadata"].get("annotations") or {}).get(wk.DRAINED) == "true"

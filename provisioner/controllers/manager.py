@@ -4,8 +4,9 @@ ports — the same for the lab, a kwok cluster and an observed one — and says 
 Order within a step: the NodeOverlays (what they change in instance types), the NodePools' status, provisioning
 (batch and launch plans, static NodePools), the NodeClaim facts (pod events, drift, expiration), node health
 (repairs onto the queue), termination (drain deleting NodeClaims), the disruption command queue and proposer, the
-cloud provider's own work, and the NodeClaim lifecycle (launch, register, initialize, finalize). Each controller owns its state, which the
-manager gathers into one JSON-able dict so a restarted engine continues where it stopped.
+cloud provider's own work, the NodeClaim lifecycle (launch, register, initialize, finalize) and its consistency
+checks. Each controller owns its state, which the manager gathers into one JSON-able dict so a restarted engine
+continues where it stopped.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from provisioner.controllers import commands, lifecycle
 from provisioner.controllers.capacitybuffer import CapacityBufferController
+from provisioner.controllers.consistency import ConsistencyController
 from provisioner.controllers.consolidatable import ConsolidatableController
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import DisruptionController
@@ -47,6 +49,7 @@ class Manager:
         self.nodepools = NodePoolController(state.get("nodepools"))
         self.lifecycle = lifecycle.LifecycleController(self.nodepools)
         self.consolidatable = ConsolidatableController()
+        self.consistency = ConsistencyController(state.get("consistency"))
 
     def step(self, ctx: ClusterContext) -> list[str]:
         """Run every controller once at `ctx.now`; the names of those that changed the cluster."""
@@ -67,6 +70,7 @@ class Manager:
             ("disruption", self.disruption.reconcile),
             ("cloudprovider", lambda c: c.cloud.reconcile(c.now)),
             ("lifecycle", self.lifecycle.reconcile),
+            ("nodeclaim.consistency", self.consistency.reconcile),
         )
         changed = []
         for name, reconcile in controllers:
@@ -91,6 +95,7 @@ class Manager:
             ("nodeclaim.expiration", lambda: self.expiration.next_due(ctx)),
             ("node.health", lambda: self.health.next_due(ctx)),
             ("nodeclaim.lifecycle", lambda: _maybe(self.lifecycle.next_due(ctx))),
+            ("nodeclaim.consistency", lambda: self.consistency.next_due(ctx)),
             ("cloudprovider", lambda: _maybe(ctx.cloud.next_due(ctx.now))),
             ("retries", ctx.retry_times),
         )
@@ -108,6 +113,7 @@ class Manager:
             "termination": self.termination.to_state(),
             "disruption": self.disruption.to_state(),
             "nodepools": self.nodepools.to_state(),
+            "consistency": self.consistency.to_state(),
         }
 
 
