@@ -181,6 +181,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices:
         price=_price(prices, pool, labels, claim),
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
         initialized=is_true(claim, "Initialized"),
+        registered=(node_obj["metadata"].get("labels") or {}).get(wk.REGISTERED) == "true",
         deleting=bool(claim["metadata"].get("deletionTimestamp") or node_obj["metadata"].get("deletionTimestamp")),
         consolidatable=is_true(claim, CONSOLIDATABLE),
         drifted=drift.get("reason") if drift else None,

@@ -87,7 +87,8 @@ def node_blockers(claimed: ClaimedNode, nodepool: NodePool | None, now: float) -
     if claimed.deleting or claimed.node.marked_for_deletion:
         reasons.append("Node is deleting or marked for deletion")
     if not claimed.initialized:
-        reasons.append("Node isn't initialized")
+        # Liveness's registration timeout owns a node until it registers (ValidateNodeDisruptable's two words).
+        reasons.append("Node isn't initialized" if claimed.registered else "Node isn't initialized nor registered")
     if claimed.nominated_until > now:
         reasons.append("Node is nominated for a pending pod")
     if claimed.annotations.get(wk.DO_NOT_DISRUPT) == "true":

@@ -31,6 +31,7 @@ class ClaimedNode:
     price: float
     created: float
     initialized: bool = True
+    registered: bool = True  # the Node carries karpenter.sh/registered (Karpenter's StateNode.Registered)
     deleting: bool = False
     consolidatable: bool = True
     drifted: str | None = None  # the drift reason, when Drifted=True

@@ -57,6 +57,13 @@ def test_node_checks_come_before_pods_deleting_first_and_the_annotation_in_its_w
     ]
 
 
+def test_a_node_not_yet_registered_is_told_apart_from_one_not_yet_initialized():
+    """ValidateNodeDisruptable: liveness's registration timeout owns a node until it registers."""
+    waiting = replace(claimed("n1"), initialized=False, registered=False)
+    assert blockers(waiting, nodepool(), [], NOW) == ["Node isn't initialized nor registered"]
+    assert blockers(replace(waiting, registered=True), nodepool(), [], NOW) == ["Node isn't initialized"]
+
+
 def test_a_missing_nodepool_and_a_missing_label_are_told_as_karpenter_tells_them():
     """'should not consider candidates that have no NodePool' and '... missing the nodepool label' (suite_test.go)."""
     assert blockers(claimed("n1", pool="gone"), None, [], NOW) == ["NodePool not found (NodePool=gone)"]
