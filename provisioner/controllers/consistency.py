@@ -44,9 +44,12 @@ def node_shape_issues(claim: Obj, node: Obj) -> list[str]:
 
 
 class ConsistencyController:
-    """When each NodeClaim was last scanned (by UID): Karpenter scans one when it first sees its providerID, at
-    launch, and every SCAN_PERIOD after. At launch a real instance has no Node yet, so the first scan that finds one
-    is 10 minutes on."""
+    """When each NodeClaim was last scanned (by UID), then every SCAN_PERIOD. Karpenter scans one when it first
+    sees its providerID and finds its Node only if the instance has one by then: its kwok provider creates the Node
+    before the launch is written, so ConsistentStateFound is True at once (an uninitialized NodeClaim has nothing
+    for NodeShape to check), where a cloud instance, registering minutes later, waits for the next scan. karpui's
+    providers make their Nodes a moment after the launch, so the first scan here is the first that finds the Node:
+    Karpenter's kwok timing."""
 
     def __init__(self, state: dict[str, Any] | None = None) -> None:
         self.scanned: dict[str, float] = dict((state or {}).get("scanned") or {})
@@ -66,13 +69,12 @@ class ConsistencyController:
             if not (claim.get("status") or {}).get("providerID"):
                 continue
             last = self.scanned.get(uid)
-            if last is None:
-                self.scanned[uid] = ctx.now  # the scan at launch, before any Node can have registered
+            if last is not None and ctx.now < last + SCAN_PERIOD:
                 continue
-            if ctx.now < last + SCAN_PERIOD:
-                continue
-            self.scanned[uid] = ctx.now
             node = node_of(ctx, claim)
+            if node is None and last is None:
+                continue  # see the class: the first scan is the one that finds the Node
+            self.scanned[uid] = ctx.now
             if node is not None:
                 changed |= _check(ctx, claim, node)
         for gone in set(self.scanned) - live:

@@ -1,5 +1,5 @@
 """Karpenter's NodeClaim consistency controller (pkg/controllers/nodeclaim/consistency, suite_test.go): a launched
-NodeClaim's Node is checked every 10 minutes, ConsistentStateFound set True when it matches and False, with a
+NodeClaim's Node is checked when first found and every 10 minutes after, ConsistentStateFound set True when it matches and False, with a
 FailedConsistencyCheck warning per issue, when a requested resource is under 90 % of the launched capacity."""
 
 from provisioner.cluster.conditions import condition
@@ -33,20 +33,22 @@ def test_ninety_percent_is_enough_and_unrequested_or_uninitialized_is_not_checke
     assert node_shape_issues(claim, node) == []
 
 
-def test_the_condition_turns_true_on_the_first_scan_that_finds_the_node_ten_minutes_after_launch():
-    """ "should set consistent state found condition to true if there are no consistency issues"."""
+def test_the_condition_turns_true_as_soon_as_the_node_is_there_and_scans_repeat_every_ten_minutes():
+    """ "should set consistent state found condition to true if there are no consistency issues"; Karpenter v1.15
+    with its kwok provider had ConsistentStateFound=True within 45 s of the launch (hack/kube, 2026-12-06)."""
     running = lab()
     running.store.create(deployment("web", 1, cpu="1"))
     running.advance(1)
     [claim] = running.store.list("NodeClaim")
-    assert condition(claim, "ConsistentStateFound") is None
-    running.advance(598)
-    assert condition(running.store.list("NodeClaim")[0], "ConsistentStateFound") is None
-    running.advance(2)
-    [claim] = running.store.list("NodeClaim")
     found = condition(claim, "ConsistentStateFound")
     assert (found["status"], found["reason"], found["message"]) == ("True", "ConsistentStateFound", "")
-    assert [e for e in running.store.list("Event") if e["reason"] == "FailedConsistencyCheck"] == []
+    node = running.store.get("Node", claim["status"]["nodeName"])
+    node["status"]["capacity"]["cpu"] = "2"
+    running.store.update(node)
+    running.advance(590)
+    assert condition(running.store.list("NodeClaim")[0], "ConsistentStateFound")["status"] == "True"
+    running.advance(15)
+    assert condition(running.store.list("NodeClaim")[0], "ConsistentStateFound")["status"] == "False"
 
 
 def test_a_node_registered_short_of_its_cpu_is_told_on_the_nodeclaim_and_logged():
