@@ -19,6 +19,8 @@ from provisioner.cloudprovider.kwok import KwokCloudProvider
 from provisioner.cluster import dra
 from provisioner.cluster.memory import ObjectStore
 from provisioner.controllers.context import (
+    ICE_POD_EVENTS_BURST,
+    ICE_POD_EVENTS_QPS,
     NOMINATED_EVENTS_BURST,
     NOMINATED_EVENTS_QPS,
     ClusterContext,
@@ -86,6 +88,10 @@ class Lab:
                 NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, state.get("nominated_events")
             ),
             published=dict(state.get("published") or {}),
+            nodeclaim_pods={name: list(pods) for name, pods in (state.get("nodeclaim_pods") or {}).items()},
+            ice_pod_events=TokenBucket.from_state(
+                ICE_POD_EVENTS_QPS, ICE_POD_EVENTS_BURST, state.get("ice_pod_events")
+            ),
             views=self.store.views,
         )
         if config.components not in COMPONENTS:
@@ -291,6 +297,8 @@ class Lab:
             "buffer_nodes": dict(self.ctx.buffer_nodes),
             "nominated_events": self.ctx.nominated_events.to_state(),
             "published": self.ctx.published_state(),
+            "nodeclaim_pods": dict(self.ctx.nodeclaim_pods),
+            "ice_pod_events": self.ctx.ice_pod_events.to_state(),
             "settling": self._settling,
         }
 

@@ -90,6 +90,8 @@ class TokenBucket:
 # Karpenter's PodNominationRateLimiter: one bucket for every pod's Nominated event, so a batch of 20,000 pods
 # records ten of them, then five a second, not 20,000 (which were 85 % of the objects that batch wrote).
 NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST = 5.0, 10
+# InsufficientCapacityErrorPodRateLimiter: one bucket for every pod told its NodeClaim found no capacity.
+ICE_POD_EVENTS_QPS, ICE_POD_EVENTS_BURST = 5.0, 10
 
 
 @dataclass
@@ -112,6 +114,10 @@ class ClusterContext:
     )
     # "reason/kind/name" -> until when `publish` drops that object's next event of that reason, whatever it says.
     published: dict[str, float] = field(default_factory=dict)
+    # NodeClaim not yet launched -> the pods ("namespace/name") its plan was made for (Karpenter's podToNodeClaim,
+    # read the other way): each is told when the launch finds no capacity.
+    nodeclaim_pods: dict[str, list[str]] = field(default_factory=dict)
+    ice_pod_events: TokenBucket = field(default_factory=lambda: TokenBucket(ICE_POD_EVENTS_QPS, ICE_POD_EVENTS_BURST))
     views: Views = field(default_factory=Views)
     # Observe mode: Karpenter provisions, disrupts, drains and terminates; karpui proposes only for the NodePools it
     # gates, and an approved command is released to Karpenter (controllers/holds.py); a person's request for a node

@@ -118,6 +118,8 @@ def reconcile(ctx: ClusterContext, outcomes: LaunchOutcomes | None = None) -> bo
             continue
         with ctx.guard("nodeclaim.lifecycle", claim):
             changed |= _reconcile_claim(ctx, claim, outcomes or _Unheard())
+    for gone in [name for name in ctx.nodeclaim_pods if ctx.api.get("NodeClaim", name) is None]:
+        del ctx.nodeclaim_pods[gone]  # deleted before it launched
     changed |= _nodes_without_claims(ctx)
     return changed
 
@@ -157,14 +159,17 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
     except NodeClassNotReadyError as error:
         # Karpenter logs it and deletes the NodeClaim; no event (it is not a capacity error).
         ctx.log(_failed_launching(name, error))
+        ctx.nodeclaim_pods.pop(name, None)
         ctx.api.delete("NodeClaim", name)
         return True
     except InsufficientCapacityError as error:
         ctx.event(claim, "Warning", "InsufficientCapacityError", f"NodeClaim {name} event: {error}")
+        _tell_pods_no_capacity(ctx, name, error)
         ctx.log(_failed_launching(name, error))
         claim["metadata"]["finalizers"] = []
         ctx.api.delete("NodeClaim", name)
         return True
+    ctx.nodeclaim_pods.pop(name, None)
     claim["metadata"]["labels"] = dict(launched.labels)
     claim["metadata"].setdefault("annotations", {})[wk.PRICE] = repr(launched.price)
     claim["status"].update(
@@ -196,6 +201,23 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
         claim, "Normal", "Launched", "Status condition transitioned, Type: Launched, Status: True, Reason: Launched"
     )
     return True
+
+
+def _tell_pods_no_capacity(ctx: ClusterContext, name: str, error: Exception) -> None:
+    """publishPodInsufficientCapacityEvents: each pod the NodeClaim was planned for, while still unscheduled and
+    alive, is told (its UID the dedupe value, one shared rate limit)."""
+    for key in ctx.nodeclaim_pods.pop(name, []):
+        namespace, _, pod_name = key.partition("/")
+        pod = ctx.api.get("Pod", pod_name, namespace)  # a CapacityBuffer's virtual pod is never found
+        if pod is None or (pod.get("spec") or {}).get("nodeName") or pod["metadata"].get("deletionTimestamp"):
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if not ctx.publishes("InsufficientCapacityError", "Pod", pod_name, namespace):
+            continue
+        if ctx.ice_pod_events.try_accept(ctx.now):
+            message = f"NodeClaim {name} nominated for this pod failed to launch: {error}"
+            ctx.publish(pod, "Warning", "InsufficientCapacityError", message)
 
 
 def node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:

@@ -469,6 +469,8 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     )
     # Logged before anything else is written: a step cut short right after (a crash, a lost Lease) still records it.
     ctx.log(logs.created_nodeclaim(plan, name))
+    if plan.pods:
+        ctx.nodeclaim_pods[name] = [pod.key for pod in plan.pods]
     for pod in plan.pods:
         nominate(ctx, pod, lambda: f"nodeclaim/{name}")
     return nodeclaim

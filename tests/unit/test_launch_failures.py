@@ -23,3 +23,45 @@ def test_a_nodeclaim_whose_node_class_is_gone_is_logged_as_failed_and_deleted_wi
     assert [(f["NodeClaim"], f["level"]) for f in failed] == [({"name": "orphan"}, "ERROR")]
     assert running.store.get("NodeClaim", "orphan") is None
     assert [e for e in running.store.list("Event") if e["reason"] == "InsufficientCapacityError"] == []
+
+
+def test_a_launch_without_capacity_tells_each_pod_planned_onto_the_nodeclaim_that_is_still_pending(monkeypatch):
+    """publishPodInsufficientCapacityEvents (nodeclaim/lifecycle/launch.go): the pods mapped to the NodeClaim, still
+    unscheduled and alive, each get a warning naming it; a pod deleted meanwhile gets none."""
+    from provisioner.cloudprovider.kwok import KwokCloudProvider
+    from provisioner.cloudprovider.types import InsufficientCapacityError
+
+    failures = ["all requested instance types were unavailable during launch"]
+    create = KwokCloudProvider.create
+
+    def short_of_capacity(self, claim):
+        if failures:
+            running.store.delete("Pod", pods[0]["metadata"]["name"], "default")  # gone before the launch
+            raise InsufficientCapacityError(failures.pop())
+        return create(self, claim)
+
+    monkeypatch.setattr(KwokCloudProvider, "create", short_of_capacity)
+    running = lab()
+    running.store.create(deployment("web", 3, cpu="1"))
+    running.advance(0)
+    pods = sorted(running.store.list("Pod", "default"), key=lambda p: p["metadata"]["name"])
+    running.advance(1)
+
+    [on_claim] = [e for e in running.store.list("Event") if e["involvedObject"]["kind"] == "NodeClaim"]
+    failed = on_claim["involvedObject"]["name"]
+    assert on_claim["message"] == (
+        f"NodeClaim {failed} event: all requested instance types were unavailable during launch"
+    )
+    told = sorted(
+        (e["involvedObject"]["name"], e["type"], e["message"])
+        for e in running.store.list("Event", "default")
+        if e["reason"] == "InsufficientCapacityError" and e["involvedObject"]["kind"] == "Pod"
+    )
+    message = (
+        f"NodeClaim {failed} nominated for this pod failed to launch: "
+        "all requested instance types were unavailable during launch"
+    )
+    assert told == [(p["metadata"]["name"], "Warning", message) for p in pods[1:]]
+    running.advance(30)
+    assert [c for c in running.store.list("NodeClaim") if c["metadata"]["name"] == failed] == []
+    assert running.store.list("NodeClaim") != []
