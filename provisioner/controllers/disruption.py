@@ -15,6 +15,7 @@ from provisioner.controllers.command_specs import fingerprint as command_fingerp
 from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS, queue_nodes, self_heal
 from provisioner.controllers.context import RECORDER_DEDUPE_SECONDS, ClusterContext
 from provisioner.controllers.holds import GATED_MODES
+from provisioner.controllers.lifecycle import node_of
 from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.provisioning import pod_object
 from provisioner.controllers.snapshot import clock_inputs, cluster_view, timed_do_not_disrupt_pods, without
@@ -121,6 +122,7 @@ class DisruptionController:
                 view = replace(view, claimed=claimed)
             if not claimed:
                 self.explained = {"at": ctx.now, "nodes": {}}
+                _tell_claims_without_nodes(ctx, set())
                 return False
             # Nodes of approved and executing commands are on their way out: no destinations, their pods moving.
             busy, gone = queue_nodes(ctx)
@@ -308,6 +310,7 @@ def _explain(
             continue  # said lately: the objects are not even read
         for obj in _objects(ctx, names):
             ctx.publish(obj, "Normal", "DisruptionBlocked", reasons[0])
+    _tell_claims_without_nodes(ctx, set(claims.values()))
     for node, reasons in sorted(result.notes.items()) if simulated else ():
         # A reason noted twice (multi-node and single-node consolidation both note an unconsolidatable candidate)
         # is told once: the recorder would drop the repeat within the window anyway, and the 3,638 repeats at
@@ -320,6 +323,26 @@ def _explain(
             for obj in objects:
                 ctx.event(obj, "Normal", "Unconsolidatable", reason, dedupe_seconds=UNCONSOLIDATABLE_DEDUPE_SECONDS)
     _tell_do_not_disrupt(ctx, claimed, queued)
+
+
+# ValidateNodeDisruptable's first check after the NodeClaim's: a NodeClaim is a state node before its Node registers
+# (and after its Node is gone), told on the NodeClaim alone.
+NO_NODE = "Nodeclaim does not have an associated node"
+
+
+def _tell_claims_without_nodes(ctx: ClusterContext, with_nodes: set[str]) -> None:
+    """DisruptionBlocked on the NodeClaims no Node stands for: not launched, launched but not registered, or their
+    Node deleted. Observing, Karpenter tells its own."""
+    if ctx.observe:
+        return
+    for claim in ctx.api.list("NodeClaim"):
+        name = claim["metadata"]["name"]
+        if (
+            name not in with_nodes
+            and ctx.publishes("DisruptionBlocked", "NodeClaim", name)
+            and node_of(ctx, claim) is None
+        ):
+            ctx.publish(claim, "Normal", "DisruptionBlocked", NO_NODE)
 
 
 def _objects(ctx: ClusterContext, names: list[tuple[str, str]]) -> list[Obj]:

@@ -152,3 +152,22 @@ def test_a_settled_cluster_goes_on_telling_disruption_blocked_every_two_minutes(
     assert events("DisruptionBlocked") == [("Node", why, 1), ("NodeClaim", why, 1)]
     ok("advance", "4m")
     assert events("DisruptionBlocked") == [("Node", why, 3), ("NodeClaim", why, 3)]
+
+
+def test_a_nodeclaim_whose_node_has_not_registered_is_blocked_on_the_nodeclaim_alone(lab):
+    """ValidateNodeDisruptable's "nodeclaim does not have an associated node": a NodeClaim is a state node from its
+    creation, and until its Node registers it is told so (every 2 minutes), on the NodeClaim only."""
+    from tests.lab_manifests import deployment, documents, nodepool
+
+    slow = (
+        "apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: default}\n"
+        "spec: {nodeRegistrationDelay: 3m}\n"
+    )
+    ok("apply", "-f", "-", stdin=documents(slow, nodepool(node_class=False), deployment("web", 1)))
+    ok("advance", "30s")
+    told = "Nodeclaim does not have an associated node"
+    assert events("DisruptionBlocked") == [("NodeClaim", told, 1)]
+    ok("advance", "2m")
+    assert events("DisruptionBlocked") == [("NodeClaim", told, 2)]
+    ok("advance", "1m")  # registered: the Node is there, nothing blocks it
+    assert events("DisruptionBlocked") == [("NodeClaim", told, 2)]
