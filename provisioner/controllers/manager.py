@@ -4,9 +4,9 @@ ports — the same for the lab, a kwok cluster and an observed one — and says 
 Order within a step: the NodeOverlays (what they change in instance types), the NodePools' status, provisioning
 (batch and launch plans, static NodePools), the NodeClaim facts (pod events, drift, expiration), node health
 (repairs onto the queue), termination (drain deleting NodeClaims), the disruption command queue and proposer, the
-cloud provider's own work, the NodeClaim lifecycle (launch, register, initialize, finalize) and its consistency
-checks. Each controller owns its state, which the manager gathers into one JSON-able dict so a restarted engine
-continues where it stopped.
+cloud provider's own work, the NodeClaim lifecycle (launch, register, initialize, finalize), its consistency
+checks and garbage collection. Each controller owns its state, which the manager gathers into one JSON-able dict
+so a restarted engine continues where it stopped.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import DisruptionController
 from provisioner.controllers.drift import DriftController
 from provisioner.controllers.expiration import ExpirationController
+from provisioner.controllers.garbagecollection import GarbageCollectionController
 from provisioner.controllers.health import NodeHealthController
 from provisioner.controllers.nodeoverlay import NodeOverlayController
 from provisioner.controllers.nodepools import NodePoolController
@@ -50,6 +51,7 @@ class Manager:
         self.lifecycle = lifecycle.LifecycleController(self.nodepools)
         self.consolidatable = ConsolidatableController()
         self.consistency = ConsistencyController(state.get("consistency"))
+        self.garbage = GarbageCollectionController(state.get("garbagecollection"))
 
     def step(self, ctx: ClusterContext) -> list[str]:
         """Run every controller once at `ctx.now`; the names of those that changed the cluster."""
@@ -71,6 +73,7 @@ class Manager:
             ("cloudprovider", lambda c: c.cloud.reconcile(c.now)),
             ("lifecycle", self.lifecycle.reconcile),
             ("nodeclaim.consistency", self.consistency.reconcile),
+            ("nodeclaim.garbagecollection", self.garbage.reconcile),
         )
         changed = []
         for name, reconcile in controllers:
@@ -96,6 +99,7 @@ class Manager:
             ("node.health", lambda: self.health.next_due(ctx)),
             ("nodeclaim.lifecycle", lambda: _maybe(self.lifecycle.next_due(ctx))),
             ("nodeclaim.consistency", lambda: self.consistency.next_due(ctx)),
+            ("nodeclaim.garbagecollection", self.garbage.next_due),
             ("cloudprovider", lambda: _maybe(ctx.cloud.next_due(ctx.now))),
             ("retries", ctx.retry_times),
         )
@@ -114,6 +118,7 @@ class Manager:
             "disruption": self.disruption.to_state(),
             "nodepools": self.nodepools.to_state(),
             "consistency": self.consistency.to_state(),
+            "garbagecollection": self.garbage.to_state(),
         }
 
 
