@@ -53,6 +53,7 @@ class ConsistencyController:
 
     def __init__(self, state: dict[str, Any] | None = None) -> None:
         self.scanned: dict[str, float] = dict((state or {}).get("scanned") or {})
+        self._seen: tuple[int, int] | None = None  # the NodeClaim and Node versions of the last look at them all
 
     def to_state(self) -> dict[str, Any]:
         return {"scanned": dict(self.scanned)}
@@ -61,6 +62,12 @@ class ConsistencyController:
         return [min(self.scanned.values()) + SCAN_PERIOD] if self.scanned else []
 
     def reconcile(self, ctx: ClusterContext) -> bool:
+        # Between scans only a new NodeClaim or a Node appearing can call for one: an idle step costs nothing.
+        versions = (ctx.api.kind_version("NodeClaim"), ctx.api.kind_version("Node"))
+        due = self.next_due(ctx)
+        if versions == self._seen and (not due or ctx.now < due[0]):
+            return False
+        self._seen = versions
         changed = False
         live = set()
         for claim in ctx.api.list("NodeClaim"):
