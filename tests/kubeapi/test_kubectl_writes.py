@@ -61,7 +61,9 @@ def test_getting_started_apply_scale_get_describe_and_delete(kubectl: Any, tmp_p
     assert f"Name:         {claim['NAME']}\n" in described
     conditions = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Type:")]
     statuses = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Status:")]
-    assert conditions == ["Launched", "Registered", "Initialized", "Ready"] and statuses[-4:] == ["True"] * 4
+    # ConsistentStateFound comes from the consistency controller's first scan that finds the Node.
+    assert conditions == ["Launched", "Registered", "Initialized", "Ready", "ConsistentStateFound"]
+    assert statuses[-5:] == ["True"] * 5
     events = described[described.index("Events:") :].splitlines()
     assert events[3].split()[:2] == ["Normal", "Launched"]
     assert events[3].endswith(
