@@ -8,12 +8,12 @@ import re
 from typing import Any
 
 from provisioner import labels as wk
-from provisioner.catalog.files import API_VERSION, KIND, catalog_from_manifest, instance_type_to_spec, load_catalog
-from provisioner.catalog.instance_type import Catalog, InstanceType
+from provisioner.catalog.files import API_VERSION, KIND, catalog_from_manifest, load_catalog
+from provisioner.catalog.instance_type import Catalog
 from provisioner.catalog.kwok import KWOK_OVERHEAD
 from provisioner.manifests import fields as f
 from provisioner.manifests.errors import ManifestError
-from provisioner.quantity import QuantityError, canonical_quantity
+from provisioner.quantity import QuantityError, canonical_quantity, format_resources
 
 # The provider's parseSizeFromType and parseFamilyFromType (kwok/cloudprovider/helpers.go).
 _AWS_NAME = re.compile(r"^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$")
@@ -94,9 +94,10 @@ def _instance_type(raw: Any, path: str) -> dict[str, Any]:
         for i, item in enumerate(f.sequence(spec.get("offerings"), f"{path}.offerings"))
     ]
     return {
-        **instance_type_to_spec(InstanceType(name=name, capacity={}, offerings=(), overhead=KWOK_OVERHEAD)),
+        "name": name,
         "labels": labels,
         "capacity": capacity,
+        "overhead": {"kubeReserved": format_resources(KWOK_OVERHEAD.kube_reserved)},
         "offerings": offerings,
     }
 
