@@ -57,6 +57,9 @@ class Command(BaseCommand):
                 # log (up to 9,000 of them, the mirror's writes of thousands of objects among them) for good.
                 reset_queries()
                 for engine in list(engines.values()):
+                    # Said before the step as well as after: a step can wait long (on SQLite, behind a write lock
+                    # that a frozen former leader still holds), and who holds the Lease is known before it starts.
+                    self._say_who_leads(engine, said)
                     try:
                         engine.step(time.time())
                     except Exception:
