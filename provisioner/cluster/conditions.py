@@ -37,18 +37,30 @@ def set_condition(obj: dict[str, Any], kind: str, status: str, now: float, reaso
     return True
 
 
+def set_claim_condition(
+    claim: dict[str, Any], kind: str, status: str, now: float, reason: str = "", message: str = ""
+) -> bool:
+    """set_condition on a NodeClaim, stored in the order operatorpkg's ConditionSet.Set keeps Karpenter's: by
+    transition time (ties as they were), Ready last, so `kubectl describe` lists them as it does for Karpenter."""
+    if not set_condition(claim, kind, status, now, reason, message):
+        return False
+    claim["status"]["conditions"].sort(key=lambda c: (c.get("type") == "Ready", c.get("lastTransitionTime", "")))
+    return True
+
+
 def transition_time(obj: dict[str, Any], kind: str) -> str | None:
     found = condition(obj, kind)
     return found.get("lastTransitionTime") if found else None
 
 
 def clear_condition(obj: dict[str, Any], kind: str) -> bool:
-    """Remove a condition (Karpenter's Clear); True if it was there."""
+    """Remove a condition as operatorpkg's ConditionSet.Clear does, leaving the rest sorted by type; True if it was
+    there."""
     conditions = (obj.get("status") or {}).get("conditions") or []
     kept = [item for item in conditions if item.get("type") != kind]
     if len(kept) == len(conditions):
         return False
-    obj["status"]["conditions"] = kept
+    obj["status"]["conditions"] = sorted(kept, key=lambda c: c.get("type", ""))
     return True
 
 

@@ -24,7 +24,7 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from provisioner.cluster.conditions import clear_condition, is_true, set_condition
+from provisioner.cluster.conditions import clear_condition, is_true, set_claim_condition
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers import consolidation_events, holds, repair
 from provisioner.controllers.command_specs import append, command_name, command_object
@@ -540,7 +540,7 @@ def _taint(ctx: ClusterContext, command: Obj) -> None:
         # as a command, and says so on its own record, not on the NodeClaim.
         overprovisioned = command["spec"]["reason"] == OVERPROVISIONED
         if claim is not None and not overprovisioned and not is_true(claim, DISRUPTION_REASON):
-            set_condition(
+            set_claim_condition(
                 claim, DISRUPTION_REASON, "True", ctx.now, command["spec"]["reason"], command["spec"]["reason"]
             )
             ctx.api.update(claim)

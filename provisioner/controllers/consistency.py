@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from provisioner.cluster.conditions import is_true, set_condition
+from provisioner.cluster.conditions import is_true, set_claim_condition
 from provisioner.cluster.objects import Obj
 from provisioner.controllers.context import RECORDER_DEDUPE_SECONDS, ClusterContext
 from provisioner.controllers.lifecycle import node_of
@@ -107,11 +107,11 @@ def _check(ctx: ClusterContext, claim: Obj, node: Obj) -> bool:
         # Karpenter's dedupe values are the NodeClaim's UID and the message: each issue once per 2 minutes.
         ctx.event(claim, "Warning", "FailedConsistencyCheck", issue, dedupe_seconds=RECORDER_DEDUPE_SECONDS)
     if issues:
-        changed = set_condition(
+        changed = set_claim_condition(
             claim, CONDITION, "False", ctx.now, "ConsistencyCheckFailed", "Consistency Check Failed"
         )
     elif not is_true(claim, CONDITION):
-        changed = set_condition(claim, CONDITION, "True", ctx.now, CONDITION)
+        changed = set_claim_condition(claim, CONDITION, "True", ctx.now, CONDITION)
     else:
         changed = False
     if changed:

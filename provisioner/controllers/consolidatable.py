@@ -12,7 +12,7 @@ import bisect
 from typing import Any
 
 from provisioner import labels as wk
-from provisioner.cluster.conditions import clear_condition, is_true, set_condition, transition_time
+from provisioner.cluster.conditions import clear_condition, is_true, set_claim_condition, transition_time
 from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.controllers.context import ClusterContext
 
@@ -56,7 +56,7 @@ class ConsolidatableController:
         for claim in ctx.api.list("NodeClaim"):
             at = consolidatable_at(ctx, claim)
             if at is not None and ctx.now >= at:
-                updated = set_condition(claim, CONSOLIDATABLE, "True", ctx.now, CONSOLIDATABLE)
+                updated = set_claim_condition(claim, CONSOLIDATABLE, "True", ctx.now, CONSOLIDATABLE)
             else:
                 updated = clear_condition(claim, CONSOLIDATABLE)
                 if at is not None:

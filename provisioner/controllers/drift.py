@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from provisioner import labels as wk
-from provisioner.cluster.conditions import is_true, set_condition
+from provisioner.cluster.conditions import is_true, set_claim_condition
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.provisioning import HASH_VERSION, nodepool_hash
 from provisioner.disruption.drift import HASH_ANNOTATION, HASH_VERSION_ANNOTATION, drift_reason
@@ -51,7 +51,7 @@ class DriftController:
                 else drift_reason(pool, hashes[name], annotations, labels, types[name], HASH_VERSION)
             )
             judged[key] = reason
-            if reason is not None and set_condition(claim, "Drifted", "True", ctx.now, reason):
+            if reason is not None and set_claim_condition(claim, "Drifted", "True", ctx.now, reason):
                 ctx.api.update(claim)
                 changed = True
         self._judged = judged

@@ -15,7 +15,7 @@ from provisioner.cloudprovider.types import (
     NodeClassNotReadyError,
 )
 from provisioner.cluster import dra
-from provisioner.cluster.conditions import is_true, set_condition, transition_time
+from provisioner.cluster.conditions import is_true, set_claim_condition, transition_time
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
@@ -178,10 +178,10 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
         allocatable=dict(launched.allocatable),
         imageID=launched.image_id,
     )
-    set_condition(claim, "Launched", "True", ctx.now, "Launched")
-    set_condition(claim, "Registered", "Unknown", ctx.now, "AwaitingReconciliation")
-    set_condition(claim, "Initialized", "Unknown", ctx.now, "AwaitingReconciliation")
-    set_condition(claim, "Ready", "Unknown", ctx.now, "AwaitingReconciliation")
+    set_claim_condition(claim, "Launched", "True", ctx.now, "Launched")
+    set_claim_condition(claim, "Registered", "Unknown", ctx.now, "AwaitingReconciliation")
+    set_claim_condition(claim, "Initialized", "Unknown", ctx.now, "AwaitingReconciliation")
+    set_claim_condition(claim, "Ready", "Unknown", ctx.now, "AwaitingReconciliation")
     ctx.api.update(claim)
     ctx.log(
         LogRecord(
@@ -274,7 +274,7 @@ def _register(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool
     }
     ctx.api.update(node)
     claim["status"]["nodeName"] = node["metadata"]["name"]
-    set_condition(claim, "Registered", "True", ctx.now, "Registered")
+    set_claim_condition(claim, "Registered", "True", ctx.now, "Registered")
     ctx.api.update(claim)
     outcomes.registered(ctx, claim)
     ctx.log(
@@ -310,7 +310,7 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
     # would make the provisioner count on it at once, launching a second node for its pods.
     waiting = _not_initialized_because(claim, node)
     if waiting is not None:
-        if set_condition(claim, "Initialized", "Unknown", ctx.now, *waiting):
+        if set_claim_condition(claim, "Initialized", "Unknown", ctx.now, *waiting):
             ctx.api.update(claim)
             return True
         return False
@@ -320,7 +320,7 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
         if d
     ]
     if drivers and not dra.drivers_published(ctx.api, node["metadata"]["name"], drivers):
-        if set_condition(
+        if set_claim_condition(
             claim,
             "Initialized",
             "Unknown",
@@ -337,8 +337,8 @@ def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
         node["spec"]["taints"] = [t for t in node["spec"].get("taints") or [] if t not in startup]
     node["metadata"]["labels"]["karpenter.sh/initialized"] = "true"
     ctx.api.update(node)
-    set_condition(claim, "Initialized", "True", ctx.now, "Initialized")
-    set_condition(claim, "Ready", "True", ctx.now, "Ready")
+    set_claim_condition(claim, "Initialized", "True", ctx.now, "Initialized")
+    set_claim_condition(claim, "Ready", "True", ctx.now, "Ready")
     ctx.api.update(claim)
     ctx.log(
         LogRecord(
@@ -387,7 +387,7 @@ def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
             return False  # the termination controller is still draining
         with contextlib.suppress(NodeClaimNotFoundError):  # already gone: deleting it again is done
             ctx.cloud.delete(claim)
-        if set_condition(claim, INSTANCE_TERMINATING, "True", ctx.now, INSTANCE_TERMINATING):
+        if set_claim_condition(claim, INSTANCE_TERMINATING, "True", ctx.now, INSTANCE_TERMINATING):
             ctx.api.update(claim)
         node = ctx.api.get("Node", node["metadata"]["name"])
         if node is not None:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from provisioner import labels as wk
-from provisioner.cluster.conditions import condition, set_condition
+from provisioner.cluster.conditions import condition, set_claim_condition
 from provisioner.cluster.objects import Obj, TooManyRequests, parse_timestamp
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.candidates import pod_blocks
@@ -149,7 +149,7 @@ class TerminationController:
         changed = taint_disrupted(ctx, node, LOGGER, leaving_load_balancers=True)
         if condition(claim, DRAINED) is None:
             # Karpenter's awaitDrain: the NodeClaim says it is draining from the first pass on.
-            set_condition(claim, DRAINED, "Unknown", ctx.now, "Draining", "Draining")
+            set_claim_condition(claim, DRAINED, "Unknown", ctx.now, "Draining", "Draining")
             ctx.api.update(claim)
             changed = True
         started = self.draining.setdefault(name, ctx.now)
@@ -166,8 +166,8 @@ class TerminationController:
         node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
         ctx.api.update(node)
         # Drained, then awaitVolumeDetachment: the lab attaches no volumes, so none is left to wait for.
-        set_condition(claim, DRAINED, "True", ctx.now, DRAINED)
-        set_condition(claim, VOLUMES_DETACHED, "True", ctx.now, VOLUMES_DETACHED)
+        set_claim_condition(claim, DRAINED, "True", ctx.now, DRAINED)
+        set_claim_condition(claim, VOLUMES_DETACHED, "True", ctx.now, VOLUMES_DETACHED)
         ctx.api.update(claim)
         self.draining.pop(name, None)
         self.drained_at.pop(name, None)  # as to_state keeps it: only for nodes still draining

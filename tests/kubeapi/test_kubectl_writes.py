@@ -61,8 +61,9 @@ def test_getting_started_apply_scale_get_describe_and_delete(kubectl: Any, tmp_p
     assert f"Name:         {claim['NAME']}\n" in described
     conditions = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Type:")]
     statuses = [line.split(":")[1].strip() for line in described.splitlines() if line.strip().startswith("Status:")]
-    # ConsistentStateFound comes from the consistency controller's first scan that finds the Node.
-    assert conditions == ["Launched", "Registered", "Initialized", "Ready", "ConsistentStateFound"]
+    # In Karpenter's order (by transition time, Ready last). ConsistentStateFound comes from the consistency
+    # controller's first scan that finds the Node.
+    assert conditions == ["Launched", "Registered", "Initialized", "ConsistentStateFound", "Ready"]
     assert statuses[-5:] == ["True"] * 5
     events = described[described.index("Events:") :].splitlines()
     assert events[3].split()[:2] == ["Normal", "Launched"]

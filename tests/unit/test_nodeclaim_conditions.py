@@ -8,7 +8,7 @@ left tainted from a previous disruption action", "should add and remove taints f
 the initialization checks from sigs.k8s.io/karpenter@v1.15.0 nodeclaim/lifecycle/initialization_test.go.
 """
 
-from provisioner.cluster.conditions import set_condition
+from provisioner.cluster.conditions import clear_condition, set_claim_condition, set_condition
 from provisioner.controllers import lifecycle
 from tests.lab_builders import KWOK_CLASS, condition, deployment, lab, nodepool_doc
 
@@ -161,3 +161,35 @@ def test_a_requested_resource_the_node_does_not_offer_leaves_its_nodeclaim_unini
     made.store.update(node)
     assert lifecycle.reconcile(made.ctx) is True
     assert condition(made.store.get("NodeClaim", name), "Initialized") == ("True", "Initialized", "")
+
+
+def test_a_nodeclaims_conditions_are_kept_in_karpenters_order_by_transition_time_and_ready_last():
+    # operatorpkg's ConditionSet.Set sorts on every change: by lastTransitionTime, stable for ties, the root last.
+    # Karpenter's kwok NodeClaim reads, in `kubectl describe`: Launched, ConsistentStateFound, Registered,
+    # Initialized, Consolidatable, Ready (its Node exists from launch; karpui's from registration).
+    made = lab(nodepool_doc(disruption={"consolidateAfter": "30s"}), deployment(replicas=1))
+    made.advance(120)
+    [claim] = made.store.list("NodeClaim")
+    kinds = [c["type"] for c in claim["status"]["conditions"]]
+    assert kinds == ["Launched", "Registered", "Initialized", "ConsistentStateFound", "Consolidatable", "Ready"]
+    times = [c["lastTransitionTime"] for c in claim["status"]["conditions"]]
+    assert times[:-1] == sorted(times[:-1])
+
+
+def test_set_claim_condition_sorts_by_transition_time_and_clear_condition_by_type():
+    claim = {"status": {"conditions": []}}
+    set_claim_condition(claim, "Ready", "Unknown", 100.0)
+    set_claim_condition(claim, "Launched", "True", 100.0)
+    set_claim_condition(claim, "Registered", "True", 102.0)
+    set_claim_condition(claim, "Consolidatable", "True", 101.0)
+    assert [c["type"] for c in claim["status"]["conditions"]] == ["Launched", "Consolidatable", "Registered", "Ready"]
+    # Same status, new reason: the transition time stays, and so does the place.
+    assert set_claim_condition(claim, "Consolidatable", "True", 105.0, "Other") is True
+    assert [c["type"] for c in claim["status"]["conditions"]] == ["Launched", "Consolidatable", "Registered", "Ready"]
+    assert set_claim_condition(claim, "Launched", "True", 106.0) is False
+    # operatorpkg's Clear leaves the rest sorted by type; the next Set sorts them by time again.
+    assert clear_condition(claim, "Consolidatable") is True
+    assert [c["type"] for c in claim["status"]["conditions"]] == ["Launched", "Ready", "Registered"]
+    assert clear_condition(claim, "Consolidatable") is False
+    set_claim_condition(claim, "Initialized", "True", 103.0)
+    assert [c["type"] for c in claim["status"]["conditions"]] == ["Launched", "Registered", "Initialized", "Ready"]
