@@ -9,6 +9,8 @@ issue's list: requirements and node selectors, taints and tolerations, topology 
 (anti-)affinity, NodePool limits and weights, DaemonSets, spot and on-demand, minValues, consolidation after
 scale-downs, and DRA. The same seed writes the same files byte for byte, so a later change is checked against the
 same workloads (and against Karpenter's recorded decisions in bench/workloads/corpus/karpenter.json).
+`--seed 2027 --out bench/workloads/holdout` writes the holdout set: the same categories, drawn with a seed karpui's
+engine was never tuned against, and compared with Karpenter once (its decisions in holdout/karpenter.json).
 """
 
 from __future__ import annotations

@@ -215,6 +215,17 @@ def test_plan_improvement_annotates_every_nodepool_of_an_apply_and_nothing_else(
     assert all("annotations" not in d["metadata"] for d in plain)
 
 
+def test_the_committed_holdout_is_what_seed_2027_generates(generate, versus, tmp_path):
+    # The holdout set: the same generator, a seed karpui was never tuned against, compared with Karpenter once.
+    names = generate.generate(2027, tmp_path / "holdout")
+    committed = BENCH / "workloads" / "holdout"
+    assert names == sorted(p.name for p in committed.iterdir() if p.is_dir())
+    for name in names:
+        for file in ("manifests.yaml", "scenario.yaml"):
+            assert filecmp.cmp(tmp_path / "holdout" / name / file, committed / name / file, shallow=False), (name, file)
+    assert sorted(versus.recorded("holdout")) == names  # Karpenter's decisions recorded for every one
+
+
 def test_the_committed_corpus_is_what_its_seed_generates(generate, tmp_path):
     names = generate.generate(24, tmp_path / "corpus")
     committed = BENCH / "workloads" / "corpus"
