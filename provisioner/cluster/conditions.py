@@ -44,8 +44,13 @@ def set_claim_condition(
     transition time (ties as they were), Ready last, so `kubectl describe` lists them as it does for Karpenter."""
     if not set_condition(claim, kind, status, now, reason, message):
         return False
-    claim["status"]["conditions"].sort(key=lambda c: (c.get("type") == "Ready", c.get("lastTransitionTime", "")))
+    _sort_as_operatorpkg(claim["status"]["conditions"], "Ready")
     return True
+
+
+def _sort_as_operatorpkg(conditions: list[dict[str, Any]], root: str) -> None:
+    """operatorpkg's order after a Set: by transition time (a stable sort), the root condition last."""
+    conditions.sort(key=lambda c: (c.get("type") == root, c.get("lastTransitionTime", "")))
 
 
 def transition_time(obj: dict[str, Any], kind: str) -> str | None:
@@ -96,7 +101,7 @@ def set_with_root(
     conditions.append(new)
     if kind != root:
         _recompute_root(conditions, now, generation, dependents, root)
-    conditions.sort(key=lambda c: (c.get("type") == root, c.get("lastTransitionTime", "")))
+    _sort_as_operatorpkg(conditions, root)
     return True
 
 

@@ -215,25 +215,27 @@ def test_plan_improvement_annotates_every_nodepool_of_an_apply_and_nothing_else(
     assert all("annotations" not in d["metadata"] for d in plain)
 
 
-def test_the_committed_holdout_is_what_seed_2027_generates(generate, versus, tmp_path):
-    # The holdout set: the same generator, a seed karpui was never tuned against, compared with Karpenter once.
-    names = generate.generate(2027, tmp_path / "holdout")
-    committed = BENCH / "workloads" / "holdout"
+def generated_as_committed(generate: ModuleType, seed: int, set_name: str, tmp_path: Path) -> list[str]:
+    """Generate `seed` into tmp_path/<set_name> and check it is the committed set, file for file; its names."""
+    names: list[str] = generate.generate(seed, tmp_path / set_name)
+    committed = BENCH / "workloads" / set_name
     assert names == sorted(p.name for p in committed.iterdir() if p.is_dir())
     for name in names:
         for file in ("manifests.yaml", "scenario.yaml"):
-            assert filecmp.cmp(tmp_path / "holdout" / name / file, committed / name / file, shallow=False), (name, file)
+            assert filecmp.cmp(tmp_path / set_name / name / file, committed / name / file, shallow=False), (name, file)
+    return names
+
+
+def test_the_committed_holdout_is_what_seed_2027_generates(generate, versus, tmp_path):
+    # The holdout set: the same generator, a seed karpui was never tuned against, compared with Karpenter once.
+    names = generated_as_committed(generate, 2027, "holdout", tmp_path)
     assert sorted(versus.recorded("holdout")) == names  # Karpenter's decisions recorded for every one
 
 
 def test_the_committed_corpus_is_what_its_seed_generates(generate, tmp_path):
-    names = generate.generate(24, tmp_path / "corpus")
+    names = generated_as_committed(generate, 24, "corpus", tmp_path)
     committed = BENCH / "workloads" / "corpus"
     assert len(names) == 57
-    assert names == sorted(p.name for p in committed.iterdir() if p.is_dir())
-    for name in names:
-        for file in ("manifests.yaml", "scenario.yaml"):
-            assert filecmp.cmp(tmp_path / "corpus" / name / file, committed / name / file, shallow=False), (name, file)
     categories = {name.split("-", 1)[1] for name in names}
     assert categories == {
         "requirements", "taints", "spread", "affinity", "limits-weights", "daemonsets", "capacity-type",
