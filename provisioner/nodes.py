@@ -30,6 +30,8 @@ class Node:
     # In a consolidation simulation only: the node is still inside its NodePool's consolidateAfter window, so pods
     # moving off a candidate may not land on it (Karpenter >= 1.14, kubernetes-sigs/karpenter#3006).
     under_consolidate_after: bool = False
+    # An in-flight NodeClaim's name while no Node stands for it (Karpenter's state node made from a NodeClaim alone).
+    nodeclaim: str = ""
 
     @property
     def hostname(self) -> str:

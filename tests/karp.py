@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import sys
 from pathlib import Path
@@ -32,6 +33,11 @@ def ok(*args: str, stdin: str | None = None) -> str:
     code, out, err = karp(*args, stdin=stdin)
     assert code == 0, err
     return out
+
+
+def logs(message: str) -> list[dict]:
+    """The controllers' log lines with this message, in order, as `karp logs` prints them (one JSON object each)."""
+    return [json.loads(line) for line in ok("logs").splitlines() if json.loads(line)["message"] == message]
 
 
 def rows(*args: str) -> list[list[str]]:

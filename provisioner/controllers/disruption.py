@@ -1,6 +1,8 @@
 """The disruption controller's proposer: every 10 s, unless paused, run Karpenter's disruption methods in priority
 order over a snapshot of the cluster and record each command they return as a `DisruptionCommand` (the command
 queue in `commands` takes it from there), and explain, as Karpenter's events do, why other nodes are not disrupted.
+As Karpenter's controller, it proposes one thing at a time: no pass while its commands are being validated, and the
+next pass as soon as they have been (started, sent to the gate, or rejected), not on the 10 s grid.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers import consolidation_events
 from provisioner.controllers.command_specs import command_name, command_object
 from provisioner.controllers.command_specs import fingerprint as command_fingerprint
-from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS, queue_nodes, self_heal
+from provisioner.controllers.commands import (
+    APPROVAL_TTL_SECONDS,
+    AUTO_APPROVER,
+    VALIDATION_SECONDS,
+    queue_nodes,
+    self_heal,
+)
 from provisioner.controllers.context import RECORDER_DEDUPE_SECONDS, ClusterContext
 from provisioner.controllers.holds import GATED_MODES
 from provisioner.controllers.lifecycle import node_of
@@ -27,7 +35,7 @@ from provisioner.disruption.candidates import (
 )
 from provisioner.disruption.consolidation import in_flight
 from provisioner.disruption.methods import PassResult, continue_pass, disruption_pass
-from provisioner.disruption.types import ClaimedNode, Command
+from provisioner.disruption.types import DRIFTED, ClaimedNode, Command
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.objects import NodePool
 
@@ -64,18 +72,31 @@ class DisruptionController:
         # What the last pass said about each node it leaves, and when: its events are deduplicated for 15 minutes,
         # so their times say when a reason was first told, not whether the last pass still told it.
         self.explained: dict[str, Any] = dict(state.get("explained") or {})
+        # The commands the last pass made, until they have started (or been sent to the gate, or rejected).
+        self.starting: list[str] = list(state.get("starting") or [])
 
     def to_state(self) -> dict[str, Any]:
         return {
             "next_poll": self.next_poll,
             **({"resume": self.resume} if self.resume else {}),
             **({"explained": self.explained} if self.explained else {}),
+            **({"starting": self.starting} if self.starting else {}),
         }
 
     def next_due(self) -> list[float]:
         return [self.next_poll] if self.next_poll is not None else []
 
     def reconcile(self, ctx: ClusterContext) -> bool:
+        if self.starting:
+            if _not_started(ctx, self.starting):
+                # Karpenter's controller waits out its command's validation (it blocks on the clock for 15 s) and
+                # starts it before its next pass: a pass beside a command not yet started would count that command's
+                # candidates as destinations, and miss the replacements it is about to launch.
+                return False
+            # Karpenter's pass after a command started comes at once (RequeueImmediately), and after one its
+            # validation abandoned the next method runs at once too.
+            self.starting = []
+            self.next_poll = ctx.now
         if self.next_poll is None or ctx.now >= self.next_poll:
             self.next_poll = ctx.now + POLL_SECONDS
             healed = False if ctx.observe else self_heal(ctx)  # observing, Karpenter heals its own nodes
@@ -157,20 +178,22 @@ class DisruptionController:
             fingerprint = command_fingerprint(command)
             if fingerprint in denied:
                 continue  # a person said no to exactly this; wait until its inputs change
-            self._create(ctx, command, fingerprint, result)
+            self.starting.append(self._create(ctx, command, fingerprint, result))
             created = True
         budget_limited = any("disruption budget" in r for reasons in result.notes.values() for r in reasons)
         if not created and not budget_limited and result.resume is None:
             self._consolidated = (inputs, ctx.now)
         return created
 
-    def _create(self, ctx: ClusterContext, command: Command, fingerprint: str, result: PassResult) -> None:
+    def _create(self, ctx: ClusterContext, command: Command, fingerprint: str, result: PassResult) -> str:
+        """Record `command` as a Proposed DisruptionCommand; its name."""
         name = command_name(command, ctx)
         nodepool = next(np for np in ctx.nodepools if np.name == command.candidates[0].claimed.nodepool)
         status = {
             "phase": "Proposed",
             "proposedAt": timestamp(ctx.now),
-            "validateAt": timestamp(ctx.now + VALIDATION_SECONDS),
+            # Karpenter validates consolidation after 15 s (commandValidationDelay); drift it starts at once.
+            "validateAt": timestamp(ctx.now + (0.0 if command.reason == DRIFTED else VALIDATION_SECONDS)),
         }
         spec: dict[str, Any] = {}
         earlier = _earlier(ctx, command)
@@ -201,6 +224,24 @@ class DisruptionController:
                 status=status,
             )
         )
+        return name
+
+
+def _not_started(ctx: ClusterContext, names: list[str]) -> bool:
+    """Whether any of the commands named is still on its way to starting: Proposed, or approved by karpui itself
+    and starting at the queue's next round; unless a whole poll past its validation (a command the queue cannot move,
+    its step failing, or one waiting for a budget, does not stop disruption for good)."""
+    for name in names:
+        command = ctx.api.get("DisruptionCommand", name)
+        if command is None:
+            continue
+        phase = command["status"].get("phase")
+        automatic = (command["spec"].get("approval") or {}).get("by") == AUTO_APPROVER
+        if (phase == "Proposed" or (phase == "Approved" and automatic)) and ctx.now < parse_timestamp(
+            command["status"]["validateAt"]
+        ) + POLL_SECONDS:
+            return True
+    return False
 
 
 def _earlier(ctx: ClusterContext, command: Command) -> Obj | None:
@@ -287,7 +328,8 @@ def explanations(result: PassResult) -> dict[str, list[str]]:
     """Per node the pass leaves, what it said: every reason it cannot be a candidate (Karpenter tells the first) and
     why consolidation would not act on it, budgets included (those are no event, in Karpenter either)."""
     said: dict[str, list[str]] = {}
-    for reasons in (result.blocked, result.notes, result.balanced_notes):
+    drift = {node: [why] for node, why in result.drift_blocked.items()}
+    for reasons in (result.blocked, drift, result.notes, result.balanced_notes):
         for node, told in sorted(reasons.items()):
             said.setdefault(node, []).extend(dict.fromkeys(told))
     return said
@@ -304,7 +346,10 @@ def _explain(
     consolidation simulations, which tells only the DisruptionBlocked and pod Events of the last one's."""
     ctx.published = ctx.published_state()
     claims = {c.name: c.nodeclaim for c in claimed}
-    for node, reasons in sorted(result.blocked.items()):
+    # A drifted node whose pods drift could not place, told as DisruptionBlocked too; drift runs on every pass (the
+    # "already consolidated" skip is consolidation's), so a replayed pass tells it as well.
+    drift = {node: [why] for node, why in result.drift_blocked.items()}
+    for node, reasons in sorted({**result.blocked, **drift}.items()):
         names = [(kind, name) for kind, name in (("Node", node), ("NodeClaim", claims.get(node, ""))) if name]
         if node in queued or not reasons or not any(ctx.publishes("DisruptionBlocked", k, n) for k, n in names):
             continue  # said lately: the objects are not even read

@@ -372,6 +372,7 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
                 managed=True,
                 nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""),
                 under_consolidate_after=name in fresh,
+                nodeclaim=claim["metadata"]["name"],
             )
         )
     return nodes

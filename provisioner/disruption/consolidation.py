@@ -102,17 +102,19 @@ def _fully_protected(pod: Pod, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
 
 def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate], view: ClusterView) -> list[str]:
     """Why removing the candidates would strand pods: one fails to schedule, or it would land on a node that is
-    not initialized yet (Karpenter will not count on capacity that may never come). Said in Karpenter's words
+    not initialized yet (Karpenter will not count on capacity that may never come; a deleting node's pod may, as the
+    node it lands on is likely an earlier command's replacement). Said in Karpenter's words
     (NonPendingPodSchedulingErrors), pods of nodes being deleted among them."""
     moving = {p.uid for c in candidates for p in c.pods}
     leaving = {p.uid for p in departing_pods(view, {c.name for c in candidates})}
     errors = [(f.pod.key, f.message) for uid, f in result.failures.items() if uid in moving or uid in leaving]
-    uninitialized = {n.name for n in view.nodes if not n.initialized}
+    uninitialized = {n.name: n for n in view.nodes if not n.initialized}
     claims = {c.name: c.nodeclaim for c in view.claimed}
     for name, pods in sorted(result.placements.items()):
         if name not in uninitialized:
             continue
-        where = state_node_name(claims.get(name), name)
+        claim = uninitialized[name].nodeclaim  # a NodeClaim no Node stands for yet is named alone, as Karpenter does
+        where = state_node_name(claim, None) if claim else state_node_name(claims.get(name), name)
         errors += [(p.key, f"would schedule against uninitialized {where}") for p in pods if p.uid in moving]
     if not errors:
         return []

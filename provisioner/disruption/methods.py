@@ -51,6 +51,8 @@ class PassResult:
     commands: list[Command] = field(default_factory=list)
     blocked: dict[str, list[str]] = field(default_factory=dict)  # node -> reasons it is not a candidate
     notes: dict[str, list[str]] = field(default_factory=dict)  # node -> why consolidation did not act on it
+    # node -> why drift could not replace it: drift.go tells it as DisruptionBlocked, not Unconsolidatable
+    drift_blocked: dict[str, str] = field(default_factory=dict)
     budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (nodepool, reason) -> allowed
     # Single-node consolidation stopped at its bound: the candidate the next pass starts with (None: it went through
     # every candidate, so a pass that found nothing is a whole pass).
@@ -122,6 +124,7 @@ def continue_pass(previous: PassResult, view: ClusterView) -> PassResult:
         raise ValueError("only a pass that stopped at its single-node bound goes on")
     result = PassResult(
         blocked=previous.blocked,
+        drift_blocked=previous.drift_blocked,
         notes={name: list(notes) for name, notes in walk.notes.items()},
         budgets=previous.budgets,
         unconsolidatable=previous.unconsolidatable,
@@ -214,7 +217,7 @@ def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResul
             outcome.new_nodeclaims, view
         )
         if problems:
-            result.notes.setdefault(candidate.name, []).extend(problems)
+            result.drift_blocked[candidate.name] = problems[0]
             continue
         where = destinations(outcome, [candidate])
         return [Command(DRIFTED, (candidate,), tuple(outcome.new_nodeclaims), "drift", destinations=where)]

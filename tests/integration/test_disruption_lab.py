@@ -9,11 +9,7 @@ from django.contrib.auth.models import Permission, User
 from karpui import models
 from karpui.gate import disruption
 from karpui.people.audit import Actor
-from tests.karp import EXAMPLES, karp, ok, rows, table
-
-
-def logs(message):
-    return [json.loads(line) for line in ok("logs").splitlines() if json.loads(line)["message"] == message]
+from tests.karp import EXAMPLES, karp, logs, ok, rows, table
 
 
 def commands():

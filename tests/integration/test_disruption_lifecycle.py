@@ -6,7 +6,8 @@ from datetime import datetime, timedelta
 
 import yaml
 
-from tests.karp import EXAMPLES, ok, rows, table
+from tests.karp import EXAMPLES, logs, ok, rows, table
+from tests.lab_builders import deployment
 
 
 def commands():
@@ -61,7 +62,7 @@ def test_a_drifted_node_is_replaced_and_deleted_once_the_replacement_is_initiali
     provisioned()
     [old] = nodes()
     ok("apply", "-f", "-", stdin=drift_pool())
-    ok("advance", "12s")
+    ok("advance", "1s")  # Karpenter starts a drift command at its next pass, with no validation wait
     claim = json.loads(ok("get", "nodeclaim", claim_of(old), "-o", "json"))
     drifted = next(c for c in claim["status"]["conditions"] if c["type"] == "Drifted")
     assert (drifted["status"], drifted["reason"]) == ("True", "NodePoolDrifted")
@@ -72,6 +73,66 @@ def test_a_drifted_node_is_replaced_and_deleted_once_the_replacement_is_initiali
     assert new != old
     assert json.loads(ok("get", "node", new, "-o", "json"))["metadata"]["labels"]["team"] == "payments"
     assert [p["STATUS"] for p in table("get", "pods")] == ["Running"]
+
+
+# Two pods that may not share a node: two nodes.
+SPREAD = deployment(
+    "spread",
+    2,
+    affinity={
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "spread"}}}
+            ]
+        }
+    },
+)
+
+
+def test_drift_runs_its_next_pass_as_soon_as_a_command_starts(lab):
+    """Karpenter starts a drift command without a validation wait and runs its next pass at once (RequeueImmediately).
+    That pass moves both pods: the first node's (its node is deleting) and the second's. Karpenter's queue takes the
+    older pod first (then the lower UID), onto the first command's replacement, which is not initialized yet. The
+    deleting node's pod may land there: the second command starts in the same second. The second node's own pod may
+    not: the second node is blocked (DisruptionBlocked, drift.go) and replaced at the next 10 s poll."""
+    ok("apply", "-f", str(EXAMPLES / "provisioning"))
+    ok("apply", "-f", "-", stdin=json.dumps(SPREAD))
+    ok("advance", "5s")
+    old = nodes()
+    assert len(old) == 2
+    pods = {p["spec"]["nodeName"]: p for p in json.loads(ok("get", "pods", "-o", "json"))["items"]}
+    pool = yaml.safe_load(drift_pool())
+    pool["spec"]["disruption"]["budgets"] = [{"nodes": "100%"}]
+    ok("apply", "-f", "-", stdin=yaml.safe_dump(pool))
+    ok("advance", "40s")
+    # In the order they started (two may start in the same second).
+    started_names = [line["command"].split("/")[1].split(":")[0] for line in logs("disrupting node(s)")]
+    first, second = (json.loads(ok("get", "dc", name, "-o", "json")) for name in started_names)
+    assert [first["spec"]["reason"], second["spec"]["reason"]] == ["Drifted", "Drifted"]
+    assert [first["status"]["phase"], second["status"]["phase"]] == ["Succeeded", "Succeeded"]
+    [replacement] = first["status"]["replacementNodeClaims"]
+    moving, staying = (pods[dc["spec"]["candidates"][0]["node"]] for dc in (first, second))
+    started = datetime.fromisoformat(first["status"]["proposedAt"])
+    blocked = [
+        (e["message"], datetime.fromisoformat(e["lastTimestamp"]))
+        for e in json.loads(ok("get", "events", "-o", "json"))["items"]
+        if e["reason"] == "DisruptionBlocked" and e["involvedObject"]["name"] == second["spec"]["candidates"][0]["node"]
+    ]
+    in_queue_order = sorted((moving, staying), key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["uid"]))
+    if in_queue_order[0] is moving:
+        assert (datetime.fromisoformat(second["status"]["proposedAt"]) - started, blocked) == (timedelta(0), [])
+    else:
+        pod = staying["metadata"]["name"]
+        assert (datetime.fromisoformat(second["status"]["proposedAt"]) - started, blocked) == (
+            timedelta(seconds=10),
+            [
+                (
+                    f"Not all pods would schedule, default/{pod} => would schedule against uninitialized nodeclaim/{replacement} ",
+                    started,
+                )
+            ],
+        )
+    assert len(nodes()) == 2 and not set(nodes()) & set(old)
 
 
 def test_a_replacement_that_disappears_before_initializing_fails_the_command_and_untaints(lab):

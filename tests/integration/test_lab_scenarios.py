@@ -3,11 +3,7 @@
 import json
 
 from karpui import models
-from tests.karp import EXAMPLES, karp, ok, rows, table, workload_objects
-
-
-def logs(message: str) -> list[dict]:
-    return [json.loads(line) for line in ok("logs").splitlines() if json.loads(line)["message"] == message]
+from tests.karp import EXAMPLES, karp, logs, ok, rows, table, workload_objects
 
 
 def test_scaling_a_deployment_provisions_the_cheapest_node_that_fits_all_five(lab):
