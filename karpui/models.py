@@ -51,6 +51,11 @@ class Cluster(models.Model):
     lease_holder = models.CharField(max_length=128, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_epoch = models.PositiveBigIntegerField(default=0, help_text="Fencing token: bumped on every acquisition.")
+    # A kwok or observe cluster's engines lead by a Kubernetes Lease; each that begins to lead bumps this, and its
+    # records commit only while it is still theirs, so a former leader waking mid-step cannot commit over its successor.
+    engine_term = models.PositiveBigIntegerField(
+        default=0, help_text="Fencing token of the engine leading this cluster: bumped each time one begins to lead."
+    )
     paused_until = models.DateTimeField(null=True, blank=True, help_text="Voluntary disruption is paused until then.")
     pause_reason = models.TextField(blank=True)
     paused_by = models.CharField(max_length=150, blank=True)

@@ -18,7 +18,9 @@ Leadership fences every write (`LeaderElector.fence`): a write is sent only whil
 renew deadline, so a leader paused mid-step (and overtaken meanwhile) writes nothing when it wakes; the step ends
 there and its unrecorded decisions are dropped. Records go with writes: each log line is committed (and printed) as
 it is written, and before each write karpui's own objects changed so far are committed, so a step cut short by a
-crash or by the fence leaves a record of every write it made.
+crash or by the fence leaves a record of every write it made. The records are fenced too: an engine that begins to
+lead bumps the cluster row's `engine_term`, and commits under the row's lock only while the term is still the one it
+set, so a former leader waking mid-step cannot commit over its successor's records either.
 
 Writes that the database alone cannot carry (a NodePool edited in the dashboard) go to the cluster's API at once
 (`karpui.clusters.remote`), and come back through the informers.
@@ -38,6 +40,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from karpui import models
 from karpui.clusters import configuration, remote, saves, store, warm
@@ -104,6 +107,7 @@ class Engine:
     kwok_names_made: int = 0  # the kwok provider's node names so far (RandomName's sequence number)
     steps: int = 0
     term: int = 0  # the elector's transitions when the controllers' state was loaded
+    engine_term: int | None = None  # the cluster row's engine_term this engine set when it began to lead
     recording: ClusterContext | None = None  # the step under way, whose records go before its writes
     echo: Callable[[str], None] | None = None  # where log lines are printed (manage.py engine: its stdout)
     cluster_name: str = ""
@@ -171,7 +175,7 @@ class Engine:
         if not self.kube.synced() or not self.leading:
             return False
         if self.elector.transitions != self.term:
-            self._new_term()
+            self._new_term(leading=True)
         row = models.Cluster.objects.defer("lab_state").get(pk=self.cluster_id)
         self.local_version = _catch_up(row, self.local, self.local_version)
         self.local._clock = lambda: now
@@ -184,30 +188,36 @@ class Engine:
                 self.kube.sync()
                 if not changed:
                     break
+            self.recording = None
+            with transaction.atomic():
+                row = models.Cluster.objects.select_for_update().defer("lab_state").get(pk=self.cluster_id)
+                self.local.expire_events()
+                self._record(row)
+                self._mirror(row)
+                self._save(row, ctx, now)
         except NotLeading as error:
             logger.warning(
                 "%s stopped mid-step, writing nothing more: %s", self.elector.config.identity, error,
                 extra={"cluster_id": self.cluster_id},
             )  # fmt: skip
-            self._new_term()
+            self._new_term(leading=False)
             return False
         finally:
             self.recording = None
-        with transaction.atomic():
-            row = models.Cluster.objects.select_for_update().defer("lab_state").get(pk=self.cluster_id)
-            self.local.expire_events()
-            self._record(row)
-            self._mirror(row)
-            self._save(row, ctx, now)
         self.steps += 1
         return True
 
-    def _new_term(self) -> None:
+    def _new_term(self, *, leading: bool) -> None:
         """Leading anew (or no longer): what this process decided in an earlier term may be stale, as another engine
-        may have led meanwhile. The controllers' state and karpui's objects are read again from the database."""
+        may have led meanwhile. The controllers' state and karpui's objects are read again from the database; leading
+        anew, the row's engine_term is bumped, which fences out the records of any engine that led before."""
         self.term = self.elector.transitions
         self.configuration_versions = None  # another engine may have written the rows meanwhile
         self.manager, self.ctx = None, None
+        if leading:
+            with transaction.atomic():
+                models.Cluster.objects.filter(pk=self.cluster_id).update(engine_term=F("engine_term") + 1)
+                self.engine_term = models.Cluster.objects.values_list("engine_term", flat=True).get(pk=self.cluster_id)
         row = models.Cluster.objects.defer("lab_state").get(pk=self.cluster_id)
         self.local, self.api, self.local_version = _local_store(row, self.kube)
 
@@ -221,7 +231,12 @@ class Engine:
 
     def _record(self, row: models.Cluster) -> None:
         """Commit karpui's own objects changed since the last record, after the writes others made meanwhile (a
-        person's decision on the same command stands). `row` is locked."""
+        person's decision on the same command stands). `row` is locked; it must still carry this engine's term."""
+        if row.engine_term != self.engine_term:
+            raise NotLeading(
+                f"cluster {row.name}: another engine has led since this one began (term {row.engine_term}, "
+                f"this engine's {self.engine_term}): its records are not committed"
+            )
         if row.resource_version != self.local_version and not warm.rebase_store(row, self.local, self.local_version):
             raise RuntimeError(f"cluster {row.name}: the change log was compacted under a running step")
         if self.local.changed or self.local.removed:
