@@ -241,8 +241,9 @@ class RealCluster:
     def reset(self) -> None:
         """Delete what tests made: workloads, pods, NodeClaims (finalizers dropped), Nodes, NodePools, node classes,
         DRA objects, namespaces and leases other than the system's."""
-        self.kubectl("delete", ",".join(RESET_KINDS), "--all", "-A", "--wait=false", "--ignore-not-found")
-        self.kubectl("delete", "pods", "--all", "-A", "--grace-period=0", "--force", "--ignore-not-found")
+        # kubectl deletes one object per request: after a 20,000-pod race the Events alone took over 2 minutes.
+        self.kubectl("delete", ",".join(RESET_KINDS), "--all", "-A", "--wait=false", "--ignore-not-found", timeout=900)
+        self.kubectl("delete", "pods", "--all", "-A", "--grace-period=0", "--force", "--ignore-not-found", timeout=900)
         self._drop_finalizers("nodeclaims.karpenter.sh")
         self.kubectl("delete", "nodeclaims.karpenter.sh", "--all", "--ignore-not-found", "--wait=false")
         self._drop_finalizers("nodes")
