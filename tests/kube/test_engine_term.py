@@ -46,9 +46,10 @@ def test_a_former_leader_waking_mid_step_commits_nothing_over_its_successor(
     kubeconfig = lab_api.kubeconfig(name, tmp_path / "kubeconfig")
     row = models.Cluster.objects.create(name="term", mode=models.Cluster.Mode.KWOK, kubeconfig=str(kubeconfig))
     a = engine(row, kubeconfig, "engine-a")
-    b = engine(row, kubeconfig, "engine-b")
+    b: Engine | None = None
     try:
         eventually(lambda: a.leading, timeout=10)
+        b = engine(row, kubeconfig, "engine-b")  # only once engine-a leads: it is the first leader here
         stepped(a)
         assert models.Cluster.objects.values_list("engine_term", flat=True).get(pk=row.pk) == 1
         a.elector.stop()  # it steps down; engine-b takes over and steps
@@ -74,5 +75,6 @@ def test_a_former_leader_waking_mid_step_commits_nothing_over_its_successor(
         ]
     finally:
         a.stop(release=False)
-        b.stop()
+        if b is not None:
+            b.stop()
         lab_api.rest(name)
