@@ -330,8 +330,7 @@ def explanations(result: PassResult) -> dict[str, list[str]]:
     """Per node the pass leaves, what it said: every reason it cannot be a candidate (Karpenter tells the first) and
     why consolidation would not act on it, budgets included (those are no event, in Karpenter either)."""
     said: dict[str, list[str]] = {}
-    drift = {node: [why] for node, why in result.drift_blocked.items()}
-    for reasons in (result.blocked, drift, result.notes, result.balanced_notes):
+    for reasons in (result.blocked, result.drift_blocked, result.notes, result.balanced_notes):
         for node, told in sorted(reasons.items()):
             said.setdefault(node, []).extend(dict.fromkeys(told))
     return said
@@ -350,8 +349,7 @@ def _explain(
     claims = {c.name: c.nodeclaim for c in claimed}
     # A drifted node whose pods drift could not place, told as DisruptionBlocked too; drift runs on every pass (the
     # "already consolidated" skip is consolidation's), so a replayed pass tells it as well.
-    drift = {node: [why] for node, why in result.drift_blocked.items()}
-    for node, reasons in sorted({**result.blocked, **drift}.items()):
+    for node, reasons in sorted({**result.blocked, **result.drift_blocked}.items()):
         names = [(kind, name) for kind, name in (("Node", node), ("NodeClaim", claims.get(node, ""))) if name]
         if node in queued or not reasons or not any(ctx.publishes("DisruptionBlocked", k, n) for k, n in names):
             continue  # said lately: the objects are not even read

@@ -52,7 +52,7 @@ class PassResult:
     blocked: dict[str, list[str]] = field(default_factory=dict)  # node -> reasons it is not a candidate
     notes: dict[str, list[str]] = field(default_factory=dict)  # node -> why consolidation did not act on it
     # node -> why drift could not replace it: drift.go tells it as DisruptionBlocked, not Unconsolidatable
-    drift_blocked: dict[str, str] = field(default_factory=dict)
+    drift_blocked: dict[str, list[str]] = field(default_factory=dict)
     budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (nodepool, reason) -> allowed
     # Single-node consolidation stopped at its bound: the candidate the next pass starts with (None: it went through
     # every candidate, so a pass that found nothing is a whole pass).
@@ -217,7 +217,7 @@ def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResul
             outcome.new_nodeclaims, view
         )
         if problems:
-            result.drift_blocked[candidate.name] = problems[0]
+            result.drift_blocked[candidate.name] = problems[:1]
             continue
         where = destinations(outcome, [candidate])
         return [Command(DRIFTED, (candidate,), tuple(outcome.new_nodeclaims), "drift", destinations=where)]
