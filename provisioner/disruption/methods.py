@@ -1,7 +1,7 @@
 """Disruption methods in Karpenter's order; the first that yields a command ends the pass.
 
 Emptiness (one delete of every empty candidate the budgets admit), Drift (one drifted node, replaced as needed,
-no price check), multi-node consolidation (the largest prefix of up to 100 candidates that can be deleted or
+no price check), multi-node consolidation (the largest prefix of up to 101 candidates that can be deleted or
 replaced by one cheaper node, found by binary search), single-node consolidation (the first candidate that can).
 """
 
@@ -256,10 +256,11 @@ def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: Pass
         result,
         UNDERUTILIZED,
     )
-    eligible = eligible[:MAX_MULTI_CANDIDATES]
     if len(eligible) < 2:
         return []
-    low, high = 1, len(eligible) - 1
+    # firstNConsolidationOption: the window's last index is at most 100 (maxParallel), so a window holds at most
+    # 101 candidates when there are more.
+    low, high = 1, min(len(eligible) - 1, MAX_MULTI_CANDIDATES)
     best: Command | None = None
     best_scores: dict[str, ScoreResult] = {}
     rejected: tuple[Sequence[Candidate], dict[str, ScoreResult]] | None = None

@@ -52,6 +52,15 @@ def test_multi_node_consolidation_deletes_as_many_as_the_budget_allows():
     assert (command.method, command.decision, len(command.candidates)) == ("multi", "delete", 3)
 
 
+def test_multi_node_consolidation_takes_at_most_101_candidates():
+    # multinodeconsolidation.go: maxParallel = min(candidates, 100) is the binary search's last index, not its
+    # window's length, so with more candidates than that the largest window is candidates[0:101].
+    types = [instance_type("big", "32", "64Gi", pods=110)]
+    nodes = [claimed(f"n{i:03d}", "big", types=types, pods=[rs_pod(cpu="100m")]) for i in range(150)]
+    [command] = run(nodes, pools=[nodepool(budgets=[Budget(nodes="100%")])], types=types).commands
+    assert (command.method, command.decision, len(command.candidates)) == ("multi", "delete", 101)
+
+
 def test_budgets_count_percentages_up_and_take_the_minimum():
     pool = nodepool(budgets=[Budget(nodes="30%"), Budget(nodes="5")])
     nodes = [claimed(f"n{i}") for i in range(10)]
