@@ -269,6 +269,22 @@ def test_drift_replaces_a_drifted_node_with_what_its_pods_need():
     assert (command.reason, command.decision, len(command.replacements)) == ("Drifted", "replace", 1)
 
 
+def test_a_drifted_node_whose_pods_cannot_be_placed_is_blocked_not_unconsolidatable():
+    # drift.go: a drifted candidate whose pods would not all schedule is told as DisruptionBlocked (with the
+    # scheduling error) and drift goes on to the next; the NodePool's limits leave no room for the replacement. The
+    # candidate's own capacity is not counted against the limit (the simulation leaves candidates out). Consolidation,
+    # which runs next, notes the same for its Unconsolidatable.
+    drifted = replace(claimed("old", pods=[rs_pod(cpu="1", name="web")]), drifted=NODEPOOL_DRIFTED, drifted_at=NOW - 60)
+    result = run([drifted], pools=[nodepool(limits={"cpu": "1"})])
+    assert result.commands == [] and result.blocked == {}
+    assert result.drift_blocked == {
+        "old": [
+            'Not all pods would schedule, default/web => incompatible with nodepool "default", all available '
+            "instance types exceed limits for nodepool (remaining cpu=1) "
+        ]
+    }
+
+
 def test_drift_reasons():
     pool = nodepool("default", req("kubernetes.io/arch", "In", "amd64"))
     labels = {
