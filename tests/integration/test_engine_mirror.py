@@ -1,5 +1,6 @@
 """The kwok engine's mirror of the cluster's objects: each row's body is the object as the server sent it, its
-managedFields included (the informer cache keeps them apart), however many rows one step writes."""
+managedFields included (the informer cache keeps them apart), however many rows one step writes; at most
+MIRROR_LIMIT rows a step, the rest in the steps after."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import pytest
 
 from karpui import models
+from karpui.clusters import engines
 from karpui.clusters.engines import WRITE_CHUNK, Engine
 from provisioner.adapters.cache import Event, Replace
 from provisioner.adapters.kube import KubeCluster
@@ -52,3 +54,27 @@ def test_the_mirror_writes_every_changed_object_with_its_managed_fields_in_chunk
     engine._mirror(row)
     assert models.KubeObject.objects.get(cluster=row, kind="Pod", name="p0007").body == pod(7, 20000)
     assert models.KubeObject.objects.get(cluster=row, kind="Pod", name="p0008").body == pod(8, 18, MANAGED)
+
+
+def mirrored_pods(row: models.Cluster) -> dict[str, int]:
+    return dict(models.KubeObject.objects.filter(cluster=row, kind="Pod").values_list("name", "resource_version"))
+
+
+def test_the_mirror_writes_at_most_its_limit_a_step_and_the_rest_in_the_steps_after(monkeypatch) -> None:
+    monkeypatch.setattr(engines, "MIRROR_LIMIT", 4)
+    row = models.Cluster.objects.create(name="real", mode=models.Cluster.Mode.KWOK)
+    kube = KubeCluster(None)  # type: ignore[arg-type]
+    kube.cache.replace(Replace("Node", ({"kind": "Node", "metadata": {"name": "n1", "resourceVersion": "5"}},), "9"))
+    kube.cache.replace(Replace("Pod", tuple(pod(i, 10 + i) for i in range(6)), "99"))
+    engine = engine_over(row, kube)
+    engine._mirror(row)
+    # The few first: the Node, then three pods.
+    assert models.KubeObject.objects.filter(cluster=row, kind="Node").count() == 1
+    assert mirrored_pods(row) == {"p0000": 10, "p0001": 11, "p0002": 12}
+    kube.cache.apply(Event("Pod", "MODIFIED", pod(1, 100)))  # changed while the others wait
+    kube.cache.apply(Event("Pod", "DELETED", pod(0, 101)))
+    engine._mirror(row)
+    assert mirrored_pods(row) == {"p0001": 100, "p0002": 12, "p0003": 13, "p0004": 14, "p0005": 15}
+    engine._mirror(row)  # caught up: nothing to write, and the kind is not read again
+    assert mirrored_pods(row) == {"p0001": 100, "p0002": 12, "p0003": 13, "p0004": 14, "p0005": 15}
+    assert engine.mirrored_versions["Pod"] == kube.kind_version("Pod")
