@@ -21,12 +21,14 @@ to compare.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pstats
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from versus_karpenter import Real, real_cluster, write_readme  # noqa: E402
+from versus_karpenter import ClusterHandle, Real, real_cluster, write_readme  # noqa: E402
 
 from tests.lab_manifests import documents, nodepool  # noqa: E402
 
@@ -42,18 +44,19 @@ README_START = "<!-- race: start -->"
 README_END = "<!-- race: end -->"
 LIMIT_SECONDS = 1800.0
 
+NODEPOOL = nodepool(
+    requirements=(
+        ("kubernetes.io/arch", ("amd64",)),
+        ("kubernetes.io/os", ("linux",)),
+        ("karpenter.sh/capacity-type", ("on-demand",)),
+    ),
+    expire_after="720h",
+    consolidate_after="0s",
+    budgets=[{"nodes": "100%"}],
+)
 # The Deployment is written out, not built: Karpenter's own pause image and container name, on a real cluster.
 MANIFESTS = documents(
-    nodepool(
-        requirements=(
-            ("kubernetes.io/arch", ("amd64",)),
-            ("kubernetes.io/os", ("linux",)),
-            ("karpenter.sh/capacity-type", ("on-demand",)),
-        ),
-        expire_after="720h",
-        consolidate_after="0s",
-        budgets=[{"nodes": "100%"}],
-    ),
+    NODEPOOL,
     """\
 apiVersion: apps/v1
 kind: Deployment
@@ -103,10 +106,9 @@ def until(runner: Real, done: object, started: float) -> float | None:
 
 
 def lap(runner: Real, pods: int) -> Lap:
+    # The reset deletes the last lap's Events too (thousands: a pod's scheduling, a node's registration), which
+    # karpui's engine, informing Events, would list, cache and mirror and Karpenter would not.
     runner.cluster.reset()
-    # The last lap's Events (thousands: a pod's scheduling, a node's registration) would be listed, cached and
-    # mirrored by karpui's engine, which informs Events, and not by Karpenter: every lap starts without them.
-    runner.kubectl("delete", "events", "--all", "-A")
     runner.start({}, f"race-{pods}")
     runner.apply(MANIFESTS)
     time.sleep(2.0)
@@ -174,25 +176,47 @@ def plot(laps: list[Lap], path: Path) -> None:
     plt.close(figure)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pods", default="1000,5000")
+def lap_arguments(parser: argparse.ArgumentParser, pods: str) -> None:
+    """The options every bench of laps on the real cluster takes (this one and bench/burst.py)."""
+    parser.add_argument("--pods", default=pods)
     parser.add_argument("--provisioners", default="karpenter,kwok")
     parser.add_argument("--kubeconfig")
-    parser.add_argument("--plot", default=str(ROOT / "bench" / "race.png"))
     parser.add_argument("--readme", action="store_true")
     parser.add_argument("--save", help="write the laps as JSON to this file")
-    parser.add_argument("--laps", help="run nothing: table and plot from these --save files (comma-separated)")
+    parser.add_argument("--laps", help="run nothing: the table from these --save files (comma-separated)")
+
+
+@contextlib.contextmanager
+def laps_cluster(args: argparse.Namespace, prefix: str) -> Iterator[tuple[Path, ClusterHandle]]:
+    """The control plane laps run on (started here unless --kubeconfig names one), reset after the last lap."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    handle = real_cluster(folder, args.kubeconfig or os.environ.get("KARPUI_REAL_KUBECONFIG"))
+    try:
+        yield folder, handle
+        handle.cluster.reset()
+    finally:
+        if handle.owned:
+            handle.cluster.stop()
+
+
+def save_laps(path: str | None, laps: Sequence[object]) -> None:
+    """Every lap so far as JSON (after each lap, so that a later lap's failure loses nothing)."""
+    if path:
+        Path(path).write_text(json.dumps([vars(one) for one in laps], indent=1) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    lap_arguments(parser, "1000,5000")
+    parser.add_argument("--plot", default=str(ROOT / "bench" / "race.png"))
     parser.add_argument("--profile", help="a folder: karpui's engine runs under cProfile, its stats written there")
     args = parser.parse_args()
     if args.laps:
         laps = [Lap(**one) for path in args.laps.split(",") for one in json.loads(Path(path).read_text())]
         report(sorted(laps, key=lambda one: (one.pods, one.provisioner)), args)
         return
-    folder = Path(tempfile.mkdtemp(prefix="race-"))
-    handle = real_cluster(folder, args.kubeconfig or os.environ.get("KARPUI_REAL_KUBECONFIG"))
     laps = []
-    try:
+    with laps_cluster(args, "race-") as (folder, handle):
         for pods in (int(p) for p in args.pods.split(",")):
             for name in args.provisioners.split(","):
                 runner = Real(handle.cluster, folder, name)
@@ -207,12 +231,7 @@ def main() -> None:
                 print(table([one]).splitlines()[-1], flush=True)
                 if runner.profile is not None:
                     pstats.Stats(str(runner.profile)).sort_stats("cumulative").print_stats(40)
-                if args.save:
-                    Path(args.save).write_text(json.dumps([vars(o) for o in laps], indent=1) + "\n")
-        handle.cluster.reset()
-    finally:
-        if handle.owned:
-            handle.cluster.stop()
+                save_laps(args.save, laps)
     report(laps, args)
 
 
