@@ -77,8 +77,8 @@ OWN_EVENTS = "karpui"  # observe mode: the source of karpui's own Events, kept a
 DELETE_CHUNK = 500  # names in one DELETE of mirror rows: well under SQLite's limit of bound variables
 WRITE_CHUNK = 250  # mirror rows in one INSERT ... ON CONFLICT
 # Rows the mirror writes in one step at most (about half a second on SQLite), the rest in the steps after: an engine
-# that starts beside 20,000 pending pods and their 20,000 FailedScheduling Events spent 10 s of its first step
-# mirroring them before its first provisioning pass (bench/burst.py). The dashboard catches up a few steps later.
+# that starts beside 20,000 pending pods and their 20,000 FailedScheduling Events would spend about 10 s of one step
+# mirroring them while its controllers wait (bench/burst.py). The dashboard catches up a few steps later.
 MIRROR_LIMIT = 2000
 # The mirror's kinds, the few objects first and the many (pods, their Events) last, so that the limit holds those.
 MIRROR_ORDER = sorted(MIRRORED, key=lambda kind: (kind in ("Pod", "Event"), kind))
