@@ -100,15 +100,8 @@ def cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
 
 
 def _nominated(ctx: ClusterContext, claimed: ClaimedNode) -> ClaimedNode:
-    until = nominated_until(ctx, claimed.name, claimed.nodeclaim)
+    until = float(ctx.nominations.get(claimed.name, 0.0))
     return claimed if until == claimed.nominated_until else replace(claimed, nominated_until=until)
-
-
-def nominated_until(ctx: ClusterContext, node: str, nodeclaim: str) -> float:
-    """Until when the provisioner holds the node for a pending pod. A nomination made while only its NodeClaim stood
-    for it (a node named after the NodeClaim) holds for its Node too: Karpenter's state node is one object from
-    launch to deletion, so a Node that registers between two provisioning passes is not an empty candidate."""
-    return float(max(ctx.nominations.get(node, 0.0), ctx.nominations.get(nodeclaim, 0.0)))
 
 
 def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
@@ -197,7 +190,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices:
         last_pod_event=str((claim.get("status") or {}).get("lastPodEventTime") or ""),
         annotations=dict(node_obj["metadata"].get("annotations") or {}),
         # As `cluster_view` lays them on: built with them, a snapshot needs no copies until the nominations move.
-        nominated_until=nominated_until(ctx, node.name, claim["metadata"]["name"]),
+        nominated_until=float(ctx.nominations.get(node.name, 0.0)),
     )
 
 

@@ -311,21 +311,3 @@ def test_a_snapshot_builds_nodes_under_consolidate_after_marked_and_claimed_node
     running.advance(30)  # past consolidateAfter: nothing is marked any more
     view, _ = cluster_view(running.ctx)
     assert not any(n.under_consolidate_after for n in view.nodes)
-
-
-def test_a_nomination_made_on_a_nodeclaim_before_its_node_registered_holds_for_the_node():
-    # Karpenter nominates its state node, one object from launch to deletion; karpui's scheduler names a node with
-    # no Node yet after its NodeClaim, so a Node registering between two provisioning passes kept no nomination and
-    # was proposed as Empty (seen with 20,000 pods pending at once, bench/burst.py), then rejected at validation.
-    from provisioner.controllers.snapshot import cluster_view
-
-    running = lab()
-    running.store.create(deployment("app", 3))
-    running.advance(5)
-    [claim] = running.store.list("NodeClaim")
-    node, nodeclaim = claim["status"]["nodeName"], claim["metadata"]["name"]
-    assert node != nodeclaim
-    running.ctx.nominations.clear()
-    running.ctx.nominations[nodeclaim] = running.now + 20.0
-    _, [claimed] = cluster_view(running.ctx)
-    assert (claimed.name, claimed.nominated_until) == (node, running.now + 20.0)
