@@ -22,7 +22,6 @@ RSS.
 from __future__ import annotations
 
 import argparse
-import calendar
 import json
 import random
 import re
@@ -37,8 +36,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from race import LIMIT_SECONDS, NAMES, NODEPOOL, count, lap_arguments, laps_cluster, save_laps  # noqa: E402
+from race import (  # noqa: E402
+    LIMIT_SECONDS,
+    NAMES,
+    NODEPOOL,
+    count,
+    lap_arguments,
+    laps_cluster,
+    peak_usage,
+    save_laps,
+    until,
+)
 from versus_karpenter import Real, write_readme  # noqa: E402
+
+from provisioner.cluster.objects import parse_timestamp  # noqa: E402
+from provisioner.durations import parse_go_duration  # noqa: E402
 
 README_START = "<!-- burst: start -->"
 README_END = "<!-- burst: end -->"
@@ -163,20 +175,13 @@ def logged(path: Path) -> dict[str, Any]:
             others = re.search(r"and (\d+) other\(s\)$", named)
             # "a, b, c, d, e and 295 other(s)": the last name shares its part with the others' count
             found["first_batch_pods"] = len(named.split(", ")) + (int(others.group(1)) if others else 0)
-            found["first_simulation_seconds"] = go_seconds(str(record.get("duration", "")))
+            found["first_simulation_seconds"] = parse_go_duration(str(record["duration"]))
         elif message == "computed new nodeclaim(s) to fit pod(s)" and "first_nodeclaims" not in found:
             found["first_nodeclaims"] = int(record["nodeclaims"])
             found["first_scheduled_pods"] = int(record["pods"])
         elif message == "scheduling simulation timed out":
             found["timeouts"] += 1
     return found
-
-
-def go_seconds(duration: str) -> float | None:
-    """A Go duration as Karpenter and karpui log it ("1m2.5s", "812.3ms", "40.38µs") in seconds."""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
-    parts = re.findall(r"([0-9.]+)(h|ms|m|µs|us|ns|s)", duration)
-    return sum(float(value) * units[unit] for value, unit in parts) if parts else None
 
 
 def lap(runner: Real, pods: int, shapes: str) -> Lap:
@@ -193,25 +198,12 @@ def lap(runner: Real, pods: int, shapes: str) -> Lap:
     env = {"LOG_LEVEL": "debug"} if runner.name == "karpenter" else {}
     started, started_at = time.monotonic(), time.time()
     runner.start(env, f"burst-{shapes}-{pods}")
-    running: float | None = None
-    while time.monotonic() - started < LIMIT_SECONDS:
-        runner.sample()
-        if count(runner, "nodeclaims") and all_running(api):
-            running = time.monotonic() - started
-            break
-        time.sleep(1.0)
+    running = until(runner, lambda: count(runner, "nodeclaims") and all_running(api), started)
     created = runner.kubectl("get", "nodeclaims", "-o", "jsonpath={.items[*].metadata.creationTimestamp}").split()
-    first = (
-        min(calendar.timegm(time.strptime(t, "%Y-%m-%dT%H:%M:%SZ")) for t in created) - started_at if created else None
-    )
+    first = min(parse_timestamp(t) for t in created) - started_at if created else None
     nodeclaims = len(created)
-    runner.sample()
-    cpu = max((u[1] for u in runner.usage), default=0.0)
-    rss = max((u[2] for u in runner.usage), default=0)
-    runner.end()
-    # One request for the lot (kubectl would delete them one by one), before the reset's sweep.
-    # (The server answers a timeout while it goes on deleting.)
-    runner.cluster.kubectl("delete", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods", check=False)
+    cpu, rss = peak_usage(runner)
+    runner.end()  # the pods go with the next lap's reset, by collection
     said = logged(runner.log)
     return Lap(
         runner.name,

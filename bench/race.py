@@ -119,11 +119,15 @@ def lap(runner: Real, pods: int) -> Lap:
     runner.scale("deploy/race", 0)
     started = time.monotonic()
     down = until(runner, lambda: count(runner, "nodeclaims") == 0, started)
-    runner.sample()
-    cpu = max((u[1] for u in runner.usage), default=0.0)
-    rss = max((u[2] for u in runner.usage), default=0)
+    cpu, rss = peak_usage(runner)
     runner.end()
     return Lap(runner.name, pods, up, down, nodes, cpu, rss)
+
+
+def peak_usage(runner: Real) -> tuple[float, int]:
+    """The provisioner's CPU-seconds and peak RSS over the lap, sampled once more now."""
+    runner.sample()
+    return max((u[1] for u in runner.usage), default=0.0), max((u[2] for u in runner.usage), default=0)
 
 
 NAMES = {"karpenter": "Karpenter v1.15 (kwok provider)", "kwok": "karpui (engine, kwok mode)"}
