@@ -108,10 +108,14 @@ def can_allocate(
     return outcome if isinstance(outcome, str) else None
 
 
-def publish(store: ObjectStore, now: float, last: float | None) -> tuple[bool, float]:
-    """The driver's reconcile: create missing slices on matching kwok nodes and delete orphans, every 30 s."""
+def publish(store: ObjectStore, now: float, last: float | None) -> tuple[bool, float | None]:
+    """The driver's reconcile: create missing slices on matching kwok nodes and delete orphans, every 30 s from
+    the first moment a DRAConfig exists (the driver is deployed with its configuration, as seed 000's third
+    experiment starts it, so its 30 s grid is the driver's own and not the lab's)."""
     if last is not None and now < last + PUBLISH_SECONDS:
         return False, last
+    if last is None and not store.list("DRAConfig"):
+        return False, None
     changed = False
     wanted: set[str] = set()
     for pool in driver_pools(store):
