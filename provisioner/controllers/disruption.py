@@ -33,7 +33,7 @@ from provisioner.disruption.candidates import (
     pod_blocks,
 )
 from provisioner.disruption.consolidation import in_flight
-from provisioner.disruption.methods import PassResult, continue_pass, disruption_pass
+from provisioner.disruption.methods import METHOD_ORDER, PassResult, continue_pass, disruption_pass
 from provisioner.disruption.types import DRIFTED, ClaimedNode, Command
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.objects import NodePool
@@ -95,17 +95,25 @@ class DisruptionController:
                 if self.next_poll is not None and ctx.now >= self.next_poll:
                     self.next_poll = ctx.now + POLL_SECONDS
                 return False
-            # Karpenter's next pass comes at once once a command started (RequeueImmediately); karpui's stays on the
-            # 10 s grid: moving the grid moved every later pass of the seed experiments, and with them the phase of
-            # the lab's 30 s DRA driver that seed 000's third experiment observes (README, disruption).
+            rejected, started = _rejected_method(ctx, self.starting), _started(ctx, self.starting)
             self.starting = []
+            if rejected is not None:
+                # Karpenter's reconcile goes on with the methods after the one whose command its validation has
+                # just rejected, at once and on the cluster as it is now (controller.go tries each method in turn);
+                # the next reconcile comes a poll after it ends.
+                self.next_poll = ctx.now + POLL_SECONDS
+                return rejected != METHOD_ORDER[-1] and self._propose(ctx, after=rejected)
+            if started:
+                self.next_poll = ctx.now  # Karpenter's next pass comes at once once a command started
         if self.next_poll is None or ctx.now >= self.next_poll:
             self.next_poll = ctx.now + POLL_SECONDS
             healed = False if ctx.observe else self_heal(ctx)  # observing, Karpenter heals its own nodes
             return self._propose(ctx) or healed
         return False
 
-    def _propose(self, ctx: ClusterContext) -> bool:
+    def _propose(self, ctx: ClusterContext, after: str | None = None) -> bool:
+        """One pass, proposing what it finds; `after` a method whose command validation has just rejected: only the
+        methods after it run (a part of a pass, neither replayed nor "consolidated")."""
         if ctx.paused:
             return False
         inputs = _inputs(ctx)
@@ -127,7 +135,8 @@ class DisruptionController:
         # The pass is a function of what it reads: over the same inputs it would find exactly the same again.
         unchanged = last is not None and last.inputs == inputs
         if (
-            last is not None
+            after is None
+            and last is not None
             and unchanged
             and last.result.resume is None
             and ctx.now - last.at < CONSOLIDATED_TTL_SECONDS
@@ -150,7 +159,7 @@ class DisruptionController:
             # Nodes of approved and executing commands are on their way out: no destinations, their pods moving.
             busy, gone = queue_nodes(ctx)
             view = without(in_flight(view, gone), busy)
-            if last is not None and unchanged and last.result.resume is not None:
+            if after is None and last is not None and unchanged and last.result.resume is not None:
                 # A pass that stopped at its single-node bound: its walk goes on with the next candidates, until it
                 # has been through them all (then the pass is whole, and may be "consolidated").
                 result = continue_pass(last.result, view)
@@ -168,9 +177,11 @@ class DisruptionController:
                     problems=ctx.nodepool_problems,
                     static_counts=counts,
                     declined=declined(ctx),
+                    after=after,
                 )
             self.resume = result.resume
-            self._last_pass = _Pass(inputs, ctx.now, result, claimed)
+            if after is None:
+                self._last_pass = _Pass(inputs, ctx.now, result, claimed)
         self.last_result = result
         _explain(ctx, claimed, result, queued=queue_nodes(ctx)[0])
         self.explained = {"at": ctx.now, "nodes": explanations(result)}
@@ -183,7 +194,7 @@ class DisruptionController:
             self.starting.append(self._create(ctx, command, fingerprint, result))
             created = True
         budget_limited = any("disruption budget" in r for reasons in result.notes.values() for r in reasons)
-        if not created and not budget_limited and result.resume is None:
+        if not created and not budget_limited and result.resume is None and after is None:
             self._consolidated = (inputs, ctx.now)
         return created
 
@@ -244,6 +255,25 @@ def _not_started(ctx: ClusterContext, names: list[str]) -> bool:
         ) + POLL_SECONDS:
             return True
     return False
+
+
+def _started(ctx: ClusterContext, names: list[str]) -> bool:
+    """Whether any of the commands named has started (Karpenter's RequeueImmediately follows only that)."""
+    for name in names:
+        command = ctx.api.get("DisruptionCommand", name)
+        if command is not None and command["status"].get("phase") in ("Executing", "Succeeded", "Failed"):
+            return True
+    return False
+
+
+def _rejected_method(ctx: ClusterContext, names: list[str]) -> str | None:
+    """The method of the command named that validation rejected, if one was (a pass makes one command)."""
+    for name in names:
+        command = ctx.api.get("DisruptionCommand", name)
+        if command is not None and command["status"].get("phase") == "Rejected":
+            method = command["spec"].get("method")
+            return method if method in METHOD_ORDER else None
+    return None
 
 
 def _earlier(ctx: ClusterContext, command: Command) -> Obj | None:

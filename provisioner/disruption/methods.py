@@ -28,6 +28,8 @@ from provisioner.quantity import MILLI
 from provisioner.scheduling.static import static_plan
 
 MAX_MULTI_CANDIDATES = 100
+# Karpenter's methods in the order its disruption controller tries them, named as a Command's `method`.
+METHOD_ORDER = ("empty", "static-drift", "drift", "multi", "single")
 # Karpenter stops single-node consolidation after 3 minutes and starts the next pass where it stopped. The lab
 # must be deterministic, so its bound is a count: this many candidates simulated per pass (about 10-16 ms each in
 # memory at 1,819 nodes, bench/README.md), then the next pass resumes with the candidate after the last one tried.
@@ -80,10 +82,12 @@ def disruption_pass(
     problems: Mapping[str, str] | None = None,
     static_counts: Mapping[str, tuple[int, int, int]] | None = None,
     declined: Mapping[str, Collection[tuple[str, str]]] | None = None,
+    after: str | None = None,
 ) -> PassResult:
     """One pass; `resume` names the candidate where the previous pass's single-node consolidation stopped;
     `problems` the NodePools left out of `nodepools` as they cannot be evaluated, with why; `declined` the nodes
-    people denied disrupting for a reason, in the state they denied it (PassResult)."""
+    people denied disrupting for a reason, in the state they denied it (PassResult); `after` the method whose
+    command validation has just rejected: the pass goes on with the methods after it, as Karpenter's does."""
     result = PassResult(declined=declined or {})
     candidates, result.blocked = build_candidates(view.claimed, nodepools, view.pdbs, view.now, problems=problems)
     if any(np.consolidation_policy == BALANCED for np in nodepools.values()):
@@ -103,7 +107,8 @@ def disruption_pass(
         lambda: _multi_node(candidates, view, result),
         lambda: _single_node(candidates, view, result, resume),
     )
-    for method in methods:
+    first = 0 if after is None else METHOD_ORDER.index(after) + 1
+    for method in methods[first:]:
         commands = method()
         if commands:
             result.commands = commands

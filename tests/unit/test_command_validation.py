@@ -150,3 +150,47 @@ def test_a_replace_is_rejected_when_the_simulation_picks_different_instance_type
     assert command["status"]["phase"] == "Rejected"
     assert command["status"]["message"].endswith(", reason: scheduling (scheduling simulation produced new results)")
     assert list(types(made).values()) == ["c-16x-amd64-linux"]
+
+
+def commands(made: Lab) -> list[dict[str, Any]]:
+    return sorted(made.store.list("DisruptionCommand"), key=lambda c: c["status"]["proposedAt"])
+
+
+def test_a_multi_node_command_rejected_at_validation_is_followed_at_once_by_single_node_consolidation():
+    """controller.go Reconcile tries each method in turn: when multi-node consolidation's command fails its
+    validation, single-node consolidation runs in the same reconcile, on the cluster as it is 15 s on (before,
+    karpui waited for its next 10 s poll and began again with emptiness)."""
+    made = two_nodes()
+    scale(made, "inflate", 2)  # two nodes with room: multi-node replaces both with one smaller node
+    command = proposed(made)
+    assert command["spec"]["method"] == "multi"
+    assert command["spec"]["text"].endswith("-> [1 replacement] (savings: $0.33)")
+    scale(made, "inflate", 9)  # pods land on the two nodes during the wait: the replacement is too small now
+    made.advance(15)
+    rejected, following = commands(made)
+    assert rejected["status"]["phase"] == "Rejected"
+    assert rejected["status"]["message"].endswith("reason: scheduling (scheduling simulation produced new results)")
+    assert following["spec"]["method"] == "single"
+    assert following["status"]["proposedAt"] == rejected["status"]["finishedAt"]
+    assert following["spec"]["text"].endswith(
+        " delete: nodepools=[default]: [" + node_of(made, "c-4x-amd64-linux") + "] (savings: $0.11)"
+    )
+
+
+def test_the_next_pass_comes_at_once_after_a_command_starts():
+    """Reconcile returns RequeueImmediately once a method's command started: the node that became underutilized
+    while an emptiness command waited out its validation is proposed as the command starts, not at the next 10 s
+    poll."""
+    made = two_nodes()
+    big, small = node_of(made, "c-16x-amd64-linux"), node_of(made, "c-4x-amd64-linux")
+    scale(made, "more", 0)
+    empty = proposed(made)
+    assert [c["node"] for c in empty["spec"]["candidates"]] == [small]
+    made.advance(5)
+    scale(made, "inflate", 2)
+    made.advance(10)
+    started, following = commands(made)
+    assert started["status"]["phase"] == "Executing"
+    assert following["status"]["proposedAt"] == started["status"]["validatedAt"]
+    assert [c["node"] for c in following["spec"]["candidates"]] == [big]
+    assert following["spec"]["text"].endswith("-> [1 replacement] (savings: $0.33)")
