@@ -11,7 +11,7 @@ import hashlib
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -60,11 +60,11 @@ def _key(cluster_id: int) -> str:
     return f"{key_prefix()}cluster:{cluster_id}"
 
 
-def key_prefix() -> str:
-    """The Redis keys of this database's leases. A cluster's id is unique only within its database, so two
-    installations sharing one Redis (or two test workers, each with a test database of its own) would otherwise
-    take each other's clusters for held."""
-    database = connection.settings_dict
+def key_prefix(database: Mapping[str, Any] | None = None) -> str:
+    """The Redis keys of this database's leases (or of the `database` settings given). A cluster's id is unique
+    only within its database, so two installations sharing one Redis (or two test workers, each with a test
+    database of its own) would otherwise take each other's clusters for held."""
+    database = connection.settings_dict if database is None else database
     where = f"{database.get('HOST') or ''}:{database.get('PORT') or ''}/{database['NAME']}"
     return f"karpui:lease:{hashlib.sha256(where.encode()).hexdigest()[:16]}:"
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from karpui.clusters import leases
 from karpui.management.commands.serve import site_url
 from tests.karp import ROOT
 
@@ -115,6 +116,11 @@ def test_stopping_serve_during_a_stuck_tick_leaves_no_process_behind(var_dir, si
         until(lambda: len(descendants(serve.pid)) >= 4, "the worker's beat and pool")
         lock = sqlite3.connect(var_dir / "karpui.sqlite3", timeout=30, isolation_level=None)
         lock.execute("BEGIN IMMEDIATE")  # every later write waits: the next tick is stuck in the pool child
+        # A tick holding its lease while the lock is held is stuck at its first write. Ticks queued alone do not
+        # say so: on a loaded machine the worker may not have taken one yet, and then it stops at once.
+        lease = leases.key_prefix({"NAME": str(var_dir / "karpui.sqlite3")}) + "cluster:"
+        redis = leases._redis()
+        until(lambda: any(not k.endswith(b":epoch") for k in redis.keys(lease + "*")), "a tick stuck in its lease")
         queue = var_dir / "broker" / "queue"
         until(lambda: len(list(queue.iterdir())) >= 3, "ticks to queue up behind the stuck one")
         family = descendants(serve.pid)
