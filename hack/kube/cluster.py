@@ -177,10 +177,17 @@ def kubeconfig(pki: Path, server: str, user: str) -> dict[str, Any]:
 # Ports and health -------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: each probe stays bound until all are picked, as the kernel may otherwise hand
+    out the same port twice (etcd's and kwok's once were, and kwok did not start)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
 
 
 def advertise_address() -> str:
@@ -313,17 +320,20 @@ class Cluster:
     ) -> None:
         self.folder, self.paths, self.karpenter, self.dra_driver = folder, paths, karpenter, dra_driver
         self.pki = folder / "pki"
-        self.ports = {
-            "etcd": free_port(),
-            "etcd-peer": free_port(),
-            "apiserver": apiserver_port or free_port(),
-            "controller-manager": free_port(),
-            "scheduler": free_port(),
-            "kwok": free_port(),
-            "karpenter-metrics": free_port(),
-            "karpenter-health": free_port(),
-            "dra-driver-health": free_port(),
-        }
+        names = (
+            "etcd",
+            "etcd-peer",
+            "apiserver",
+            "controller-manager",
+            "scheduler",
+            "kwok",
+            "karpenter-metrics",
+            "karpenter-health",
+            "dra-driver-health",
+        )
+        self.ports = dict(zip(names, free_ports(len(names)), strict=True))
+        if apiserver_port:
+            self.ports["apiserver"] = apiserver_port
         self.server = f"https://127.0.0.1:{self.ports['apiserver']}"
         self.components: list[Component] = []
         self.stopping = False
