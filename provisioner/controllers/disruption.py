@@ -95,7 +95,7 @@ class DisruptionController:
                 if self.next_poll is not None and ctx.now >= self.next_poll:
                     self.next_poll = ctx.now + POLL_SECONDS
                 return False
-            rejected, started = _rejected_method(ctx, self.starting), _started(ctx, self.starting)
+            rejected, started = _outcome(ctx, self.starting)
             self.starting = []
             if rejected is not None:
                 # Karpenter's reconcile goes on with the methods after the one whose command its validation has
@@ -257,23 +257,17 @@ def _not_started(ctx: ClusterContext, names: list[str]) -> bool:
     return False
 
 
-def _started(ctx: ClusterContext, names: list[str]) -> bool:
-    """Whether any of the commands named has started (Karpenter's RequeueImmediately follows only that)."""
+def _outcome(ctx: ClusterContext, names: list[str]) -> tuple[str | None, bool]:
+    """How the commands named ended up: the method of one that validation rejected (a pass makes one command), and
+    whether any has started (Karpenter's RequeueImmediately follows only that)."""
+    rejected, started = None, False
     for name in names:
         command = ctx.api.get("DisruptionCommand", name)
-        if command is not None and command["status"].get("phase") in ("Executing", "Succeeded", "Failed"):
-            return True
-    return False
-
-
-def _rejected_method(ctx: ClusterContext, names: list[str]) -> str | None:
-    """The method of the command named that validation rejected, if one was (a pass makes one command)."""
-    for name in names:
-        command = ctx.api.get("DisruptionCommand", name)
-        if command is not None and command["status"].get("phase") == "Rejected":
-            method = command["spec"].get("method")
-            return method if method in METHOD_ORDER else None
-    return None
+        phase = None if command is None else command["status"].get("phase")
+        if phase == "Rejected" and command is not None and command["spec"].get("method") in METHOD_ORDER:
+            rejected = command["spec"]["method"]
+        started |= phase in ("Executing", "Succeeded", "Failed")
+    return rejected, started
 
 
 def _earlier(ctx: ClusterContext, command: Command) -> Obj | None:
