@@ -110,8 +110,8 @@ def ready(runner: Real) -> int:
     return replicas(runner, "readyReplicas")
 
 
-def replicas(runner: Real, field: str) -> int:
-    said = runner.kubectl("get", "deploy", "race", "-o", f"jsonpath={{.status.{field}}}").strip()
+def replicas(runner: Real, status_field: str) -> int:
+    said = runner.kubectl("get", "deploy", "race", "-o", f"jsonpath={{.status.{status_field}}}").strip()
     return int(said or 0)
 
 
@@ -145,6 +145,7 @@ def lap(runner: Real, pods: int, label: str) -> Lap:
     samples: list[tuple[float, int, int]] = []
 
     def down_done() -> bool:
+        # Once the Deployment has no pod left it stays so: no need to ask again.
         left = replicas(runner, "replicas") if not samples or samples[-1][1] else 0
         claims = count(runner, "nodeclaims")
         samples.append((round(time.monotonic() - started, 1), left, claims))
@@ -327,11 +328,11 @@ def main() -> None:
         turns = [(pods, name) for pods in sizes for _ in range(args.repeat) for name in args.provisioners.split(",")]
         for pods, name in turns:
             runner = Real(handle.cluster, folder, name)
+            turn = sum(1 for o in laps if (o.pods, o.provisioner) == (pods, name)) + 1
             if args.profile and name == "kwok":
-                runner.profile = Path(args.profile) / f"kwok-{pods}-{len(laps) + 1}.prof"
+                runner.profile = Path(args.profile) / f"kwok-{pods}-{turn}.prof"
                 runner.profile.parent.mkdir(parents=True, exist_ok=True)
             try:
-                turn = sum(1 for o in laps if (o.pods, o.provisioner) == (pods, name)) + 1
                 one = lap(runner, pods, f"race-{pods}" if args.repeat == 1 else f"race-{pods}-{turn}")
             finally:
                 runner.end()

@@ -263,8 +263,10 @@ def _outcome(ctx: ClusterContext, names: list[str]) -> tuple[str | None, bool]:
     rejected, started = None, False
     for name in names:
         command = ctx.api.get("DisruptionCommand", name)
-        phase = None if command is None else command["status"].get("phase")
-        if phase == "Rejected" and command is not None and command["spec"].get("method") in METHOD_ORDER:
+        if command is None:
+            continue
+        phase = command["status"].get("phase")
+        if phase == "Rejected" and command["spec"].get("method") in METHOD_ORDER:
             rejected = command["spec"]["method"]
         started |= phase in ("Executing", "Succeeded", "Failed")
     return rejected, started
