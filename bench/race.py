@@ -12,9 +12,10 @@ at 0 replicas are applied; then the Deployment is scaled to N and timed until N 
 bound pod Running and Ready), and scaled to 0 and timed until no NodeClaim is left. The scale-down is paced by the
 ReplicaSet controller deleting pods (about 20 a second) and by the pods the provisioner's consolidations evict on
 the way, so the lap also records when the Deployment had no pod left and the seconds from then to the last node
-gone: the tail that is the provisioner's alone. The provisioner's CPU-seconds (user + system, its whole process
-group) and peak RSS (VmHWM) are read from /proc over the whole run. Karpenter's own CI bar: 1,000 pods out in
-under 2 minutes at under 260 MB.
+gone: the tail that is the provisioner's alone, and counts the scale-down's disruption commands, executed and
+rejected at validation, by consolidation type (Real.commands: Karpenter's from its metrics, karpui's from its
+database). The provisioner's CPU-seconds (user + system, its whole process group) and peak RSS (VmHWM) are read
+from /proc over the whole run. Karpenter's own CI bar: 1,000 pods out in under 2 minutes at under 260 MB.
 
 --repeat K runs K laps of each size and provisioner, the provisioners taking turns, and adds a table of each
 one's median and range: single laps differ by more than the provisioners do.
@@ -97,6 +98,8 @@ class Lap:
     # NodeClaims). status.replicas moves in the ReplicaSet controller's steps (up to 500 deletions each), not pod by
     # pod: it says when the last pod went, not the pace before.
     down_samples: list[tuple[float, int, int]] = field(default_factory=list)
+    # The disruption commands of the scale-down, by consolidation type: [executed, rejected at validation].
+    commands: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def tail_seconds(self) -> float | None:
@@ -140,6 +143,7 @@ def lap(runner: Real, pods: int, label: str) -> Lap:
     started = time.monotonic()
     up = until(runner, lambda: ready(runner) >= pods, started)
     nodes = count(runner, "nodes")
+    before = runner.commands()
     runner.scale("deploy/race", 0)
     started = time.monotonic()
     samples: list[tuple[float, int, int]] = []
@@ -152,10 +156,12 @@ def lap(runner: Real, pods: int, label: str) -> Lap:
         return claims == 0
 
     down = until(runner, down_done, started)
+    made = runner.commands() - before
     cpu, rss = peak_usage(runner)
     runner.end()
     pods_gone = next((at for at, left, _ in samples if left == 0), None)
-    return Lap(runner.name, pods, up, down, nodes, cpu, rss, pods_gone, samples)
+    commands = {kind: [made[(kind, "executed")], made[(kind, "rejected")]] for kind, _ in sorted(made)}
+    return Lap(runner.name, pods, up, down, nodes, cpu, rss, pods_gone, samples, commands)
 
 
 def peak_usage(runner: Real) -> tuple[float, int]:
@@ -176,17 +182,27 @@ def timed(value: float | None) -> str:
     return secs(value, f"> {LIMIT_SECONDS:.0f}")
 
 
+def commands(one: Lap) -> str:
+    """A lap's scale-down commands: executed / rejected, and the types of the rejected ones."""
+    if not one.commands:
+        return "–"
+    executed = sum(done for done, _ in one.commands.values())
+    rejected = {kind: count for kind, (_, count) in one.commands.items() if count}
+    said = ", ".join(f"{kind} {count}" for kind, count in rejected.items())
+    return f"{executed} / {sum(rejected.values())}" + (f" ({said})" if said else "")
+
+
 def table(laps: list[Lap]) -> str:
     lines = [
         "| pods | provisioner | nodes | scale-up to all Running, s | scale-down: last pod gone, s | last node gone, s "
-        "| tail after the last pod, s | CPU-s | peak RSS MiB |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| tail after the last pod, s | scale-down commands executed / rejected | CPU-s | peak RSS MiB |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for one in laps:
         lines.append(
             f"| {one.pods:,} | {NAMES.get(one.provisioner, one.provisioner)} | {one.nodes} | {timed(one.up_seconds)} | "
             f"{secs(one.pods_gone_seconds)} | {timed(one.down_seconds)} | {secs(one.tail_seconds)} | "
-            f"{one.cpu_seconds:.1f} | {one.peak_rss / 2**20:.0f} |"
+            f"{commands(one)} | {one.cpu_seconds:.1f} | {one.peak_rss / 2**20:.0f} |"
         )
     return "\n".join(lines)
 

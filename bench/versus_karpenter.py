@@ -44,10 +44,12 @@ the lab with `karpui.dev/plan-improvement: "enabled"` on every NodePool and repo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -56,8 +58,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.request import urlopen
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "bench" / "workloads"
@@ -670,6 +674,8 @@ class Real(Provisioner):
         self.made_unhealthy: dict[str, dict[str, Any]] = {}  # Node name -> its type, as a node-condition step found it
         self.events = EventWatch()
         self.nodeclaims: NodeClaimWatch | None = None
+        self.metrics_port: int | None = None  # Karpenter's, while it runs
+        self.database: Path | None = None  # karpui's engine's, while it runs
 
     def kubectl(self, *args: str, input: str | None = None) -> str:
         return str(self.cluster.kubectl(*args, input=input).stdout)
@@ -701,11 +707,12 @@ class Real(Provisioner):
         if self.name == "karpenter":
             _TAKEN.clear()  # the last run's ports are free again
             folder = self.cluster.folder
+            self.metrics_port = free_port()
             child_env = {
                 **{k: v for k, v in os.environ.items() if not k.startswith(("KARPUI_", "DATABASE_URL"))},
                 "KUBECONFIG": str(folder / "karpenter.kubeconfig" if folder else self.cluster.kubeconfig),
                 "DISABLE_LEADER_ELECTION": "true",
-                "METRICS_PORT": str(free_port()),
+                "METRICS_PORT": str(self.metrics_port),
                 "HEALTH_PROBE_PORT": str(free_port()),
                 "SYSTEM_NAMESPACE": "kube-system",
                 "LOG_LEVEL": "info",
@@ -719,6 +726,7 @@ class Real(Provisioner):
 
             self.kubectl("create", "namespace", "karpui")
             database = Database(self.folder / "karpui", self.folder / "template")
+            self.database = database.path
             database.cluster("real", "kwok", self.cluster.kubeconfig)
             if env.get("INSTANCE_TYPES_FILE_PATH"):
                 database.manage("catalog", "import", "--overwrite-builtin", env["INSTANCE_TYPES_FILE_PATH"])
@@ -764,6 +772,44 @@ class Real(Provisioner):
             tail = self.log.read_text(errors="replace")[-600:]
             raise RuntimeError(f"{self.name} exited ({self.process.returncode}): {tail}")
         self.usage.append((time.monotonic(), *process_usage(self.process.pid)))
+
+    def commands(self) -> Counter[tuple[str, str]]:
+        """The disruption commands made since the provisioner started: (consolidation type, "executed" or
+        "rejected") -> how many. Karpenter's are read from its metrics, as neither its log nor its Events count
+        them whole: its multi-node validator returns an empty command on a rejection, so that rejection's
+        ConsolidationRejected Events name no node and are never published (multinodeconsolidation.go). A command
+        it executed is a decision (decisions_total); one rejected is an evaluation that waited out the 15 s
+        validation (took over 15 s) and decided nothing. karpui's are its DisruptionCommands' phases."""
+        counts: Counter[tuple[str, str]] = Counter()
+        if self.name == "karpenter" and self.metrics_port is not None:
+            with urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as response:
+                text = response.read().decode()
+            waited: Counter[str] = Counter()
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    kind = sample.labels.get("consolidation_type") or "drift"
+                    if sample.name == "karpenter_voluntary_disruption_decisions_total":
+                        counts[(kind, "executed")] += int(sample.value)
+                    elif sample.name == "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count":
+                        waited[kind] += int(sample.value)
+                    elif (
+                        sample.name == "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_bucket"
+                        and float(sample.labels.get("le", "0")) == 15.0
+                    ):
+                        waited[kind] -= int(sample.value)
+            for kind, count in waited.items():
+                if count > counts[(kind, "executed")]:
+                    counts[(kind, "rejected")] = count - counts[(kind, "executed")]
+        elif self.database is not None:
+            with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as db:
+                rows = db.execute(
+                    "select json_extract(body, '$.spec.method'), json_extract(body, '$.status.phase') "
+                    "from karpui_kubeobject where kind = 'DisruptionCommand'"
+                ).fetchall()
+            for method, phase in rows:
+                if phase in ("Succeeded", "Rejected"):
+                    counts[(method, "executed" if phase == "Succeeded" else "rejected")] += 1
+        return counts
 
     def apply(self, stream: str) -> None:
         self.kubectl("apply", "-f", "-", input=stream)

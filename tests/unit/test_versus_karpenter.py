@@ -4,9 +4,15 @@ writes the committed files."""
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
+import http.server
 import importlib.util
+import json
+import sqlite3
 import sys
+import threading
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
@@ -455,3 +461,96 @@ def test_recording_outcomes_keeps_the_recorded_run_and_adds_only_a_new_decision(
     assert versus.recorded("corpus")["010-taints"][0]["up"].nodeclaims == (
         ("tainted", "c-2x-amd64-linux", "on-demand"),
     )
+
+
+def evaluations(kind: str, reason: str, within_validation: int, total: int) -> str:
+    """One consolidation type's evaluation histogram as Karpenter v1.15 serves it (its 15 s bucket and the rest)."""
+    name = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
+    labels = f'consolidation_type="{kind}",reason="{reason}"'
+    return (
+        f'{name}_bucket{{{labels},le="15"}} {within_validation}\n{name}_bucket{{{labels},le="+Inf"}} {total}\n'
+        f"{name}_sum{{{labels}}} 1.5\n{name}_count{{{labels}}} {total}\n"
+    )
+
+
+# Karpenter's disruption metrics after a scale-down, in the shape its /metrics served them on 2026-12-07: of the
+# evaluations past the 15 s validation, three Empty and one single-node decided, and one multi-node and one
+# single-node did not.
+KARPENTER_METRICS = (
+    "# TYPE karpenter_voluntary_disruption_decision_evaluation_duration_seconds histogram\n"
+    + evaluations("", "drifted", 18, 18)
+    + evaluations("empty", "empty", 9, 12)
+    + evaluations("multi", "underutilized", 8, 9)
+    + evaluations("single", "underutilized", 7, 9)
+    + "# TYPE karpenter_voluntary_disruption_decisions_total counter\n"
+    'karpenter_voluntary_disruption_decisions_total{consolidation_type="empty",decision="delete",reason="empty"} 3\n'
+    "karpenter_voluntary_disruption_decisions_total"
+    '{consolidation_type="single",decision="delete",reason="underutilized"} 1\n'
+)
+
+
+def test_karpenters_commands_are_its_decisions_and_its_evaluations_past_the_validation_that_decided_nothing(
+    versus, tmp_path
+):
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = KARPENTER_METRICS.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        karpenter = versus.Real(None, tmp_path, "karpenter")
+        karpenter.metrics_port = server.server_address[1]
+        assert karpenter.commands() == Counter(
+            {
+                ("empty", "executed"): 3,
+                ("single", "executed"): 1,
+                ("single", "rejected"): 1,
+                ("multi", "rejected"): 1,
+            }
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_karpuis_commands_are_its_disruption_commands_that_succeeded_or_were_rejected(versus, tmp_path):
+    database = tmp_path / "karpui.sqlite3"
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        db.execute("create table karpui_kubeobject (kind text, body text)")
+        rows = [
+            ("multi", "Rejected"),
+            ("single", "Succeeded"),
+            ("empty", "Succeeded"),
+            ("empty", "Succeeded"),
+            ("single", "Rejected"),
+            ("empty", "Validating"),  # not yet ended: neither
+            ("single", "Denied"),  # a person's no, not a validation's
+        ]
+        db.executemany(
+            "insert into karpui_kubeobject values ('DisruptionCommand', ?)",
+            [(json.dumps({"spec": {"method": method}, "status": {"phase": phase}}),) for method, phase in rows],
+        )
+        db.execute("insert into karpui_kubeobject values ('Pod', '{}')")
+        db.commit()
+    karpui = versus.Real(None, tmp_path, "kwok")
+    karpui.database = database
+    assert karpui.commands() == Counter(
+        {("multi", "rejected"): 1, ("single", "executed"): 1, ("single", "rejected"): 1, ("empty", "executed"): 2}
+    )
+
+
+def test_a_race_laps_commands_say_executed_over_rejected_and_the_rejected_ones_kinds(versus):
+    race = module(BENCH / "race.py", "race_bench")
+    lap = race.Lap(
+        "kwok", 1000, 56.0, 88.0, 9, 17.6, 2**27, 50.0, [], {"empty": [3, 0], "multi": [0, 1], "single": [1, 1]}
+    )
+    assert race.commands(lap) == "4 / 2 (multi 1, single 1)"
+    assert race.commands(race.Lap("kwok", 1000, 56.0, 88.0, 9, 17.6, 2**27)) == "–"
