@@ -782,8 +782,11 @@ class Real(Provisioner):
         validation (took over 15 s) and decided nothing. karpui's are its DisruptionCommands' phases."""
         counts: Counter[tuple[str, str]] = Counter()
         if self.name == "karpenter" and self.metrics_port is not None:
-            with urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as response:
-                text = response.read().decode()
+            try:
+                with urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as response:
+                    text = response.read().decode()
+            except OSError:
+                return counts  # its metrics unread: no count, rather than no lap
             waited: Counter[str] = Counter()
             for family in text_string_to_metric_families(text):
                 for sample in family.samples:
