@@ -534,13 +534,28 @@ class Cluster:
     def apply_crds(self, files: tuple[str, ...]) -> None:
         env = {**os.environ, "KUBECONFIG": str(self.folder / "kubeconfig")}
         named = [flag for path in files for flag in ("-f", path)]
-        for verb in (
-            ["apply", "--server-side", "--force-conflicts"],
-            # A CRD is Established within a second on a quiet machine; under load (a shared CI host) it took over
-            # a minute, and every test of the tier errored with it.
-            ["wait", "--for=condition=Established", "--timeout=180s"],
-        ):
-            subprocess.run(["kubectl", *verb, *named], env=env, check=True, capture_output=True)
+        subprocess.run(
+            ["kubectl", "apply", "--server-side", "--force-conflicts", *named], env=env, check=True, capture_output=True
+        )
+        # A CRD is Established within a second on a quiet machine; under load (a shared CI host) it took over a
+        # minute, and every test of the tier errored with it. `kubectl wait` has also failed at once just after the
+        # apply (2026-12-07, CI on a busy machine), so a failed wait is tried again until the deadline, and the last
+        # one's words are kept for the error.
+        deadline = time.monotonic() + 180.0
+        while True:
+            left = max(int(deadline - time.monotonic()), 1)
+            waited = subprocess.run(
+                ["kubectl", "wait", "--for=condition=Established", f"--timeout={left}s", *named],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if waited.returncode == 0:
+                return
+            if time.monotonic() >= deadline:
+                raise SystemExit(f"the CRDs were not Established in 180 s: {waited.stderr.strip()}")
+            say(f"waiting for the CRDs to be Established again: {waited.stderr.strip()[:200]}")
+            time.sleep(1.0)
 
     def supervise(self) -> None:
         """Restart what exits (after 1 s, doubling to 10 s while it keeps failing), unless held down."""
