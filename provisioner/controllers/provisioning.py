@@ -129,16 +129,15 @@ class ProvisioningController:
         live = {p.uid for p in provisionable}
         for pod in provisionable:
             due = self.triggers.get(pod.uid)
-            requeued = due is None or ctx.now >= due
             # Karpenter's pod controller reconciles a pod on each of its events as well as 10 s after the last
             # reconcile: kube-scheduler rewriting a pending pod's Unschedulable message ("0/3 nodes are
             # available...") as nodes join triggers the batcher again, and opens a window once the last one closed.
             changed = pod.uid in self.versions and self.versions[pod.uid] != versions.get(pod.uid, "")
-            if requeued or changed:
+            if due is None or ctx.now >= due or changed:
                 self.batcher.trigger(pod.uid, ctx.now)
-            if requeued:
-                # An event's reconcile leaves the requeue already waiting (the work queue keeps the earlier time).
-                self.triggers[pod.uid] = ctx.now + REQUEUE_SECONDS
+                if due is None or ctx.now >= due:
+                    # An event's reconcile leaves the requeue already waiting (the work queue keeps the earlier time).
+                    self.triggers[pod.uid] = ctx.now + REQUEUE_SECONDS
         self.versions = versions
         for uid in list(self.triggers):
             if uid not in live:
