@@ -75,17 +75,12 @@ def nodepool_hash(nodepool: NodePool) -> str:
 
 
 class ProvisioningController:
-    """Triggers the batcher for provisionable pods (when first seen, whenever they change, and again every 10 s while
-    they stay so) and provisions when it closes; a run that failed is retried with back-off instead of at the next
-    batch."""
+    """Triggers the batcher for provisionable pods (again every 10 s while they stay so) and provisions when it closes;
+    a run that failed is retried with back-off instead of at the next batch."""
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.batcher = Batcher.from_state(state.get("batcher") or {})
-        self.triggers: dict[str, float] = dict(state.get("triggers") or {})  # pod uid -> its next requeue
-        # Pod uid -> the resourceVersion the last reconcile saw. Not saved: at 20,000 pending pods it would add a
-        # megabyte to every step's save, and a restarted engine's first look only misses changes made while it was
-        # down, whose pods trigger at their requeue (10 s at most).
-        self.versions: dict[str, str] = {}
+        self.triggers: dict[str, float] = dict(state.get("triggers") or {})
         self.verdicts: dict[str, list[dict[str, str]]] = dict(state.get("verdicts") or {})
         self.failures: int = int(state.get("failures") or 0)
         self.retry_at: float | None = state.get("retry_at")
@@ -117,28 +112,20 @@ class ProvisioningController:
         # The cluster's batch window (BATCH_IDLE_DURATION, BATCH_MAX_DURATION), as Karpenter reads it at start.
         self.batcher.idle = ctx.options.batch_idle_duration
         self.batcher.maximum = ctx.options.batch_max_duration
-        provisionable = []
-        versions: dict[str, str] = {}
-        for obj, pod in ctx.views.readable(unbound_pods(ctx.api)):
-            if pod.is_provisionable():
-                provisionable.append(dra.with_devices(ctx.api, obj, pod))
-                versions[pod.uid] = str(obj["metadata"].get("resourceVersion", ""))
+        provisionable = [
+            dra.with_devices(ctx.api, obj, pod)
+            for obj, pod in ctx.views.readable(unbound_pods(ctx.api))
+            if pod.is_provisionable()
+        ]
         # CapacityBuffers' virtual pods join after the real ones (Karpenter injects them after its Validate filter)
         # and trigger a batch as they do, so a buffer is kept whether or not anything else is pending.
         provisionable += capacitybuffer.virtual_pods(ctx)
         live = {p.uid for p in provisionable}
         for pod in provisionable:
             due = self.triggers.get(pod.uid)
-            # Karpenter's pod controller reconciles a pod on each of its events as well as 10 s after the last
-            # reconcile: kube-scheduler rewriting a pending pod's Unschedulable message ("0/3 nodes are
-            # available...") as nodes join triggers the batcher again, and opens a window once the last one closed.
-            changed = pod.uid in self.versions and self.versions[pod.uid] != versions.get(pod.uid, "")
-            if due is None or ctx.now >= due or changed:
+            if due is None or ctx.now >= due:
                 self.batcher.trigger(pod.uid, ctx.now)
-                if due is None or ctx.now >= due:
-                    # An event's reconcile leaves the requeue already waiting (the work queue keeps the earlier time).
-                    self.triggers[pod.uid] = ctx.now + REQUEUE_SECONDS
-        self.versions = versions
+                self.triggers[pod.uid] = ctx.now + REQUEUE_SECONDS
         for uid in list(self.triggers):
             if uid not in live:
                 del self.triggers[uid]
