@@ -775,44 +775,17 @@ class Real(Provisioner):
 
     def commands(self) -> Counter[tuple[str, str]]:
         """The disruption commands made since the provisioner started: (consolidation type, "executed" or
-        "rejected") -> how many. Karpenter's are read from its metrics, as neither its log nor its Events count
-        them whole: its multi-node validator returns an empty command on a rejection, so that rejection's
-        ConsolidationRejected Events name no node and are never published (multinodeconsolidation.go). A command
-        it executed is a decision (decisions_total); one rejected is an evaluation that waited out the 15 s
-        validation (took over 15 s) and decided nothing. karpui's are its DisruptionCommands' phases."""
-        counts: Counter[tuple[str, str]] = Counter()
+        "rejected") -> how many. Karpenter's are read from its metrics (karpenter_commands), karpui's from its
+        database (karpui_commands)."""
         if self.name == "karpenter" and self.metrics_port is not None:
             try:
                 with urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as response:
-                    text = response.read().decode()
+                    return karpenter_commands(response.read().decode())
             except OSError:
-                return counts  # its metrics unread: no count, rather than no lap
-            waited: Counter[str] = Counter()
-            for family in text_string_to_metric_families(text):
-                for sample in family.samples:
-                    kind = sample.labels.get("consolidation_type") or "drift"
-                    if sample.name == "karpenter_voluntary_disruption_decisions_total":
-                        counts[(kind, "executed")] += int(sample.value)
-                    elif sample.name == "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count":
-                        waited[kind] += int(sample.value)
-                    elif (
-                        sample.name == "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_bucket"
-                        and float(sample.labels.get("le", "0")) == 15.0
-                    ):
-                        waited[kind] -= int(sample.value)
-            for kind, count in waited.items():
-                if count > counts[(kind, "executed")]:
-                    counts[(kind, "rejected")] = count - counts[(kind, "executed")]
-        elif self.database is not None:
-            with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as db:
-                rows = db.execute(
-                    "select json_extract(body, '$.spec.method'), json_extract(body, '$.status.phase') "
-                    "from karpui_kubeobject where kind = 'DisruptionCommand'"
-                ).fetchall()
-            for method, phase in rows:
-                if phase in ("Succeeded", "Rejected"):
-                    counts[(method, "executed" if phase == "Succeeded" else "rejected")] += 1
-        return counts
+                return Counter()  # its metrics unread: no count, rather than no lap
+        if self.database is not None:
+            return karpui_commands(self.database)
+        return Counter()
 
     def apply(self, stream: str) -> None:
         self.kubectl("apply", "-f", "-", input=stream)
@@ -891,6 +864,46 @@ class Real(Provisioner):
         events = self.events.fresh(self.items("events", "-A"))
         seen = conditions_seen(self.nodeclaims.versions()) if self.nodeclaims is not None else set()
         return snapshot(self.items("nodeclaims"), self.items("pods", "-A"), self.decisions(), (*events, *sorted(seen)))
+
+
+def karpenter_commands(metrics: str) -> Counter[tuple[str, str]]:
+    """Karpenter's commands from its /metrics text. Neither its log nor its Events count them whole: its
+    multi-node validator returns an empty command on a rejection, so that rejection's ConsolidationRejected Events
+    name no node and are never published (multinodeconsolidation.go). A command it executed is a decision
+    (decisions_total); one rejected is an evaluation that waited out the 15 s validation (took over 15 s) and
+    decided nothing."""
+    counts: Counter[tuple[str, str]] = Counter()
+    waited: Counter[str] = Counter()
+    for family in text_string_to_metric_families(metrics):
+        for sample in family.samples:
+            kind = sample.labels.get("consolidation_type") or "drift"
+            if sample.name == "karpenter_voluntary_disruption_decisions_total":
+                counts[(kind, "executed")] += int(sample.value)
+            elif sample.name == "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count":
+                waited[kind] += int(sample.value)
+            elif (
+                sample.name == "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_bucket"
+                and float(sample.labels.get("le", "0")) == 15.0
+            ):
+                waited[kind] -= int(sample.value)
+    for kind, count in waited.items():
+        if count > counts[(kind, "executed")]:
+            counts[(kind, "rejected")] = count - counts[(kind, "executed")]
+    return counts
+
+
+def karpui_commands(database: Path) -> Counter[tuple[str, str]]:
+    """karpui's commands: its DisruptionCommands that succeeded, or that validation rejected."""
+    counts: Counter[tuple[str, str]] = Counter()
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        rows = db.execute(
+            "select json_extract(body, '$.spec.method'), json_extract(body, '$.status.phase') "
+            "from karpui_kubeobject where kind = 'DisruptionCommand'"
+        ).fetchall()
+    for method, phase in rows:
+        if phase in ("Succeeded", "Rejected"):
+            counts[(method, "executed" if phase == "Succeeded" else "rejected")] += 1
+    return counts
 
 
 def free_port() -> int:
