@@ -121,8 +121,11 @@ class Pod:
         return self.owner is not None and self.owner.kind == "Node"
 
     def is_reschedulable(self) -> bool:
-        """Would move if its node went: active, and not a DaemonSet or mirror pod."""
-        return not self.is_terminal() and not self.deleting and not self.is_daemonset_pod() and not self.is_mirror_pod()
+        """Would move if its node went (Karpenter's IsReschedulable): active, or a StatefulSet's terminating pod (made
+        again only once it is gone, so it needs a place meanwhile); not a DaemonSet or mirror pod."""
+        active = not self.is_terminal() and not self.deleting
+        terminating_stateful = self.deleting and self.owner is not None and self.owner.kind == "StatefulSet"
+        return (active or terminating_stateful) and not self.is_daemonset_pod() and not self.is_mirror_pod()
 
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")

@@ -24,6 +24,7 @@ from provisioner.dra.claims import (
     key,
     requests_from_claim_spec,
 )
+from provisioner.nodes import Node
 from provisioner.pods import Pod
 
 
@@ -98,6 +99,25 @@ def with_devices(store: ClusterReader, obj: Obj, pod: Pod) -> Pod:
         return pod
     requests = unallocated_requests(store, obj)
     return replace(pod, device_requests=requests or ())
+
+
+def with_claimed_devices(store: ClusterReader, node: Node) -> Node:
+    """The node with each pod asking for all its claims' devices: a pod that moves must get them again wherever it
+    lands."""
+    pods = []
+    changed = False
+    for pod in node.pods:
+        obj = store.get("Pod", pod.name, pod.namespace) if pod.resource_claims else None
+        claims = pod_claims(store, obj) if obj is not None and obj["spec"].get("resourceClaims") else None
+        if not claims:
+            pods.append(pod)
+            continue
+        requests = tuple(
+            r for c in claims for r in requests_from_claim_spec(c.get("spec") or {}, c["metadata"]["name"], "spec")
+        )
+        pods.append(replace(pod, device_requests=requests))
+        changed = True
+    return replace(node, pods=tuple(pods)) if changed else node
 
 
 def allocated(store: ClusterReader) -> set[DeviceKey]:

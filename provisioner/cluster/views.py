@@ -133,7 +133,9 @@ def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None, *, under_consoli
         initialized=initialized,
         managed=nodeclaim is not None,
         nodepool=labels.get("karpenter.sh/nodepool", ""),
+        # Karpenter's MarkedForDeletion: a command took it (the disrupted taint), or it or its NodeClaim is deleting.
         marked_for_deletion=bool(obj["metadata"].get("deletionTimestamp"))
+        or bool((nodeclaim or {}).get("metadata", {}).get("deletionTimestamp"))
         or any(t.key == "karpenter.sh/disrupted" for t in taints),
         unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
         under_consolidate_after=under_consolidate_after,

@@ -2,7 +2,11 @@
 
 Observing a real Karpenter (which provisions), it only explains: each batch is simulated as Karpenter would, and each
 waiting pod gets karpui's verdict (why no NodePool fits, or the NodeClaim Karpenter's next batch should launch for
-it, or the node it is headed for); nothing is created and no event is written, Karpenter's own being mirrored."""
+it, or the node it is headed for); nothing is created and no event is written, Karpenter's own being mirrored.
+
+As Karpenter's provisioner, each batch also schedules the pods of nodes on their way out (a started command's
+candidates, deleting nodes): their destinations are nominated, so disruption leaves those alone meanwhile, and what
+fits nowhere gets its NodeClaim before the pods are evicted."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from provisioner import capacitybuffers as cb
-from provisioner.cluster import dra
+from provisioner.cluster import dra, pdb
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.names import random_suffix
 from provisioner.cluster.objects import Obj
@@ -24,6 +28,7 @@ from provisioner.controllers import capacitybuffer
 from provisioner.controllers.attribution import attribute_launch
 from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext, doubling_delay
+from provisioner.disruption.consolidation import currently_reschedulable
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.objects import NodePool
@@ -35,7 +40,7 @@ from provisioner.scheduling.reservations import RESERVATION_STRICT
 from provisioner.scheduling.results import RESERVED, NodeClaimPlan, Reason, SchedulingResult
 from provisioner.scheduling.scheduler import MIN_VALUES_UNMET, PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
-from provisioner.taints import Taint
+from provisioner.taints import DISRUPTED, Taint
 
 REQUEUE_SECONDS = 10.0
 # Observe mode's verdicts for pods a simulation of Karpenter places: a NodeClaim to come, or a node with room.
@@ -47,7 +52,8 @@ HEADED_FOR = "headed-for"
 # clock, stays deterministic.
 RETRY_SECONDS = 1.0
 RETRY_MAX_SECONDS = 5.0
-NOMINATION_SECONDS = 20.0
+# A node a pod is headed for is nominated for twice BATCH_MAX_DURATION, at least 10 s (Karpenter's nominationWindow).
+NOMINATION_MIN_SECONDS = 10.0
 # Karpenter's provisioner gives each scheduling simulation one minute (v1.4+, provisioner.go), wall-clock time.
 SIMULATION_TIME_LIMIT_SECONDS = 60.0
 HASH_VERSION = "v3"
@@ -120,12 +126,15 @@ class ProvisioningController:
         # CapacityBuffers' virtual pods join after the real ones (Karpenter injects them after its Validate filter)
         # and trigger a batch as they do, so a buffer is kept whether or not anything else is pending.
         provisionable += capacitybuffer.virtual_pods(ctx)
-        live = {p.uid for p in provisionable}
-        for pod in provisionable:
-            due = self.triggers.get(pod.uid)
+        # Karpenter's node trigger: a node carrying the disrupted taint opens a batch (again every 10 s while it
+        # does), whose simulation moves its pods.
+        triggers = [p.uid for p in provisionable] + [f"node/{name}" for name in _disrupted_nodes(ctx)]
+        live = set(triggers)
+        for uid in triggers:
+            due = self.triggers.get(uid)
             if due is None or ctx.now >= due:
-                self.batcher.trigger(pod.uid, ctx.now)
-                self.triggers[pod.uid] = ctx.now + REQUEUE_SECONDS
+                self.batcher.trigger(uid, ctx.now)
+                self.triggers[uid] = ctx.now + REQUEUE_SECONDS
         for uid in list(self.triggers):
             if uid not in live:
                 del self.triggers[uid]
@@ -135,15 +144,18 @@ class ProvisioningController:
             return False
         self.batcher.reset()
         self.retry_at = None
+        # Read after the pending pods: a pod migrating off a deleting node meanwhile is missed, not counted twice.
+        nodes = cluster_nodes(ctx)
+        pods = provisionable + deleting_pods(ctx, nodes)
         if ctx.ignore_dra_requests:
-            provisionable = self._without_dra(ctx, provisionable)
-        if not provisionable:
+            pods = self._without_dra(ctx, pods)
+        if not pods:
             self.failures = 0
             if ctx.buffer_nodes:
                 ctx.buffer_nodes.clear()  # no buffer left to hold capacity for
             return False
         try:
-            changed = self.provision(ctx, provisionable)
+            changed = self.provision(ctx, pods, nodes)
         except Exception:
             # NodeClaims created before the failure count as capacity at the retry, so their pods get no second.
             self.failures += 1
@@ -167,11 +179,17 @@ class ProvisioningController:
             kept.append(pod)
         return kept
 
-    def provision(self, ctx: ClusterContext, pods: list[Pod]) -> bool:
+    def provision(self, ctx: ClusterContext, pods: list[Pod], nodes: list[Node] | None = None) -> bool:
+        """Schedule `pods` (pending, then those of deleting nodes) over `nodes` (the cluster's, read again if None)
+        and act on the result: NodeClaims, nominations, verdicts, logs and events."""
         started = time.perf_counter()
+        # A deleting node's pod has no trigger to drop its verdict with: kept while it is among the pods to move.
+        moving = {p.uid for p in pods if p.node_name}
+        self.verdicts = {uid: v for uid, v in self.verdicts.items() if uid in self.triggers or uid in moving}
         if not ctx.observe:  # observing, Karpenter writes its own
-            self._warn_about_preferences(ctx, pods)
-        result = solve(replace(scheduling_input(ctx, pods), time_limit=SIMULATION_TIME_LIMIT_SECONDS))
+            self._warn_about_preferences(ctx, [p for p in pods if not p.node_name])
+        request = scheduling_input(ctx, pods, cluster_nodes(ctx) if nodes is None else nodes)
+        result = solve(replace(request, time_limit=SIMULATION_TIME_LIMIT_SECONDS))
         self.last_result = result
         if ctx.observe:
             self._explain(result)
@@ -218,8 +236,8 @@ class ProvisioningController:
             real = [p for p in placed_pods if not cb.is_virtual(p)]
             if not real:
                 continue  # only real pods nominate (a buffer's would never expire: it is injected every pass)
-            # A pending pod is headed for this node: disruption leaves it alone for a while (Karpenter: 20 s).
-            ctx.nominations[node] = ctx.now + NOMINATION_SECONDS
+            # A pod is headed for this node: disruption leaves it alone for a while.
+            ctx.nominations[node] = ctx.now + nomination_seconds(ctx)
 
             # Karpenter names the node by its NodeClaim and its Node, as far as each exists (a NodeClaim still
             # waiting for its Node is a node named after it).
@@ -267,10 +285,10 @@ class ProvisioningController:
         return placed
 
     def _explain(self, result: SchedulingResult) -> None:
-        """Observing Karpenter: each pod's verdict from the simulation, launching nothing (Karpenter launches).
-        A CapacityBuffer's virtual pods are no one's to explain."""
+        """Observing Karpenter: each pending pod's verdict from the simulation, launching nothing (Karpenter
+        launches). A CapacityBuffer's virtual pods are no one's to explain, nor is a deleting node's running pod."""
         for uid, failure in result.failures.items():
-            if not cb.is_virtual(failure.pod):
+            if not cb.is_virtual(failure.pod) and not failure.pod.node_name:
                 self.verdicts[uid] = [_verdict(reason) for reason in failure.reasons]
         for plan in result.new_nodeclaims:
             types = [o.instance_type.name for o in plan.options]
@@ -282,10 +300,10 @@ class ProvisioningController:
                 f"{len(plan.pods)} pod(s)",
             }
             for pod in plan.pods:
-                if not cb.is_virtual(pod):
+                if not cb.is_virtual(pod) and not pod.node_name:
                     self.verdicts[pod.uid] = [verdict]
         for node, placed in result.placements.items():
-            for pod in (p for p in placed if not cb.is_virtual(p)):
+            for pod in (p for p in placed if not cb.is_virtual(p) and not p.node_name):
                 self.verdicts[pod.uid] = [
                     {
                         "nodepool": "",
@@ -304,7 +322,44 @@ def _verdict(reason: Reason) -> dict[str, str]:
     return verdict
 
 
-def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
+def nomination_seconds(ctx: ClusterContext) -> float:
+    return max(2 * ctx.options.batch_max_duration, NOMINATION_MIN_SECONDS)
+
+
+def _disrupted_nodes(ctx: ClusterContext) -> list[str]:
+    """The Nodes carrying the `karpenter.sh/disrupted` taint."""
+    return [
+        obj["metadata"]["name"]
+        for obj in ctx.api.scan("Node")
+        if any(t.get("key") == DISRUPTED for t in (obj.get("spec") or {}).get("taints") or [])
+    ]
+
+
+def deleting_pods(ctx: ClusterContext, nodes: list[Node]) -> list[Pod]:
+    """Karpenter's `Deleting().CurrentlyReschedulablePods`: the pods that would move off the nodes on their way out.
+    A batch's later steps, tainted ahead of their turn (`held`), are not on their way yet: their command launches
+    their replacements when it starts."""
+    leaving = [n for n in nodes if n.marked_for_deletion]
+    if not leaving:
+        return []
+    held = {
+        c["node"]
+        for command in ctx.api.list("DisruptionCommand", fields={"status.phase": "Approved"})
+        if command["status"].get("held")
+        for c in command["spec"]["candidates"]
+    }
+    policies = pdb.policies(ctx.api, ctx.views)
+    claims = bool(ctx.api.list("ResourceClaim"))  # without claims no pod has devices to ask for again
+    return [
+        pod
+        for node in leaving
+        if node.name not in held
+        for pod in (dra.with_claimed_devices(ctx.api, node) if claims else node).pods
+        if currently_reschedulable(pod, ctx.now, policies)
+    ]
+
+
+def scheduling_input(ctx: ClusterContext, pods: list[Pod], nodes: list[Node] | None = None) -> SchedulingInput:
     offers = []
     for nodepool in ctx.nodepools:
         if nodepool.static:
@@ -312,7 +367,7 @@ def scheduling_input(ctx: ClusterContext, pods: list[Pod]) -> SchedulingInput:
         types = ctx.instance_types_for(nodepool)
         if types is not None:
             offers.append(PoolOffer(nodepool, types))
-    nodes = cluster_nodes(ctx)
+    nodes = cluster_nodes(ctx) if nodes is None else nodes
     return SchedulingInput(
         pods=pods,
         pools=offers,

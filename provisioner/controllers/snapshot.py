@@ -19,7 +19,6 @@ from provisioner.disruption.budgets import budget_active
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.disruption.consolidation import ClusterView
 from provisioner.disruption.types import ClaimedNode
-from provisioner.dra.claims import requests_from_claim_spec
 from provisioner.labels import DO_NOT_DISRUPT
 from provisioner.nodes import Node
 from provisioner.objects import NodePool
@@ -124,7 +123,7 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     for pool in ctx.nodepools:
         after.setdefault(pool.name, pool.consolidate_after_seconds)
     fresh = {node_obj["metadata"]["name"] for claim, node_obj in registered if _under_consolidate_after(claim, after)}
-    nodes = [_with_claimed_devices(ctx, n) if devices else n for n in cluster_nodes(ctx, fresh)]
+    nodes = [dra.with_claimed_devices(ctx.api, n) if devices else n for n in cluster_nodes(ctx, fresh)]
     by_name = {n.name: n for n in nodes}
     prices = _offering_prices(ctx)
     claimed = [
@@ -213,27 +212,6 @@ def _price(prices: _Prices, pool: NodePool | None, labels: dict[str, str], claim
             if offering.zone == labels.get(wk.ZONE) and offering.capacity_type == labels.get(wk.CAPACITY_TYPE):
                 return offering.price
     return float((claim["metadata"].get("annotations") or {}).get(wk.PRICE, 0))
-
-
-def _with_claimed_devices(ctx: ClusterContext, node: Node) -> Node:
-    """A pod that moves must get its devices again wherever it lands, so in simulation it asks for all of them."""
-    pods = []
-    changed = False
-    for pod in node.pods:
-        if not pod.resource_claims:
-            pods.append(pod)
-            continue
-        obj = ctx.api.get("Pod", pod.name, pod.namespace)
-        claims = dra.pod_claims(ctx.api, obj) if obj is not None and obj["spec"].get("resourceClaims") else None
-        if claims:
-            requests = tuple(
-                r for c in claims for r in requests_from_claim_spec(c.get("spec") or {}, c["metadata"]["name"], "spec")
-            )
-            pods.append(replace(pod, device_requests=requests))
-            changed = True
-        else:
-            pods.append(pod)
-    return replace(node, pods=tuple(pods)) if changed else node
 
 
 def without(view: ClusterView, busy: set[str]) -> ClusterView:

@@ -55,8 +55,14 @@ def departing_pods(view: ClusterView, removed: Collection[str] = ()) -> list[Pod
         for n in view.nodes
         if n.marked_for_deletion and n.name not in removed
         for p in n.pods
-        if p.is_reschedulable() and not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs)
+        if currently_reschedulable(p, view.now, view.pdbs)
     ]
+
+
+def currently_reschedulable(pod: Pod, now: float, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
+    """Karpenter's IsCurrentlyReschedulable: a pod that would move if its node went, now (not a DaemonSet's or a
+    mirror pod, no active do-not-disrupt, no PDB that allows no eviction at all)."""
+    return pod.is_reschedulable() and not pod_blocks(pod, now) and not _fully_protected(pod, pdbs)
 
 
 def in_flight(view: ClusterView, departing: Collection[str]) -> ClusterView:

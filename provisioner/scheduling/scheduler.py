@@ -155,7 +155,8 @@ class Scheduler:
         # Existing pods' anti-affinity keeps matching pods out of domains too, so their keys need every domain.
         guards = [p for n in request.nodes for p in n.anti_affinity_pods]
         universe = _universe(self.templates, [*request.pods, *guards])
-        self.topology = Topology(universe, request.nodes, request.namespace_labels)
+        moving = frozenset(p.id for p in request.pods if p.node_name)
+        self.topology = Topology(universe, request.nodes, request.namespace_labels, moving)
         self.planned = _PlannedOrder()
         self.planned_by_hostname: dict[str, PlannedNodeClaim] = {}
         # topology key -> pinned value (None: not pinned to one value) -> planned NodeClaims in global order

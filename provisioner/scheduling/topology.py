@@ -35,9 +35,13 @@ class Topology:
         universe: Mapping[str, set[str]],
         nodes: Sequence[Node],
         namespace_labels: Mapping[str, Mapping[str, str]],
+        moving: frozenset[str] = frozenset(),
     ) -> None:
         self._universe = {key: set(domains) for key, domains in universe.items()}
         self._nodes = nodes
+        # Bound pods this simulation places again (a deleting node's) count where they land, not where they are
+        # (Karpenter's Topology excludedPods).
+        self._moving = moving
         self._namespace_labels = namespace_labels
         self._groups: dict[GroupKey, TopologyGroup] = {}
         self._inverse: dict[GroupKey, TopologyGroup] = {}
@@ -47,7 +51,7 @@ class Topology:
         # Existing pods with required anti-affinity keep matching pods out of their domains.
         for node in nodes:
             for pod in node.anti_affinity_pods:
-                if _counts(pod):
+                if self._counts(pod):
                     self._add_inverse(pod, node.labels)
 
     # Ownership ------------------------------------------------------------------------------------------------
@@ -96,11 +100,14 @@ class Topology:
             node_requirements = Requirements.from_labels(node.labels)
             if not group.node_matches(node_requirements, node.taints):
                 continue
-            matching = sum(1 for pod in node.pods if _counts(pod) and group.selects(pod.namespace, pod.labels))
+            matching = sum(1 for pod in node.pods if self._counts(pod) and group.selects(pod.namespace, pod.labels))
             if matching:
                 group.counts[domain] += matching
                 group.empty.discard(domain)
         return group
+
+    def _counts(self, pod: Pod) -> bool:
+        return not pod.is_terminal() and not pod.deleting and pod.id not in self._moving
 
     def _add_inverse(self, pod: Pod, node_labels: Mapping[str, str] | None) -> None:
         groups = []
@@ -216,10 +223,6 @@ class Topology:
             domains = requirements.get(group.key)
             if domains is not None and not domains.complement:
                 group.record(domains.values)
-
-
-def _counts(pod: Pod) -> bool:
-    return not pod.is_terminal() and not pod.deleting
 
 
 def _describe(group: TopologyGroup, node_domains: Requirement) -> str:

@@ -48,7 +48,7 @@ def test_a_failed_provisioning_run_is_retried_after_1_2_4_then_every_5_seconds()
     controller = ProvisioningController({})
     runs: list[float] = []
 
-    def provision(ctx: ClusterContext, pods: object) -> bool:
+    def provision(ctx: ClusterContext, pods: object, nodes: object = None) -> bool:
         runs.append(ctx.now)
         if len(runs) <= 6:
             raise APIError("the NodeClaim POST was answered 500")
