@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
 EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 EQUAL, EXISTS = "Equal", "Exists"
 
 DISRUPTED = "karpenter.sh/disrupted"
+
+
+def has_disrupted_taint(node: Mapping[str, Any]) -> bool:
+    """Whether a Node object carries `karpenter.sh/disrupted` (a disruption or termination has taken it)."""
+    return any(t.get("key") == DISRUPTED for t in (node.get("spec") or {}).get("taints") or [])
+
+
 UNREGISTERED = "karpenter.sh/unregistered"
 # Taints a node sheds on its own while it starts (Karpenter's KnownEphemeralTaints, matched by key and effect as
 # Taint.MatchTaint does, and its KnownEphemeralTaintKeyPrefixes): ignored on uninitialised Karpenter nodes, and a

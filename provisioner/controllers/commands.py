@@ -44,7 +44,7 @@ from provisioner.requirements import Requirements
 from provisioner.scheduling.logs import LogRecord
 from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan
 from provisioner.scheduling.static import static_plan
-from provisioner.taints import DISRUPTED, Taint
+from provisioner.taints import DISRUPTED, Taint, has_disrupted_taint
 
 VALIDATION_SECONDS = 15.0
 # Karpenter's orchestration queue deletes a started command's candidates at its next pass, a second on: seed 000's
@@ -726,7 +726,7 @@ def release(ctx: ClusterContext, node: Obj | None, claim: Obj | None) -> bool:
     """Remove the `karpenter.sh/disrupted` taint from the node and the DisruptionReason condition from its NodeClaim;
     True if either was there."""
     changed = False
-    if node is not None and any(t.get("key") == DISRUPTED for t in node["spec"].get("taints") or []):
+    if node is not None and has_disrupted_taint(node):
         node["spec"]["taints"] = [t for t in node["spec"].get("taints") or [] if t.get("key") != DISRUPTED]
         ctx.api.update(node)
         changed = True

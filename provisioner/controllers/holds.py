@@ -42,7 +42,7 @@ from provisioner.disruption.holds import (
 )
 from provisioner.labels import APPROVAL_MODE, DO_NOT_DISRUPT, NODEPOOL
 from provisioner.scheduling.logs import LogRecord
-from provisioner.taints import DISRUPTED
+from provisioner.taints import has_disrupted_taint
 
 # The approval modes under which karpui, not Karpenter, decides a NodePool's voluntary disruption.
 GATED_MODES = ("manual", "auto-below", "dry-run")
@@ -258,7 +258,7 @@ def taken(ctx: ClusterContext, candidate: Mapping[str, Any]) -> bool:
     if claim is None or claim["metadata"].get("deletionTimestamp") or is_true(claim, DISRUPTION_REASON):
         return True
     node = ctx.api.get("Node", candidate["node"])
-    return node is None or any(t.get("key") == DISRUPTED for t in (node.get("spec") or {}).get("taints") or [])
+    return node is None or has_disrupted_taint(node)
 
 
 def follow(ctx: ClusterContext, command: Obj) -> tuple[str, str] | None:

@@ -40,7 +40,7 @@ from provisioner.scheduling.reservations import RESERVATION_STRICT
 from provisioner.scheduling.results import RESERVED, NodeClaimPlan, Reason, SchedulingResult
 from provisioner.scheduling.scheduler import MIN_VALUES_UNMET, PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
-from provisioner.taints import DISRUPTED, Taint
+from provisioner.taints import Taint, has_disrupted_taint
 
 REQUEUE_SECONDS = 10.0
 # Observe mode's verdicts for pods a simulation of Karpenter places: a NodeClaim to come, or a node with room.
@@ -188,7 +188,7 @@ class ProvisioningController:
         self.verdicts = {uid: v for uid, v in self.verdicts.items() if uid in self.triggers or uid in moving}
         if not ctx.observe:  # observing, Karpenter writes its own
             self._warn_about_preferences(ctx, [p for p in pods if not p.node_name])
-        request = scheduling_input(ctx, pods, cluster_nodes(ctx) if nodes is None else nodes)
+        request = scheduling_input(ctx, pods, nodes)
         result = solve(replace(request, time_limit=SIMULATION_TIME_LIMIT_SECONDS))
         self.last_result = result
         if ctx.observe:
@@ -328,11 +328,7 @@ def nomination_seconds(ctx: ClusterContext) -> float:
 
 def _disrupted_nodes(ctx: ClusterContext) -> list[str]:
     """The Nodes carrying the `karpenter.sh/disrupted` taint."""
-    return [
-        obj["metadata"]["name"]
-        for obj in ctx.api.scan("Node")
-        if any(t.get("key") == DISRUPTED for t in (obj.get("spec") or {}).get("taints") or [])
-    ]
+    return [obj["metadata"]["name"] for obj in ctx.api.scan("Node") if has_disrupted_taint(obj)]
 
 
 def deleting_pods(ctx: ClusterContext, nodes: list[Node]) -> list[Pod]:

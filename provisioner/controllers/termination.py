@@ -16,7 +16,7 @@ from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.durations import parse_duration
 from provisioner.scheduling.logs import LogRecord
-from provisioner.taints import DISRUPTED
+from provisioner.taints import DISRUPTED, has_disrupted_taint
 
 DRAIN_RETRY_SECONDS = 1.0
 # Karpenter's eviction queue retries a refused pod after 100 ms, doubling each time, at most every 10 s
@@ -39,7 +39,7 @@ def taint_disrupted(
     changed. A node being terminated also leaves external load balancers, as Karpenter's termination marks it, and
     says "tainted node" whenever it changed the node, as Karpenter's terminator does (the disruption controller's
     taint before it, logged by no one, leaves the label to add)."""
-    tainted = any(t.get("key") == DISRUPTED for t in node["spec"].get("taints") or [])
+    tainted = has_disrupted_taint(node)
     labels = node["metadata"].get("labels") or {}
     leaving = not leaving_load_balancers or labels.get(EXCLUDE_BALANCERS) == "karpenter"
     if tainted and leaving:
