@@ -14,7 +14,7 @@ import functools
 import hashlib
 import json
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -170,7 +170,7 @@ class ProvisioningController:
         kept = []
         for pod in pods:
             obj = ctx.api.get("Pod", pod.name, pod.namespace)
-            if obj is not None and obj["spec"].get("resourceClaims"):
+            if obj is not None and has_dra_requirements(obj["spec"]):
                 verdict = [{"nodepool": "", "kind": "devices", "message": message}]
                 if self.verdicts.get(pod.uid) != verdict:
                     self.verdicts[pod.uid] = verdict
@@ -429,10 +429,20 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
     return nodes
 
 
+def has_dra_requirements(spec: Mapping[str, Any]) -> bool:
+    """Karpenter's pod.HasDRARequirements: the pod claims devices, at pod level or in a container's resources."""
+    containers = [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]
+    return bool(spec.get("resourceClaims")) or any((c.get("resources") or {}).get("claims") for c in containers)
+
+
 def daemonsets(ctx: ClusterContext) -> list[DaemonSet]:
+    """The DaemonSets whose pods would land on a new or existing node. With IGNORE_DRA_REQUESTS, one whose pods
+    claim devices adds no overhead (scheduler.go's shouldSkipDaemonPod), as such a pending pod is never scheduled."""
     result = []
     for obj in ctx.api.list("DaemonSet"):
         template = (obj.get("spec") or {}).get("template") or {}
+        if ctx.ignore_dra_requests and has_dra_requirements(template.get("spec") or {}):
+            continue
         meta = template.get("metadata") or {}
         pod = pod_from_spec(
             template.get("spec") or {},
