@@ -82,23 +82,28 @@ class Topology:
             self._add_inverse(pod, None)
 
     def _blank_group(self, key: GroupKey) -> TopologyGroup:
-        """A group knowing every domain of its key (from NodePools, instance types and nodes), all at zero."""
-        group = TopologyGroup(key)
-        for domain in sorted(self._universe.get(key.key, ())):
-            group.register(domain)
-        for node in self._nodes:
-            if key.key in node.labels:
-                group.register(node.labels[key.key])
-        return group
+        """A group knowing its domains, all at zero: see `_new_group`, without counting the nodes' pods."""
+        return self._new_group(key, count_pods=False)
 
-    def _new_group(self, key: GroupKey) -> TopologyGroup:
-        group = self._blank_group(key)
+    def _new_group(self, key: GroupKey, *, count_pods: bool = True) -> TopologyGroup:
+        """A group knowing every domain a pod under its node filter could use, and the pods already in each.
+
+        An existing node's domain joins only if the node passes the filter (topology.go countDomains:
+        tg.nodeFilter.Matches): a node the pods could never use, at zero pods, would otherwise hold the global
+        minimum down and cap every other domain's skew.
+        """
+        group = TopologyGroup(key)
+        for offered in sorted(self._universe.get(key.key, ())):
+            group.register(offered)
+        filtered = bool(key.node_filter) or key.tolerations is not None  # (anti-)affinity groups take every node
         for node in self._nodes:
             domain = node.labels.get(key.key)
             if domain is None:
                 continue
-            node_requirements = Requirements.from_labels(node.labels)
-            if not group.node_matches(node_requirements, node.taints):
+            if filtered and not group.node_matches(Requirements.from_labels(node.labels), node.taints):
+                continue
+            group.register(domain)
+            if not count_pods:
                 continue
             matching = sum(1 for pod in node.pods if self._counts(pod) and group.selects(pod.namespace, pod.labels))
             if matching:
