@@ -9,6 +9,7 @@ from provisioner.nodes import Node
 from provisioner.pods import Pod
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling.poddata import PodData, PodState
+from provisioner.scheduling.topologydomains import DomainGroup
 from provisioner.scheduling.topologygroup import (
     AFFINITY,
     ANTI_AFFINITY,
@@ -32,12 +33,12 @@ class TopologyError(Exception):
 class Topology:
     def __init__(
         self,
-        universe: Mapping[str, set[str]],
+        universe: Mapping[str, DomainGroup],
         nodes: Sequence[Node],
         namespace_labels: Mapping[str, Mapping[str, str]],
         moving: frozenset[str] = frozenset(),
     ) -> None:
-        self._universe = {key: set(domains) for key, domains in universe.items()}
+        self._universe = dict(universe)
         self._nodes = nodes
         # Bound pods this simulation places again (a deleting node's) count where they land, not where they are
         # (Karpenter's Topology excludedPods).
@@ -88,13 +89,15 @@ class Topology:
     def _new_group(self, key: GroupKey, *, count_pods: bool = True) -> TopologyGroup:
         """A group knowing every domain a pod under its node filter could use, and the pods already in each.
 
-        An existing node's domain joins only if the node passes the filter (topology.go countDomains:
-        tg.nodeFilter.Matches): a node the pods could never use, at zero pods, would otherwise hold the global
-        minimum down and cap every other domain's skew.
+        Under NodeTaintsPolicy=Honor a NodePool's domain joins only if the pod tolerates the taints of a NodePool
+        offering it (topologygroup.go NewTopologyGroup: ForEachDomain). An existing node's domain joins only if
+        the node passes the filter (topology.go countDomains: tg.nodeFilter.Matches). Either way a domain the pods
+        could never use, at zero pods, would otherwise hold the global minimum down and cap every other domain.
         """
         group = TopologyGroup(key)
-        for offered in sorted(self._universe.get(key.key, ())):
-            group.register(offered)
+        offered = self._universe.get(key.key)
+        for tolerated in sorted(offered.tolerated(key.tolerations) if offered is not None else ()):
+            group.register(tolerated)
         filtered = bool(key.node_filter) or key.tolerations is not None  # (anti-)affinity groups take every node
         for node in self._nodes:
             domain = node.labels.get(key.key)
@@ -130,7 +133,8 @@ class Topology:
 
     def register(self, key: str, domain: str) -> None:
         """A new domain (a new NodeClaim's hostname) exists for every group on `key`."""
-        self._universe.setdefault(key, set()).add(domain)
+        # Every group on the key learns it, whatever its filter (topology.go Register), and so do groups made later.
+        self._universe.setdefault(key, DomainGroup()).insert(domain, ())
         for group in (*self._groups.values(), *self._inverse.values()):
             if group.key == key:
                 group.register(domain)
