@@ -34,6 +34,7 @@ from provisioner.scheduling.poddata import PodData, PodState
 from provisioner.scheduling.reservations import RESERVATION_FALLBACK, ReservationManager
 from provisioner.scheduling.results import NodeClaimPlan, PodFailure, Reason, SchedulingResult
 from provisioner.scheduling.topology import Topology, TopologyError
+from provisioner.scheduling.topologydomains import DomainGroup
 from provisioner.scheduling.topologygroup import TopologyGroup
 from provisioner.taints import PREFER_NO_SCHEDULE
 
@@ -561,8 +562,10 @@ def _template(offer: PoolOffer, daemonsets: Sequence[DaemonSet], min_values: str
     return template
 
 
-def _universe(templates: Sequence[NodeClaimTemplate], pods: Sequence[Pod]) -> dict[str, set[str]]:
-    """Every domain a topology key can take on nodes the NodePools could launch."""
+def _universe(templates: Sequence[NodeClaimTemplate], pods: Sequence[Pod]) -> dict[str, DomainGroup]:
+    """Every domain a topology key can take on nodes the NodePools could launch, with the taints of the NodePools
+    offering it: a spread under NodeTaintsPolicy=Honor skips domains only untolerated NodePools offer
+    (topology.go buildDomainGroups)."""
     keys = {c.topology_key for p in pods for c in p.spread}
     keys |= {
         t.topology_key
@@ -570,17 +573,21 @@ def _universe(templates: Sequence[NodeClaimTemplate], pods: Sequence[Pod]) -> di
         for t in (*p.affinity, *p.anti_affinity, *p.preferred_affinity, *p.preferred_anti_affinity)
     }
     keys.discard(wk.HOSTNAME)
-    universe: dict[str, set[str]] = {key: set() for key in keys}
+    universe = {key: DomainGroup() for key in keys}
     for template in templates:
+        taints = template.nodepool.taints
         for key in keys:
+            domains: set[str] = set()
             pool_requirement = template.requirements.get(key)
             for it in template.index.types:
                 type_requirement = it.requirements.get(key)
                 if type_requirement is None:
                     continue
                 allowed = type_requirement if pool_requirement is None else type_requirement.intersect(pool_requirement)
-                universe[key].update(allowed.values)
+                domains.update(allowed.values)
             defined_by_types = any(key in it.requirements for it in template.index.types)
             if pool_requirement is not None and pool_requirement.operator == "In" and not defined_by_types:
-                universe[key].update(pool_requirement.values)
+                domains.update(pool_requirement.values)
+            for domain in sorted(domains):
+                universe[key].insert(domain, taints)
     return universe

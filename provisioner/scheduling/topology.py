@@ -9,6 +9,7 @@ from provisioner.nodes import Node
 from provisioner.pods import Pod
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling.poddata import PodData, PodState
+from provisioner.scheduling.topologydomains import DomainGroup
 from provisioner.scheduling.topologygroup import (
     AFFINITY,
     ANTI_AFFINITY,
@@ -32,12 +33,12 @@ class TopologyError(Exception):
 class Topology:
     def __init__(
         self,
-        universe: Mapping[str, set[str]],
+        universe: Mapping[str, DomainGroup],
         nodes: Sequence[Node],
         namespace_labels: Mapping[str, Mapping[str, str]],
         moving: frozenset[str] = frozenset(),
     ) -> None:
-        self._universe = {key: set(domains) for key, domains in universe.items()}
+        self._universe = dict(universe)
         self._nodes = nodes
         # Bound pods this simulation places again (a deleting node's) count where they land, not where they are
         # (Karpenter's Topology excludedPods).
@@ -82,23 +83,30 @@ class Topology:
             self._add_inverse(pod, None)
 
     def _blank_group(self, key: GroupKey) -> TopologyGroup:
-        """A group knowing every domain of its key (from NodePools, instance types and nodes), all at zero."""
-        group = TopologyGroup(key)
-        for domain in sorted(self._universe.get(key.key, ())):
-            group.register(domain)
-        for node in self._nodes:
-            if key.key in node.labels:
-                group.register(node.labels[key.key])
-        return group
+        """A group knowing its domains, all at zero: see `_new_group`, without counting the nodes' pods."""
+        return self._new_group(key, count_pods=False)
 
-    def _new_group(self, key: GroupKey) -> TopologyGroup:
-        group = self._blank_group(key)
+    def _new_group(self, key: GroupKey, *, count_pods: bool = True) -> TopologyGroup:
+        """A group knowing every domain a pod under its node filter could use, and the pods already in each.
+
+        Under NodeTaintsPolicy=Honor a NodePool's domain joins only if the pod tolerates the taints of a NodePool
+        offering it (topologygroup.go NewTopologyGroup: ForEachDomain). An existing node's domain joins only if
+        the node passes the filter (topology.go countDomains: tg.nodeFilter.Matches). Either way a domain the pods
+        could never use, at zero pods, would otherwise hold the global minimum down and cap every other domain.
+        """
+        group = TopologyGroup(key)
+        offered = self._universe.get(key.key)
+        for tolerated in sorted(offered.tolerated(key.tolerations) if offered is not None else ()):
+            group.register(tolerated)
+        filtered = bool(key.node_filter) or key.tolerations is not None  # (anti-)affinity groups take every node
         for node in self._nodes:
             domain = node.labels.get(key.key)
             if domain is None:
                 continue
-            node_requirements = Requirements.from_labels(node.labels)
-            if not group.node_matches(node_requirements, node.taints):
+            if filtered and not group.node_matches(Requirements.from_labels(node.labels), node.taints):
+                continue
+            group.register(domain)
+            if not count_pods:
                 continue
             matching = sum(1 for pod in node.pods if self._counts(pod) and group.selects(pod.namespace, pod.labels))
             if matching:
@@ -125,7 +133,8 @@ class Topology:
 
     def register(self, key: str, domain: str) -> None:
         """A new domain (a new NodeClaim's hostname) exists for every group on `key`."""
-        self._universe.setdefault(key, set()).add(domain)
+        # Every group on the key learns it, whatever its filter (topology.go Register), and so do groups made later.
+        self._universe.setdefault(key, DomainGroup()).insert(domain, ())
         for group in (*self._groups.values(), *self._inverse.values()):
             if group.key == key:
                 group.register(domain)

@@ -474,6 +474,25 @@ def test_spread_counts_existing_pods_and_leaves_the_rest_pending():
     assert list(result.failures.values())[0].reasons[0].kind == reasons.TOPOLOGY
 
 
+def test_a_node_the_pods_node_selector_excludes_is_no_domain_of_their_spread():
+    # NodeAffinityPolicy=Honor is the default: a zone-1 node the pods could never use does not hold zone-1 at zero
+    # pods and cap zone-2 at one (Karpenter's countDomains skips nodes failing the group's node filter).
+    elsewhere = node("db-1", pods=0, labels={ZONE: "test-zone-1", "team": "db"})
+    pool = nodepool("default", req(ZONE, "In", "test-zone-2"), labels={"team": "web"})
+    result = schedule(spread_pods(4, node_selector={"team": "web"}), pools=[pool], nodes=[elsewhere])
+    assert zone_counts(result) == [4]
+
+
+def test_a_node_the_pods_node_selector_excludes_still_counts_for_another_pods_affinity():
+    # Only spread groups filter nodes: (anti-)affinity terms see every node's domain.
+    guard = pod(labels={"app": "db"}, node_name="db-1")
+    elsewhere = node("db-1", labels={ZONE: "test-zone-1", "team": "db"}, scheduled=[guard])
+    web = pod(node_selector={"team": "web"}, anti_affinity=[term(ZONE, app="db")])
+    pool = nodepool("default", req(ZONE, "In", "test-zone-1", "test-zone-2"), labels={"team": "web"})
+    result = schedule([web], pools=[pool], nodes=[elsewhere])
+    assert [nc.requirements.get(ZONE).values for nc in result.new_nodeclaims] == [frozenset({"test-zone-2"})]
+
+
 def test_max_skew_five_allows_six_in_the_third_zone():
     existing = [full_node(f"z{i}", {ZONE: f"test-zone-{i}"}) for i in (1, 2)]
     pool = nodepool("default", req(ZONE, "In", "test-zone-3"))

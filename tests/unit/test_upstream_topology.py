@@ -512,17 +512,9 @@ TAINT = Taint("taintname", "NoSchedule", "taintvalue")
 # Karpenter registers an existing node's domain in a spread group only when the node passes the group's node filter
 # (topology.go countDomains: tg.nodeFilter.Matches), and a NodePool's domains only for pods tolerating its taints
 # under NodeTaintsPolicy=Honor (topologydomaingroup.go ForEachDomain).
-EXISTING_NODE_FILTER = pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: Topology._blank_group registers every existing node's domain, ignoring the node filter",
-)
-NODEPOOL_TAINT_FILTER = pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: NodePool domains join spread groups whatever the NodePool's taints (NodeTaintsPolicy=Honor)",
-)
 
 
-@pytest.mark.parametrize(("policy", "expected"), [(IGNORE, [1]), pytest.param(HONOR, [5], marks=EXISTING_NODE_FILTER)])
+@pytest.mark.parametrize(("policy", "expected"), [(IGNORE, [1]), (HONOR, [5])])
 def test_node_taints_policy_should_balance_pods_across_a_label(policy, expected):
     """topology_test.go Context("NodeTaintsPolicy") It("should balance pods across a label (NodeTaintsPolicy=ignore)")
     and It("... (NodeTaintsPolicy=honor)"): two tainted, full nodes hold domains foo and bar."""
@@ -536,7 +528,7 @@ def test_node_taints_policy_should_balance_pods_across_a_label(policy, expected)
     assert cluster.skew(SPREAD_LABEL) == expected
 
 
-@pytest.mark.parametrize(("policy", "expected"), [(IGNORE, [1]), pytest.param(HONOR, [2], marks=NODEPOOL_TAINT_FILTER)])
+@pytest.mark.parametrize(("policy", "expected"), [(IGNORE, [1]), (HONOR, [2])])
 def test_node_taints_policy_should_balance_pods_across_a_label_discovered_from_the_nodepool(policy, expected):
     """topology_test.go Context("NodeTaintsPolicy") It("should balance pods across a label when discovered from the
     nodepool (NodeTaintsPolicy=ignore)") and It("... (NodeTaintsPolicy=honor)")"""
@@ -552,7 +544,6 @@ def test_node_taints_policy_should_balance_pods_across_a_label_discovered_from_t
     assert cluster.skew(SPREAD_LABEL) == expected
 
 
-@NODEPOOL_TAINT_FILTER
 def test_node_taints_policy_honor_mutually_exclusive_nodepools_share_domains():
     """topology_test.go Context("NodeTaintsPolicy") It("should balance pods across a label when mutually exclusive
     NodePools (by taints) share domains (NodeTaintsPolicy=honor)")"""
@@ -580,7 +571,7 @@ def test_node_taints_policy_honor_mutually_exclusive_nodepools_share_domains():
     assert cluster.skew(SPREAD_LABEL) == [1, 2, 3]
 
 
-@pytest.mark.parametrize(("policy", "expected"), [(IGNORE, [1]), pytest.param(HONOR, [5], marks=EXISTING_NODE_FILTER)])
+@pytest.mark.parametrize(("policy", "expected"), [(IGNORE, [1]), (HONOR, [5])])
 def test_node_affinity_policy_should_balance_pods_across_a_label(policy, expected):
     """topology_test.go Context("NodeAffinityPolicy") It("should balance pods across a label (NodeAffinityPolicy=ignore)")
     and It("... (NodeAffinityPolicy=honor)"): full nodes in foo and bar do not match the pods' node selector."""
