@@ -585,8 +585,9 @@ def _universe(templates: Sequence[NodeClaimTemplate], pods: Sequence[Pod]) -> di
                     continue
                 allowed = type_requirement if pool_requirement is None else type_requirement.intersect(pool_requirement)
                 domains.update(allowed.values)
-            defined_by_types = any(key in it.requirements for it in template.index.types)
-            if pool_requirement is not None and pool_requirement.operator == "In" and not defined_by_types:
+            # Karpenter adds a NodePool's In values whether or not an instance type offers them: a zone the pool
+            # names and no type has is a domain with no pods, which holds the others' skew (topology.go:128-140).
+            if pool_requirement is not None and pool_requirement.operator == "In":
                 domains.update(pool_requirement.values)
             for domain in sorted(domains):
                 universe[key].insert(domain, taints)

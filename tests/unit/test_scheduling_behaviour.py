@@ -460,6 +460,14 @@ def test_four_pods_spread_over_the_four_kwok_zones():
     assert zone_counts(schedule(spread_pods(4), types=KWOK)) == [1, 1, 1, 1]
 
 
+def test_a_zone_the_nodepool_names_and_no_type_offers_is_a_domain_at_zero_pods():
+    # topology.go buildDomainGroups adds a NodePool's In values whatever its types offer: test-zone-4, named by the
+    # pool and offered by no fake type, holds the spread at one pod in test-zone-1.
+    pool = nodepool("default", req(ZONE, "In", "test-zone-1", "test-zone-4"))
+    result = schedule(spread_pods(3), pools=[pool])
+    assert (zone_counts(result), len(result.failures)) == ([1], 2)
+
+
 def full_node(name, labels):
     """A node whose single pod slot is taken by a pod the spread selector matches."""
     return node(name, pods=1, labels=labels, scheduled=[pod(labels={"app": "spread"}, node_name=name)])
