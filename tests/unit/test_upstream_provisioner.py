@@ -562,9 +562,6 @@ def test_sidecars_and_init_containers_size_the_node(case, containers, init_conta
     assert placed_types(result) == ["example-11"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="karpui differs: pod-level spec.resources (PodLevelResources) are ignored in a pod's requests"
-)
 def test_pod_level_resources_are_the_pods_requests():
     """suite_test.go: "should schedule based on the pod level resources requests": spec.resources requests
     9.9 CPU / 3.9Gi win over the containers' (the 10 CPU / 4Gi type is launched)."""
