@@ -467,8 +467,13 @@ def _newest_daemon_pods(pods: list[Obj]) -> dict[tuple[str, str], Obj]:
     newest: dict[tuple[str, str], tuple[float, tuple[str, str], Obj]] = {}
     for pod in pods:
         meta = pod["metadata"]
-        owner = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), None)
-        if owner is None or owner.get("kind") != "DaemonSet" or not owner.get("uid"):
+        # A plain loop, not next() over a generator: this runs for every pod in the cluster on each call.
+        for owner in meta.get("ownerReferences") or ():
+            if owner.get("controller"):
+                break
+        else:
+            continue
+        if owner.get("kind") != "DaemonSet" or not owner.get("uid"):
             continue
         key = (meta.get("namespace") or "default", owner["uid"])
         created = parse_timestamp(meta["creationTimestamp"]) if meta.get("creationTimestamp") else 0.0
