@@ -147,11 +147,14 @@ def effective_requests(
     containers: Iterable[Mapping[str, int]],
     init_containers: Iterable[tuple[Mapping[str, int], bool]] = (),
     overhead: Mapping[str, int] | None = None,
+    pod_level: Mapping[str, int] | None = None,
 ) -> Resources:
-    """Kubernetes' pod requests: max(sum of app containers + sidecars, each init container's peak) + overhead.
+    """Kubernetes' pod requests (resourcehelper.PodRequests): max(sum of app containers + sidecars, each init
+    container's peak), each resource the pod-level requests set replaced by theirs, + overhead.
 
     `init_containers` are (requests, is_sidecar) in spec order; a sidecar (restartPolicy Always) keeps running,
-    so it adds to everything that starts after it.
+    so it adds to everything that starts after it. `pod_level` is spec.resources.requests as the API server
+    defaults them (`pod_level_requests`).
     """
     sidecars: Resources = {}
     init_peak: Resources = {}
@@ -170,9 +173,33 @@ def effective_requests(
         for name, amount in requests.items():
             total[name] = total.get(name, 0) + amount
     _raise_to(total, init_peak)
+    # Pod-level resources (PodLevelResources, Kubernetes 1.32+) bound the whole pod, so for the resources they name
+    # they are what the scheduler reserves, whatever the containers ask (applyPodLevelResources).
+    total.update((name, amount) for name, amount in (pod_level or {}).items() if is_pod_level_resource(name))
     for name, amount in (overhead or {}).items():
         total[name] = total.get(name, 0) + amount
     return total
+
+
+def pod_level_requests(
+    requests: Mapping[str, int], limits: Mapping[str, int], containers: Mapping[str, int]
+) -> Resources:
+    """spec.resources.requests as the API server defaults them when pod-level limits are set (defaultPodRequests):
+    a resource with no pod-level request takes the containers' aggregate if they ask for it, else its pod-level
+    limit. `containers` is the containers' aggregate requests (no overhead)."""
+    defaulted = dict(requests)
+    for name, amount in containers.items():
+        if name not in defaulted and is_pod_level_resource(name) and not name.startswith("hugepages-"):
+            defaulted[name] = amount  # IsOvercommitAllowed: native, and not hugepages
+    for name, amount in limits.items():
+        if name not in defaulted and is_pod_level_resource(name):
+            defaulted[name] = amount
+    return defaulted
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """Kubernetes' IsSupportedPodLevelResource: cpu, memory and hugepages; others are only counted per container."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
 
 
 def _raise_to(target: Resources, other: Mapping[str, int]) -> None:

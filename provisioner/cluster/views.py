@@ -8,10 +8,11 @@ from typing import Any
 from provisioner.cluster.api import ClusterReader
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.labels import INITIALIZED
 from provisioner.manifests.pod import pod_from_manifest
 from provisioner.nodes import Node
 from provisioner.pods import Pod
-from provisioner.quantity import parse_resources
+from provisioner.quantity import Resources, parse_resources
 from provisioner.taints import Taint
 
 
@@ -116,17 +117,29 @@ def pod_order(obj: Obj) -> tuple[str, str]:
 
 
 def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None, *, under_consolidate_after: bool = False) -> Node:
-    """A Node for the scheduler; a Karpenter node counts as initialized once its NodeClaim says so."""
+    """A Node for the scheduler; a Karpenter node counts as initialized once its Node carries the initialized label."""
     status = obj.get("status") or {}
     labels = obj["metadata"].get("labels") or {}
     taints = tuple(Taint.from_spec(t) for t in (obj.get("spec") or {}).get("taints") or [])
     startup = tuple(Taint.from_spec(t) for t in ((nodeclaim or {}).get("spec") or {}).get("startupTaints") or [])
-    initialized = is_true(nodeclaim, "Initialized") if nodeclaim is not None else is_ready(obj)
+    # Karpenter's StateNode.Initialized (statenode.go:449): the Node's label, not its NodeClaim's condition (the
+    # label lands first, and a NodeClaim merely Registered still counts once it is there); a node karpui did not
+    # launch is always initialized.
+    initialized = labels.get(INITIALIZED) == "true" if nodeclaim is not None else True
+    allocatable = parse_resources(status.get("allocatable") or {})
+    capacity = parse_resources(status.get("capacity") or status.get("allocatable") or {})
+    if not initialized and nodeclaim is not None:
+        # Karpenter's StateNode.Allocatable and Capacity (statenode.go:459-491): until the node is initialized the
+        # kubelet may still report an extended resource as zero (its device plugin not up yet), so the NodeClaim's
+        # figures stand in for zero or missing ones; otherwise its pods would launch a second node.
+        claimed = (nodeclaim or {}).get("status") or {}
+        allocatable = _unzeroed(allocatable, parse_resources(claimed.get("allocatable") or {}))
+        capacity = _unzeroed(capacity, parse_resources(claimed.get("capacity") or {}))
     return Node(
         name=obj["metadata"]["name"],
         labels=labels,
-        allocatable=parse_resources(status.get("allocatable") or {}),
-        capacity=parse_resources(status.get("capacity") or status.get("allocatable") or {}),
+        allocatable=allocatable,
+        capacity=capacity,
         taints=taints,
         startup_taints=startup,
         pods=tuple(pods),
@@ -140,6 +153,11 @@ def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None, *, under_consoli
         unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
         under_consolidate_after=under_consolidate_after,
     )
+
+
+def _unzeroed(reported: Resources, claimed: Resources) -> Resources:
+    """The Node's resources with each zero or missing one the NodeClaim has a figure for taken from the NodeClaim."""
+    return {**reported, **{name: value for name, value in claimed.items() if not reported.get(name)}}
 
 
 def is_ready(node: Obj) -> bool:

@@ -22,7 +22,7 @@ from provisioner import capacitybuffers as cb
 from provisioner.cluster import dra, pdb
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.names import random_suffix
-from provisioner.cluster.objects import Obj
+from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.cluster.views import node_view, unbound_pods
 from provisioner.controllers import capacitybuffer
 from provisioner.controllers.attribution import attribute_launch
@@ -436,24 +436,74 @@ def has_dra_requirements(spec: Mapping[str, Any]) -> bool:
 
 
 def daemonsets(ctx: ClusterContext) -> list[DaemonSet]:
-    """The DaemonSets whose pods would land on a new or existing node. With IGNORE_DRA_REQUESTS, one whose pods
-    claim devices adds no overhead (scheduler.go's shouldSkipDaemonPod), as such a pending pod is never scheduled."""
+    """The DaemonSets whose pods would land on a new or existing node, each as its newest live pod when it has one,
+    else as its template (Karpenter's getDaemonSetPods, provisioner.go:548): a pod may ask for other resources than
+    the template (a VPA or a LimitRange changed them), and it is the pod that takes the room. With
+    IGNORE_DRA_REQUESTS, one whose pods claim devices adds no overhead (scheduler.go's shouldSkipDaemonPod), as such
+    a pending pod is never scheduled."""
+    objs = ctx.api.list("DaemonSet")
+    live = _newest_daemon_pods(ctx.api.scan("Pod")) if objs else {}
     result = []
-    for obj in ctx.api.list("DaemonSet"):
+    for obj in objs:
+        namespace = obj["metadata"].get("namespace", "default")
         template = (obj.get("spec") or {}).get("template") or {}
-        if ctx.ignore_dra_requests and has_dra_requirements(template.get("spec") or {}):
+        template_spec = template.get("spec") or {}
+        live_pod = live.get((namespace, obj["metadata"].get("uid", "")))
+        pod = _daemon_pod(live_pod, template_spec, namespace) if live_pod is not None else None
+        spec = (live_pod.get("spec") or {}) if live_pod is not None and pod is not None else template_spec
+        if ctx.ignore_dra_requests and has_dra_requirements(spec):
             continue
-        meta = template.get("metadata") or {}
-        pod = pod_from_spec(
-            template.get("spec") or {},
-            "spec.template.spec",
-            namespace=obj["metadata"].get("namespace", "default"),
-            labels=meta.get("labels") or {},
-        )
-        result.append(
-            DaemonSet(name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace", "default"), template=pod)
-        )
+        if pod is None:
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            pod = pod_from_spec(template_spec, "spec.template.spec", namespace=namespace, labels=labels)
+        result.append(DaemonSet(name=obj["metadata"]["name"], namespace=namespace, template=pod))
     return result
+
+
+def _newest_daemon_pods(pods: list[Obj]) -> dict[tuple[str, str], Obj]:
+    """(namespace, DaemonSet uid) -> the newest pod it controls (Karpenter's Cluster.UpdateDaemonSet keeps the one
+    created last; ties go to the first by namespace and name, as `list` orders them). One pass over every pod, not
+    one per DaemonSet: at 20,000 pods a pass per DaemonSet would be most of a provisioning step."""
+    newest: dict[tuple[str, str], tuple[float, tuple[str, str], Obj]] = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        # A plain loop, not next() over a generator: this runs for every pod in the cluster on each call.
+        for owner in meta.get("ownerReferences") or ():
+            if owner.get("controller"):
+                break
+        else:
+            continue
+        if owner.get("kind") != "DaemonSet" or not owner.get("uid"):
+            continue
+        key = (meta.get("namespace") or "default", owner["uid"])
+        created = parse_timestamp(meta["creationTimestamp"]) if meta.get("creationTimestamp") else 0.0
+        order = (key[0], meta["name"])
+        kept = newest.get(key)
+        if kept is None or created > kept[0] or (created == kept[0] and order < kept[1]):
+            newest[key] = (created, order, pod)
+    return {key: pod for key, (_, _, pod) in newest.items()}
+
+
+def _daemon_pod(obj: Obj, template_spec: Mapping[str, Any], namespace: str) -> Pod | None:
+    """A live DaemonSet pod as the scheduler's overhead, with the template's required node affinity: the DaemonSet
+    controller replaces a pod's with a pin to its own node (Karpenter reads only matchExpressions, so the pin alone
+    selects nothing). None when karpui cannot read the pod; the template stands in for it."""
+    spec = dict(obj.get("spec") or {})
+    affinity = dict(spec.get("affinity") or {})
+    node_affinity = dict(affinity.get("nodeAffinity") or {})
+    required = ((template_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required is not None:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    else:
+        node_affinity.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+    spec["affinity"] = {**affinity, "nodeAffinity": node_affinity}
+    labels = obj["metadata"].get("labels") or {}
+    try:
+        return pod_from_spec(spec, "spec", namespace=namespace, labels=labels)
+    except ValueError:
+        return None
 
 
 def _requested_drivers(plan: NodeClaimPlan) -> dict[str, str]:

@@ -24,6 +24,7 @@ from provisioner.pods import (
     PreferredSchedulingTerm,
     TopologySpreadConstraint,
     effective_requests,
+    pod_level_requests,
 )
 from provisioner.quantity import MAX_MILLI, Resources
 from provisioner.requirements import Requirement, RequirementError, Requirements
@@ -87,6 +88,13 @@ def pod_from_spec(spec: Mapping[str, Any], path: str, *, namespace: str, labels:
         for i, c in enumerate(f.sequence(spec.get("initContainers"), f"{path}.initContainers"))
     ]
     overhead = f.resources(spec.get("overhead"), f"{path}.overhead")
+    pod_resources = f.mapping(spec.get("resources"), f"{path}.resources")
+    pod_requests = f.resources(pod_resources.get("requests"), f"{path}.resources.requests")
+    pod_limits = f.resources(pod_resources.get("limits"), f"{path}.resources.limits")
+    # The API server fills pod-level requests in only where pod-level limits are set (defaultPodRequests).
+    pod_level = (
+        pod_level_requests(pod_requests, pod_limits, effective_requests(app, init)) if pod_limits else pod_requests
+    )
     host_ports = tuple(
         port
         for section in ("containers", "initContainers")
@@ -94,7 +102,7 @@ def pod_from_spec(spec: Mapping[str, Any], path: str, *, namespace: str, labels:
         for port in _host_ports(container, f"{path}.{section}[{index}]")
     )
     f.integer(spec.get("priority"), f"{path}.priority", minimum=f.INT32[0], maximum=f.INT32[1])
-    requests = effective_requests(app, init, overhead)
+    requests = effective_requests(app, init, overhead, pod_level)
     for resource, amount in requests.items():
         if amount > MAX_MILLI:
             raise ManifestError(

@@ -562,9 +562,6 @@ def test_sidecars_and_init_containers_size_the_node(case, containers, init_conta
     assert placed_types(result) == ["example-11"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="karpui differs: pod-level spec.resources (PodLevelResources) are ignored in a pod's requests"
-)
 def test_pod_level_resources_are_the_pods_requests():
     """suite_test.go: "should schedule based on the pod level resources requests": spec.resources requests
     9.9 CPU / 3.9Gi win over the containers' (the 10 CPU / 4Gi type is launched)."""
@@ -603,10 +600,6 @@ def test_a_pods_limit_of_one_refuses_the_gpu_type_with_five():
 # Daemonsets
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: daemon overhead is read from DaemonSet templates only, never from the live DaemonSet pod",
-)
 def test_daemonset_overhead_comes_from_the_live_daemonset_pod():
     """suite_test.go Daemonsets: "should account for overhead using daemonset pod spec instead of daemonset spec":
     the DaemonSet asks 4 CPU / 4Gi, its running pod 2 CPU / 2Gi; with a 1 CPU / 1Gi pod Karpenter launches a 4 CPU /
@@ -629,7 +622,8 @@ def test_daemonset_overhead_comes_from_the_live_daemonset_pod():
     }
     objects = {"DaemonSet": [daemonset_obj], "Pod": [daemonset_pod]}
     ctx = SimpleNamespace(
-        api=SimpleNamespace(list=lambda kind, *a, **k: objects.get(kind, [])), ignore_dra_requests=False
+        api=SimpleNamespace(list=lambda kind, *a, **k: objects.get(kind, []), scan=lambda kind: objects.get(kind, [])),
+        ignore_dra_requests=False,
     )
     result = suite_schedule([pod("1", "1Gi")], daemonsets=daemonsets(ctx))
     assert launched_capacity(result) == FOUR_CPU_4GI

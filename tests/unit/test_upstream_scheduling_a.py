@@ -870,10 +870,6 @@ def nodeclaim_object(plan) -> dict:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: node_view takes a managed node's initialization from its NodeClaim, not the Node's label",
-)
 def test_the_initialized_label_makes_not_ready_no_execute_count_again():
     """Context("Taints") It("should assume pod will schedule to a node with ephemeral taint
     node.kubernetes.io/not-ready:NoExecute when the node is uninitialized"), its last step: the Node gets
@@ -895,10 +891,6 @@ def test_the_initialized_label_makes_not_ready_no_execute_count_again():
     assert (result.placements, len(result.new_nodeclaims)) == ({}, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: node_view never fills an uninitialized node's zero allocatable from its NodeClaim",
-)
 def test_an_uninitialized_nodes_zeroed_resources_are_read_from_its_nodeclaim():
     """Describe("No Pre-Binding") It("should handle resource zeroing of extended resources by kubelet"): kubelet
     reports vendor-a capacity 0 and an allocatable of only vendor-b 0; while the node is not initialized Karpenter
