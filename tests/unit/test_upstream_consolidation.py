@@ -34,9 +34,6 @@ LABELS = {"app": "test"}
 
 
 # Where karpui differs from Karpenter (each xfail below names one of these).
-NO_INSTANCE_TYPE_CHECK = (
-    "karpui differs: consolidation_blockers has no 'Instance Type \"\" not found' check (consolidation.go:110)"
-)
 PDB_ALWAYS_ALLOW = (
     "karpui differs: _fully_protected treats an AlwaysAllow PDB over unready pods as fully blocking, so the pods "
     "do not move and a replace becomes a delete (pdb.go:109-116)"
@@ -219,13 +216,19 @@ def test_consolidate_after_never_makes_a_busy_node_unconsolidatable():
     assert list(dict.fromkeys(result.notes["node"])) == ['NodePool "default" has consolidation disabled']
 
 
-@pytest.mark.xfail(strict=True, reason=NO_INSTANCE_TYPE_CHECK)
 def test_a_candidate_without_a_resolvable_instance_type_is_unconsolidatable():
     """Events: "should fire an event when a candidate does not have a resolvable instance type"
     (consolidation.go:110: `Instance Type "" not found`)."""
     result = disrupt([nodeclaim("node", "", pods=[pod()], capacity_type="on-demand", zone="test-zone-1")])
     assert result.commands == []
     assert list(dict.fromkeys(result.notes["node"])) == ['Instance Type "" not found']
+
+
+def test_an_empty_candidate_without_a_resolvable_instance_type_is_still_deleted_as_empty():
+    """Not an It upstream: Emptiness's ShouldDisrupt (emptiness.go:42-58) never looks at the instance type, so the
+    check above keeps such a node from consolidation only."""
+    result = disrupt([nodeclaim("node", "", capacity_type="on-demand", zone="test-zone-1")])
+    assert (one(result).reason, names(one(result))) == ("Empty", ["node"])
 
 
 @pytest.mark.parametrize(("missing", "label"), [("capacity_type", CAPACITY_TYPE), ("zone", ZONE)])
