@@ -34,10 +34,6 @@ LABELS = {"app": "test"}
 
 
 # Where karpui differs from Karpenter (each xfail below names one of these).
-PDB_ALWAYS_ALLOW = (
-    "karpui differs: _fully_protected treats an AlwaysAllow PDB over unready pods as fully blocking, so the pods "
-    "do not move and a replace becomes a delete (pdb.go:109-116)"
-)
 BUFFER_ONLY_NODE_IS_CANDIDATE = (
     "karpui differs: a node holding only buffer pods is a multi/single-node candidate and is deleted as "
     "Underutilized; Karpenter's ShouldDisrupt skips empty nodes (consolidation.go:127, emptiness.go:54)"
@@ -422,7 +418,6 @@ def test_a_pdb_allowing_no_disruption_keeps_a_node_from_replacement(spot):
     assert result.blocked["node"] == ["Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])"]
 
 
-@pytest.mark.xfail(strict=True, reason=PDB_ALWAYS_ALLOW)
 @pytest.mark.parametrize("spot", [False, True], ids=["on-demand", "spot"])
 def test_a_pdb_that_always_allows_unhealthy_pods_lets_their_node_be_replaced(spot):
     """Replace: "can replace nodes, considers PDB policy": the same PDB with unhealthyPodEvictionPolicy AlwaysAllow,
