@@ -139,6 +139,10 @@ NOT_CONSOLIDATABLE_YET = "has not elapsed since the last pod event"
 
 def consolidation_blockers(claimed: ClaimedNode, nodepool: NodePool, empty: bool) -> list[str]:
     """The extra filters for Emptiness and consolidation (Karpenter's Unconsolidatable reasons)."""
+    if not claimed.instance_type and not empty:
+        # Consolidation prices a node by its type's offerings, so it asks this first (consolidation.go:110);
+        # Emptiness deletes an empty node without asking.
+        return [f'Instance Type "{claimed.instance_type}" not found']
     if nodepool.consolidate_after_seconds is None:
         return [f'NodePool "{nodepool.name}" has consolidation disabled']
     if not claimed.consolidatable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -15,9 +16,9 @@ from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.options import RESPECT, STRICT
 from provisioner.pods import Pod
 from provisioner.quantity import MILLI, Resources, add, format_quantity
-from provisioner.requirements import Requirement
+from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling.limits import pool_usage
-from provisioner.scheduling.results import NodeClaimPlan, SchedulingResult
+from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan, SchedulingResult
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 
 SPOT_TO_SPOT_MIN_OPTIONS = 15
@@ -103,7 +104,10 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingRe
 
 
 def _fully_protected(pod: Pod, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
-    return any(pdb.fully_blocking and pdb.covers(pod) for pdb in pdbs)
+    """Karpenter's isFullyBlocked: a PDB that allows no eviction ever keeps the pod where it is. One that always
+    lets unhealthy pods go does not (pdb.go:109-116): karpui's Pod has no readiness yet, so such a PDB is taken to
+    let its pods go, as `blockers` takes it when choosing candidates; the simulation then moves what they let go."""
+    return any(pdb.fully_blocking and not pdb.always_allow_unhealthy and pdb.covers(pod) for pdb in pdbs)
 
 
 def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate], view: ClusterView) -> list[str]:
@@ -228,54 +232,129 @@ def launch_limit_problems(replacements: Sequence[NodeClaimPlan], view: ClusterVi
 def _cheaper_replacement(
     plan: NodeClaimPlan, candidates: Sequence[Candidate], view: ClusterView, *, single: bool
 ) -> NodeClaimPlan | list[str]:
+    """Karpenter's computeConsolidation after the simulation, in its order: the options ordered by price, then
+    spot-to-spot's own path, or the price filter under the NodeClaim's requirements and the pin to spot."""
     current = sum(c.price for c in candidates)
-    zone = plan.requirements.get(wk.ZONE)
+    # Ordered before anything truncates them or counts how many meet minValues (consolidation.go:262).
+    plan = replace(plan, options=tuple(sorted(plan.options, key=lambda o: o.price)))
     capacity = plan.requirements.get(wk.CAPACITY_TYPE)
-    reservation = plan.requirements.get(wk.RESERVATION_ID)
     all_spot = all(c.claimed.capacity_type == wk.CAPACITY_TYPE_SPOT for c in candidates)
-    may_spot = capacity is None or capacity.has(wk.CAPACITY_TYPE_SPOT)
-    spot_to_spot = all_spot and may_spot
-    if spot_to_spot and not view.spot_to_spot:
+    if all_spot and _allows(capacity, wk.CAPACITY_TYPE_SPOT):
+        return _spot_to_spot(plan, current, view, single=single)
+    # Priced under the NodeClaim's own capacity types, [spot, on-demand] most often: a type offered only on-demand
+    # stays an option at its on-demand price (consolidation.go:278), so multi-node consolidation still sees a
+    # candidate's own type among them and turns a merge into that type into a plain delete.
+    filtered = _cheaper_than(plan, current)
+    if isinstance(filtered, list):
+        return filtered
+    if _allows(capacity, wk.CAPACITY_TYPE_SPOT) and _allows(capacity, wk.CAPACITY_TYPE_ON_DEMAND):
+        # Priced as if spot launches, so only spot may: short of spot capacity the launch fails and the node stays,
+        # rather than an on-demand node pricier than the one it replaces coming up (consolidation.go:298-301).
+        filtered = _pinned_to_spot(filtered)
+    return filtered
+
+
+def _spot_to_spot(plan: NodeClaimPlan, current: float, view: ClusterView, *, single: bool) -> NodeClaimPlan | list[str]:
+    """Karpenter's computeSpotToSpotConsolidation: spot nodes replaced by spot only, and a single node only from
+    among at least 15 cheaper types, launched from the cheapest of them so the new node is not consolidated again."""
+    if not view.spot_to_spot:
         return ["SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"]
-    if spot_to_spot or (may_spot and capacity is not None and capacity.has(wk.CAPACITY_TYPE_ON_DEMAND)):
-        # Pin to spot: no pricier on-demand fallback may sneak into the launch.
-        capacity = Requirement.in_values(wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_SPOT)
-    options = [
-        option
-        for option in plan.options
-        if (worst := worst_launch_price(option.instance_type, zone, capacity, reservation)) is not None
-        and worst < current
-    ]
+    # The requirements say spot from here on, and only types with an available spot offering are options.
+    plan = _pinned_to_spot(plan)
+    spot = tuple(o for o in plan.options if o.instance_type.compatible_offerings(plan.requirements))
+    filtered = _cheaper_than(replace(plan, options=spot), current)
+    if isinstance(filtered, list) or not single:
+        return filtered
+    options = filtered.options
+    if len(options) < SPOT_TO_SPOT_MIN_OPTIONS:
+        return [
+            f"SpotToSpotConsolidation requires {SPOT_TO_SPOT_MIN_OPTIONS} cheaper instance type options than the "
+            f"current candidate to consolidate, got {len(options)}"
+        ]
+    # minValues may need more types than 15: launch from as many as it takes (consolidation.go:326-331).
+    needed, _ = min_values_shortfall(options, filtered.requirements)
+    return _narrowed(filtered, options[: max(SPOT_TO_SPOT_MIN_OPTIONS, needed)])
+
+
+def _cheaper_than(plan: NodeClaimPlan, ceiling: float) -> NodeClaimPlan | list[str]:
+    """Karpenter's RemoveInstanceTypeOptionsByPriceAndMinValues: the options whose worst launch price under the
+    NodeClaim's requirements is below `ceiling`, or why none will do (minValues no longer met, or none cheaper)."""
+    zone, capacity, reservation = _offering_requirements(plan)
+    options = tuple(
+        o
+        for o in plan.options
+        if (worst := worst_launch_price(o.instance_type, zone, capacity, reservation)) is not None and worst < ceiling
+    )
+    _, short = min_values_shortfall(options, plan.requirements)
+    if short:
+        return [f"Filtering by price: {min_values_unmet(short)}"]
     if not options:
         return ["Can't replace with a cheaper node"]
-    if spot_to_spot and single:
-        if len(options) < SPOT_TO_SPOT_MIN_OPTIONS:
-            return [
-                "SpotToSpotConsolidation requires 15 cheaper instance type options than the current candidate to "
-                f"consolidate, got {len(options)}"
-            ]
-        options = options[:SPOT_TO_SPOT_MIN_OPTIONS]
-    requirements = plan.requirements.merged(
-        [Requirement(wk.INSTANCE_TYPE, frozenset(o.instance_type.name for o in options))]
+    return _narrowed(plan, options)
+
+
+def min_values_shortfall(options: Sequence[InstanceTypeOption], requirements: Requirements) -> tuple[int, list[str]]:
+    """Karpenter's SatisfiesMinValues over `options` in their order: how many of the first options it takes to meet
+    every minValues (all of them when they cannot), and the keys they leave short."""
+    floors = [r for r in requirements.values() if r.min_values is not None]
+    if not floors:
+        return 0, []
+    seen: dict[str, set[str]] = {r.key: set() for r in floors}
+    short = [r.key for r in floors if r.min_values]
+    for count, option in enumerate(options, start=1):
+        offered = option.instance_type.requirements
+        for floor in floors:
+            if floor.key in offered:
+                seen[floor.key].update(v for v in offered[floor.key].values if floor.has(v))
+        short = [r.key for r in floors if len(seen[r.key]) < (r.min_values or 0)]
+        if not short:
+            return count, []
+    return len(options), sorted(short)
+
+
+def min_values_unmet(keys: Sequence[str]) -> str:
+    """SatisfiesMinValues' error as Karpenter prints it (serrors.Wrap puts the keys in parentheses)."""
+    return f"minValues requirement is not met for label(s) (label(s)=[{' '.join(keys)}])"
+
+
+def _allows(requirement: Requirement | None, value: str) -> bool:
+    # A key the NodeClaim does not constrain allows every value, as Karpenter's Requirements.Get(key).Has does.
+    return requirement is None or requirement.has(value)
+
+
+def _offering_requirements(plan: NodeClaimPlan) -> tuple[Requirement | None, Requirement | None, Requirement | None]:
+    requirements = plan.requirements
+    return requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE), requirements.get(wk.RESERVATION_ID)
+
+
+def _pinned_to_spot(plan: NodeClaimPlan) -> NodeClaimPlan:
+    """The plan with its capacity type narrowed to spot (Requirements.Add intersects), its options left as they are."""
+    return replace(
+        plan, requirements=plan.requirements.merged([Requirement.in_values(wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_SPOT)])
     )
-    if capacity is not None:
-        requirements = type(requirements)([*(r for k, r in requirements.items() if k != wk.CAPACITY_TYPE), capacity])
-    return replace(plan, options=tuple(options), requirements=requirements)
+
+
+def _narrowed(plan: NodeClaimPlan, options: Sequence[InstanceTypeOption]) -> NodeClaimPlan:
+    """The plan launching from `options` only: the NodeClaim it creates names just those types."""
+    names = frozenset(o.instance_type.name for o in options)
+    return replace(
+        plan, options=tuple(options), requirements=plan.requirements.merged([Requirement(wk.INSTANCE_TYPE, names)])
+    )
 
 
 def without_same_types(command: Command) -> Command | None:
-    """Multi-node: merging N nodes into one of a type they already run is just deleting the others, so drop
-    options priced at or above a candidate running the same type."""
+    """Karpenter's filterOutSameInstanceType for multi-node consolidation: merging N nodes into one of a type they
+    already run is just deleting the others, so the replacement must cost less than the cheapest candidate running
+    a type it offers (priced under its requirements, pinned to spot or not), and still meet minValues; None when
+    nothing is left."""
     if command.decision != "replace":
         return command
     plan = command.replacements[0]
-    same = {c.claimed.instance_type: c.price for c in command.candidates}
-    ceiling = min(
-        (price for name, price in same.items() if name in {o.instance_type.name for o in plan.options}), default=None
-    )
-    if ceiling is None:
-        return command
-    options = tuple(o for o in plan.options if o.price < ceiling)
-    if not options:
+    offered = {o.instance_type.name for o in plan.options}
+    ceiling = min((c.price for c in command.candidates if c.claimed.instance_type in offered), default=math.inf)
+    # Even with no type in common, an option with no offering under the requirements goes: its worst launch price
+    # is MaxFloat64 upstream, never below the ceiling.
+    filtered = _cheaper_than(plan, ceiling)
+    if isinstance(filtered, list):
         return None
-    return replace(command, replacements=(replace(plan, options=options),))
+    return replace(command, replacements=(filtered,))

@@ -34,24 +34,6 @@ LABELS = {"app": "test"}
 
 
 # Where karpui differs from Karpenter (each xfail below names one of these).
-NO_INSTANCE_TYPE_CHECK = (
-    "karpui differs: consolidation_blockers has no 'Instance Type \"\" not found' check (consolidation.go:110)"
-)
-NO_MIN_VALUES_AFTER_PRICE_FILTER = (
-    "karpui differs: _cheaper_replacement/without_same_types never re-check minValues after filtering by price "
-    "(nodeclaim.go:473)"
-)
-SPOT_TRUNCATION_IGNORES_MIN_VALUES = (
-    "karpui differs: spot-to-spot truncates to 15 types, not max(15, minValues) (consolidation.go:326-331)"
-)
-PDB_ALWAYS_ALLOW = (
-    "karpui differs: _fully_protected treats an AlwaysAllow PDB over unready pods as fully blocking, so the pods "
-    "do not move and a replace becomes a delete (pdb.go:109-116)"
-)
-SAME_TYPE_AFTER_SPOT_PIN = (
-    "karpui differs: on-demand candidates' own type is dropped from the options when the replacement is pinned to "
-    "spot, so without_same_types never caps the price and two nodes merge (multinodeconsolidation.go:208-243)"
-)
 BUFFER_ONLY_NODE_IS_CANDIDATE = (
     "karpui differs: a node holding only buffer pods is a multi/single-node candidate and is deleted as "
     "Underutilized; Karpenter's ShouldDisrupt skips empty nodes (consolidation.go:127, emptiness.go:54)"
@@ -230,13 +212,19 @@ def test_consolidate_after_never_makes_a_busy_node_unconsolidatable():
     assert list(dict.fromkeys(result.notes["node"])) == ['NodePool "default" has consolidation disabled']
 
 
-@pytest.mark.xfail(strict=True, reason=NO_INSTANCE_TYPE_CHECK)
 def test_a_candidate_without_a_resolvable_instance_type_is_unconsolidatable():
     """Events: "should fire an event when a candidate does not have a resolvable instance type"
     (consolidation.go:110: `Instance Type "" not found`)."""
     result = disrupt([nodeclaim("node", "", pods=[pod()], capacity_type="on-demand", zone="test-zone-1")])
     assert result.commands == []
     assert list(dict.fromkeys(result.notes["node"])) == ['Instance Type "" not found']
+
+
+def test_an_empty_candidate_without_a_resolvable_instance_type_is_still_deleted_as_empty():
+    """Not an It upstream: Emptiness's ShouldDisrupt (emptiness.go:42-58) never looks at the instance type, so the
+    check above keeps such a node from consolidation only."""
+    result = disrupt([nodeclaim("node", "", capacity_type="on-demand", zone="test-zone-1")])
+    assert (one(result).reason, names(one(result))) == ("Empty", ["node"])
 
 
 @pytest.mark.parametrize(("missing", "label"), [("capacity_type", CAPACITY_TYPE), ("zone", ZONE)])
@@ -347,12 +335,7 @@ def eighteen_spot_types() -> list[InstanceType]:
     [
         pytest.param(None, 15, id="no-min-values"),
         pytest.param(10, 15, id="min-values-below-15"),
-        pytest.param(
-            16,
-            16,
-            id="min-values-above-15",
-            marks=pytest.mark.xfail(strict=True, reason=SPOT_TRUNCATION_IGNORES_MIN_VALUES),
-        ),
+        pytest.param(16, 16, id="min-values-above-15"),
     ],
 )
 def test_spot_to_spot_keeps_the_cheapest_types_ordered_by_price(min_values, kept):
@@ -370,7 +353,6 @@ def test_spot_to_spot_keeps_the_cheapest_types_ordered_by_price(min_values, kept
     assert types[16].name in launched(command) and types[17].name not in launched(command)
 
 
-@pytest.mark.xfail(strict=True, reason=NO_MIN_VALUES_AFTER_PRICE_FILTER)
 def test_a_failed_same_type_filter_under_min_values_falls_back_to_a_delete():
     """Replace: "should handle failing filterOutSameInstanceType correctly (without a panic) when minValues isn't
     satisfied": merging two current-on-demand nodes leaves one type (other-on-demand) where minValues asks for 2,
@@ -392,10 +374,7 @@ def test_a_failed_same_type_filter_under_min_values_falls_back_to_a_delete():
 
 @pytest.mark.parametrize(
     "spot",
-    [
-        pytest.param(False, id="on-demand"),
-        pytest.param(True, id="spot", marks=pytest.mark.xfail(strict=True, reason=NO_MIN_VALUES_AFTER_PRICE_FILTER)),
-    ],
+    [pytest.param(False, id="on-demand"), pytest.param(True, id="spot")],
 )
 def test_consolidation_fails_when_the_price_filter_breaks_min_values(spot):
     """Replace: "Consolidation should fail if filterByPrice breaks the minimum requirement from the NodePools.":
@@ -439,7 +418,6 @@ def test_a_pdb_allowing_no_disruption_keeps_a_node_from_replacement(spot):
     assert result.blocked["node"] == ["Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])"]
 
 
-@pytest.mark.xfail(strict=True, reason=PDB_ALWAYS_ALLOW)
 @pytest.mark.parametrize("spot", [False, True], ids=["on-demand", "spot"])
 def test_a_pdb_that_always_allows_unhealthy_pods_lets_their_node_be_replaced(spot):
     """Replace: "can replace nodes, considers PDB policy": the same PDB with unhealthyPodEvictionPolicy AlwaysAllow,
@@ -522,7 +500,6 @@ def two_cheap_nodes(first=None, second=None, **options) -> list[ClaimedNode]:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN)
 def test_can_delete_nodes_if_another_nodepool_has_no_node_template():
     """Delete: "can delete nodes if another nodePool has no node template" (that NodePool is never applied)."""
     command = one(disrupt(two_cheap_nodes()))
@@ -554,7 +531,6 @@ def test_blocking_pdbs_block_consolidation_even_with_a_termination_grace_period(
     assert sorted(result.blocked) == ["node-0", "node-1"]
 
 
-@pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN)
 def test_pods_without_an_owner_are_evicted_too():
     """Delete: "can delete nodes, evicts pods without an ownerRef"."""
     command = one(disrupt(two_cheap_nodes([pod(), pod()], [pod()])))
@@ -580,7 +556,6 @@ def test_a_node_is_replaced_with_a_cheaper_one_although_its_consolidate_after_is
     assert (command.decision, names(command)) == ("replace", ["node"])
 
 
-@pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN)
 def test_a_permanently_pending_pod_does_not_stop_a_delete():
     """Delete: "can delete nodes with a permanently pending pod" (it selects a label no node has)."""
     pending = pod(node_selector={"non-existent": "node-label"})
@@ -601,7 +576,6 @@ def test_no_delete_that_would_make_a_running_pod_pending():
     assert disrupt(nodes).commands == []
 
 
-@pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN)
 def test_can_delete_nodes_while_an_invalid_nodepool_exists():
     """Delete: "can delete nodes while an invalid node pool exists" (its instance types cannot be fetched, so it is
     left out of the pass)."""
@@ -610,7 +584,6 @@ def test_can_delete_nodes_while_an_invalid_nodepool_exists():
     assert (command.decision, names(command)) == ("delete", ["node-1"])
 
 
-@pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN)
 def test_can_delete_nodes():
     """Delete: "can delete nodes": two of three pods on one node, one on the other; the other goes."""
     command = one(disrupt(two_cheap_nodes()))
@@ -660,7 +633,6 @@ def test_initialized_nodes_are_considered_before_an_uninitialized_one():
 # Node Lifetime Consideration, Topology Consideration ---------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN)
 def test_the_node_with_the_best_savings_ratio_goes_first():
     """Node Lifetime Consideration: "should consolidate the node with best savings ratio first": expireAfter 3s, the
     first node made 2 s before the second; two pods on the first, one on the second: the second goes."""
@@ -717,7 +689,6 @@ def test_can_merge_three_nodes_of_spot_and_on_demand_into_one():
         pytest.param(
             LEAST_EXPENSIVE,
             id="spot-entry-on-demand-nodes",
-            marks=pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN),
         ),
     ],
 )
@@ -735,7 +706,6 @@ def test_two_nodes_are_not_merged_into_one_of_their_own_type(current):
 # Preferences, MinValuesPolicy ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=SAME_TYPE_AFTER_SPOT_PIN)
 def test_a_node_is_deleted_through_preferred_anti_affinity_when_preferences_are_ignored():
     """Preferences: "should consolidate a node through deletion when ignoring preferences": three pods preferring
     not to share a hostname, two on one 5-CPU node, one on another."""
@@ -758,7 +728,6 @@ def test_a_node_is_replaced_past_its_pods_preferred_instance_type_when_preferenc
     assert MOST_EXPENSIVE not in launched(command)
 
 
-@pytest.mark.xfail(strict=True, reason=NO_MIN_VALUES_AFTER_PRICE_FILTER)
 def test_consolidation_does_not_relax_min_values_under_best_effort():
     """MinValuesPolicy: "should not consolidate a node by relaxing min values when policy is set to BestEffort": the
     NodePool names every assorted type with minValues 3, the cloud provider serves only two."""
