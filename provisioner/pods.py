@@ -101,6 +101,8 @@ class Pod:
     unschedulable: bool = False  # PodScheduled=False with reason Unschedulable
     phase: str = "Pending"
     deleting: bool = False
+    # Its Ready condition is False: a PDB with unhealthyPodEvictionPolicy AlwaysAllow never holds it (pdb.go:109-116).
+    unready: bool = False
     priority: int = 0
     resource_claims: tuple[str, ...] = ()  # names of ResourceClaims (DRA)
     started: float | None = None  # status.startTime, seconds since the epoch

@@ -106,6 +106,7 @@ def eviction_refusal(store: ClusterReader, views: Views, pod_obj: Obj) -> str | 
     covering = [p for p in policies(store, views, covering=pod) if p.covers(pod)]
     if len(covering) > 1:
         return "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
-    if covering and covering[0].disruptions_allowed <= 0 and pod.phase == "Running":
+    # AlwaysAllow lets a pod that is not Ready go whatever the budget allows (the eviction subresource's rule).
+    if covering and covering[0].disruptions_allowed <= 0 and pod.phase == "Running" and not covering[0].lets_go(pod):
         return f"Cannot evict pod as it would violate the pod's disruption budget {covering[0].namespace}/{covering[0].name}."
     return None

@@ -125,7 +125,7 @@ def blockers(
         if len(covering) > 1:
             keys = " ".join(sorted(f"{pdb.namespace}/{pdb.name}" for pdb in covering))
             reasons.append(f"Eviction does not support multiple PDBs (PodDisruptionBudget(s)=[{keys}])")
-        elif covering and covering[0].disruptions_allowed <= 0 and not covering[0].always_allow_unhealthy:
+        elif covering and covering[0].disruptions_allowed <= 0 and not covering[0].lets_go(pod):
             reasons.append(
                 f"Pdb prevents pod evictions (PodDisruptionBudget=[{covering[0].namespace}/{covering[0].name}])"
             )

@@ -104,10 +104,9 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingRe
 
 
 def _fully_protected(pod: Pod, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
-    """Karpenter's isFullyBlocked: a PDB that allows no eviction ever keeps the pod where it is. One that always
-    lets unhealthy pods go does not (pdb.go:109-116): karpui's Pod has no readiness yet, so such a PDB is taken to
-    let its pods go, as `blockers` takes it when choosing candidates; the simulation then moves what they let go."""
-    return any(pdb.fully_blocking and not pdb.always_allow_unhealthy and pdb.covers(pod) for pdb in pdbs)
+    """Karpenter's isFullyBlocked: a PDB that allows no eviction ever keeps the pod where it is, unless it always
+    lets unhealthy pods go and this one is not Ready (pdb.go:109-116)."""
+    return any(pdb.fully_blocking and pdb.covers(pod) and not pdb.lets_go(pod) for pdb in pdbs)
 
 
 def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate], view: ClusterView) -> list[str]:

@@ -230,12 +230,12 @@ def _budgets(evicted: Sequence[Pod], view: ClusterView) -> tuple[BudgetHeadroom,
     result = []
     movable = [p for p in evicted if not pod_blocks(p, view.now)]
     for pdb in view.pdbs:
-        covered = sum(1 for p in movable if pdb.covers(p))
-        if covered:
-            allowed = (
-                covered if pdb.always_allow_unhealthy and pdb.disruptions_allowed <= 0 else pdb.disruptions_allowed
-            )
-            result.append(BudgetHeadroom(pdb.namespace, pdb.name, covered, max(allowed, 0)))
+        covering = [p for p in movable if pdb.covers(p)]
+        if covering:
+            # Pods the PDB lets go whatever it allows (AlwaysAllow and not Ready) take nothing from its budget.
+            free = sum(1 for p in covering if pdb.lets_go(p))
+            allowed = min(len(covering), max(pdb.disruptions_allowed, 0) + free)
+            result.append(BudgetHeadroom(pdb.namespace, pdb.name, len(covering), allowed))
     return tuple(sorted(result, key=lambda b: (b.rounds is not None, -(b.rounds or 0), b.namespace, b.name)))
 
 

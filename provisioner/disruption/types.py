@@ -60,6 +60,11 @@ class DisruptionBudgetPolicy:
     def covers(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and self.selector is not None and self.selector.matches(pod.labels)
 
+    def lets_go(self, pod: Pod) -> bool:
+        """Eviction passes this PDB whatever it allows: unhealthyPodEvictionPolicy AlwaysAllow and a pod whose Ready
+        condition is False (Karpenter's pdb.go:109-116, as the eviction API decides)."""
+        return self.always_allow_unhealthy and pod.unready
+
 
 def eviction_cost(pod: Pod) -> float:
     """Karpenter's per-pod cost: 1 + deletion-cost/2^27 + priority/2^25, clamped to [-10, 10]."""

@@ -64,6 +64,7 @@ def pod_from_manifest(doc: Mapping[str, Any], *, created: float = 0.0, spec_view
         unschedulable=unschedulable,
         phase=status.get("phase") or "Pending",
         deleting=bool(meta.get("deletionTimestamp")),
+        unready=any(c.get("type") == "Ready" and c.get("status") == "False" for c in conditions),
         priority=int(spec.get("priority") or 0),
         resource_claims=tuple(c.get("name", "") for c in spec.get("resourceClaims") or []),
         started=_epoch(status.get("startTime")),

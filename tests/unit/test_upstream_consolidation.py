@@ -424,8 +424,15 @@ def test_a_pdb_that_always_allows_unhealthy_pods_lets_their_node_be_replaced(spo
     the pods not Ready."""
     current = MOST_EXPENSIVE_SPOT if spot else MOST_EXPENSIVE
     policy = replace(pdb(allowed=0, **LABELS), fully_blocking=True, always_allow_unhealthy=True)
-    command = one(disrupt([three_pods_on(current)], pdbs=[policy]))
+    unready = nodeclaim("node", current, pods=[replace(rs_pod(), unready=True) for _ in range(3)])
+    command = one(disrupt([unready], pdbs=[policy]))
     assert (command.decision, names(command)) == ("replace", ["node"])
+    # Ready pods are held by the same PDB: AlwaysAllow lets only unhealthy pods go.
+    held = disrupt([three_pods_on(current)], pdbs=[policy])
+    assert (held.commands, held.blocked["node"]) == (
+        [],
+        ["Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])"],
+    )
 
 
 @pytest.mark.parametrize("spot", [False, True], ids=["on-demand", "spot"])
