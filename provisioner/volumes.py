@@ -3,11 +3,13 @@ and which node labels (zones, mostly) each volume allows its node as alternative
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from provisioner import labels as wk
 from provisioner.cluster.api import ClusterReader
 from provisioner.cluster.objects import Obj, is_deleting
+from provisioner.requirements import IN, Requirement, Requirements
 
 # kube-scheduler counts a PVC naming a volume as bound only once the PV controller has marked it so (binder.go).
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -33,22 +35,25 @@ def claim_name(pod: Obj, volume: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _claims(api: ClusterReader, pod: Obj) -> Iterable[Obj]:
-    """The pod's PVCs in volume order; VolumeError at the first that does not exist (yet)."""
-    namespace = pod["metadata"].get("namespace") or "default"
-    for volume in (pod.get("spec") or {}).get("volumes") or ():
-        name = claim_name(pod, volume)
-        if name is None:
-            continue
-        claim = api.get("PersistentVolumeClaim", name, namespace)
-        if claim is None:
-            raise VolumeError(
-                _wrapped(
-                    f'getting persistent volume claim, persistentvolumeclaims "{name}" not found',
-                    PersistentVolumeClaim=name,
-                )
+def _claim(api: ClusterReader, pod: Obj, volume: Mapping[str, Any]) -> Obj | None:
+    """GetPersistentVolumeClaim: the PVC of one pod volume, None for a volume without one; VolumeError when it does
+    not exist (yet: an ephemeral volume's PVC is made only after the pod)."""
+    name = claim_name(pod, volume)
+    if name is None:
+        return None
+    claim = api.get("PersistentVolumeClaim", name, pod["metadata"].get("namespace") or "default")
+    if claim is None:
+        raise VolumeError(
+            _wrapped(
+                f'getting persistent volume claim, persistentvolumeclaims "{name}" not found',
+                PersistentVolumeClaim=name,
             )
-        yield claim
+        )
+    return claim
+
+
+def _volumes(pod: Obj) -> Sequence[Mapping[str, Any]]:
+    return (pod.get("spec") or {}).get("volumes") or ()
 
 
 def _ref(claim: Obj) -> str:
@@ -62,13 +67,14 @@ def validation_error(api: ClusterReader, pod: Obj) -> str | None:
 
     Karpenter's last check, the volume's driver against its cloud provider's unsupported provisioners and topology
     keys, is left out: both sets are empty unless a provider fills them, and no karpui provider does."""
-    try:
-        for claim in _claims(api, pod):
-            error = _claim_error(api, claim)
-            if error is not None:
-                return error
-    except VolumeError as error:
-        return str(error)
+    for volume in _volumes(pod):
+        try:
+            claim = _claim(api, pod, volume)
+        except VolumeError as missing:
+            return str(missing)
+        refused = _claim_error(api, claim) if claim is not None else None
+        if refused is not None:
+            return refused
     return None
 
 
@@ -128,3 +134,86 @@ def _claim_error(api: ClusterReader, claim: Obj) -> str | None:
             StorageClass=storage_class,
         )
     return None
+
+
+def requirement_alternatives(api: ClusterReader, pod: Obj) -> tuple[Requirements, ...]:
+    """Karpenter's VolumeTopology.GetRequirements: where the pod's volumes let its node be, as alternatives (the
+    first that fits a place wins); () when no volume constrains it. They narrow the node's requirements only, never
+    the pod's own affinity, so topology spread still counts the pod by what it asks for itself.
+
+    Raises VolumeError, with Karpenter's text, when a PVC, its PersistentVolume or its StorageClass is missing."""
+    alternatives: list[Requirements] = [Requirements()]
+    constrained = False
+    for volume in _volumes(pod):
+        try:
+            claim = _claim(api, pod, volume)
+        except VolumeError as error:
+            raise VolumeError(f"discovering persistent volume claim, {error}") from None
+        per_volume = _volume_alternatives(api, claim) if claim is not None else []
+        if per_volume:
+            alternatives = merge_alternatives(alternatives, per_volume)
+            constrained = True
+    return tuple(alternatives) if constrained else ()
+
+
+def merge_alternatives(alternatives: Sequence[Requirements], per_volume: Sequence[Requirements]) -> list[Requirements]:
+    """mergeVolumeRequirementAlternatives: the cross product of what earlier volumes allow and what this one does,
+    keeping only the branches whose requirements intersect; all of them when none does (Karpenter keeps the old
+    merged result then, and lets scheduling find that nothing fits)."""
+    compatible = [a.merged(v) for a in alternatives for v in per_volume if a.intersects(v)]
+    return compatible or [a.merged(v) for a in alternatives for v in per_volume]
+
+
+def _volume_alternatives(api: ClusterReader, claim: Obj) -> list[Requirements]:
+    """One volume's alternatives: its bound PV's node affinity terms, or else its StorageClass's allowed topologies
+    (a volume not provisioned yet goes where the class can make it); each term ORed, so each is an alternative."""
+    spec = claim.get("spec") or {}
+    volume_name = str(spec.get("volumeName") or "")
+    if volume_name:
+        volume = api.get("PersistentVolume", volume_name)
+        if volume is None:
+            raise VolumeError(
+                "getting existing requirements, "
+                + _wrapped(
+                    f'getting persistent volume, persistentvolumes "{volume_name}" not found',
+                    PersistentVolume=volume_name,
+                )
+            )
+        return _volume_node_affinity(volume)
+    storage_class = str(spec.get("storageClassName") or "")
+    if not storage_class:
+        return []
+    found = api.get("StorageClass", storage_class)
+    if found is None:
+        raise VolumeError(
+            _wrapped(
+                f'getting storage class, storageclasses.storage.k8s.io "{storage_class}" not found',
+                StorageClass=storage_class,
+            )
+        )
+    alternatives = []
+    for term in found.get("allowedTopologies") or ():
+        expressions = term.get("matchLabelExpressions") or ()
+        if expressions:
+            alternatives.append(
+                Requirements(Requirement.from_operator(IN, e["key"], e.get("values") or ()) for e in expressions)
+            )
+    return alternatives
+
+
+def _volume_node_affinity(volume: Obj) -> list[Requirements]:
+    """getPersistentVolumeRequirements: each required node selector term of the PV. A local or hostPath volume's
+    hostname is dropped: a pod moved to a new node cannot keep its old one, and a term that named only the hostname
+    is kept as an alternative allowing anywhere."""
+    spec = volume.get("spec") or {}
+    required = (spec.get("nodeAffinity") or {}).get("required") or {}
+    node_local = spec.get("local") is not None or spec.get("hostPath") is not None
+    alternatives = []
+    for term in required.get("nodeSelectorTerms") or ():
+        expressions = list(term.get("matchExpressions") or ())
+        kept = [e for e in expressions if e.get("key") != wk.HOSTNAME] if node_local else expressions
+        if node_local and expressions and not kept:
+            alternatives.append(Requirements())
+        elif kept:
+            alternatives.append(Requirements.from_specs(kept))
+    return alternatives

@@ -149,7 +149,9 @@ class ProvisioningController:
         self.retry_at = None
         # Read after the pending pods: a pod migrating off a deleting node meanwhile is missed, not counted twice.
         nodes = cluster_nodes(ctx)
-        pods = self._with_usable_volumes(ctx, provisionable) + deleting_pods(ctx, nodes)
+        pending = self._with_usable_volumes(ctx, provisionable)
+        moving = [read for pod in deleting_pods(ctx, nodes) if (read := with_volume_requirements(ctx, pod))]
+        pods = pending + moving
         if ctx.ignore_dra_requests:
             pods = self._without_dra(ctx, pods)
         if not pods:
@@ -185,13 +187,17 @@ class ProvisioningController:
     def _with_usable_volumes(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
         """Karpenter's Validate of the pending pods' PVCs (GetPendingPods): a pod with one kube-scheduler would refuse
         is left out, with its verdict, Karpenter's "ignoring pod" log line and a FailedScheduling event; a node
-        launched for it could never run it."""
+        launched for it could never run it. The others come with their volumes' alternatives for their node."""
         kept = []
         for pod in pods:
             obj = None if cb.is_virtual(pod) else ctx.api.get("Pod", pod.name, pod.namespace)
-            error = volumes.validation_error(ctx.api, obj) if obj is not None else None
-            if obj is None or error is None:
+            if obj is None or not (obj.get("spec") or {}).get("volumes"):
                 kept.append(pod)
+                continue
+            error = volumes.validation_error(ctx.api, obj)
+            if error is None:
+                read = with_volume_requirements(ctx, pod, obj)
+                kept.extend([read] if read else [])
                 continue
             self.verdicts[pod.uid] = [{"nodepool": "", "kind": VOLUMES, "message": f"ignoring pod, {error}"}]
             if ctx.observe:  # Karpenter writes its own
@@ -343,6 +349,21 @@ def _verdict(reason: Reason) -> dict[str, str]:
     if "selection" in reason.details:
         verdict["selection"] = str(reason.details["selection"])
     return verdict
+
+
+def with_volume_requirements(ctx: ClusterContext, pod: Pod, obj: Obj | None = None) -> Pod | None:
+    """The pod with the alternatives its volumes allow its node (getVolumeTopologyRequirements, for every pod a batch
+    schedules); None, logged as Karpenter does, when a PVC, PV or StorageClass it names cannot be read."""
+    obj = obj if obj is not None else ctx.api.get("Pod", pod.name, pod.namespace)
+    if obj is None or not (obj.get("spec") or {}).get("volumes"):
+        return pod
+    try:
+        alternatives = volumes.requirement_alternatives(ctx.api, obj)
+    except volumes.VolumeError as error:
+        if not ctx.observe:
+            ctx.log(logs.volume_requirements_failed(pod, str(error)))
+        return None
+    return replace(pod, volume_requirements=alternatives) if alternatives else pod
 
 
 def nomination_seconds(ctx: ClusterContext) -> float:

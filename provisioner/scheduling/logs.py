@@ -109,6 +109,15 @@ def ignoring_pod(pod: Pod, error: str) -> LogRecord:
     )
 
 
+def volume_requirements_failed(pod: Pod, error: str) -> LogRecord:
+    """A pod whose volumes' PVC, PV or StorageClass could not be read: Karpenter leaves it out of the batch."""
+    return LogRecord(
+        "failed getting volume topology requirements",
+        {"Pod": {"name": pod.name, "namespace": pod.namespace}, "error": error},
+        level="ERROR",
+    )
+
+
 def simulation_timed_out(duration_seconds: float) -> LogRecord:
     """Karpenter logs this (at V(1)) when Solve's one-minute context ends; the duration is truncated to seconds."""
     return LogRecord("scheduling simulation timed out", {"duration": go_duration(float(int(duration_seconds)))})

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from provisioner.cluster.memory import ObjectStore
-from provisioner.volumes import validation_error
+from provisioner.volumes import VolumeError, requirement_alternatives, validation_error
 from tests.lab_builders import lab, nodepool_doc
 from tests.unit.test_upstream_scheduling_b import (
     claim,
@@ -119,3 +119,20 @@ def test_an_ignored_pod_gets_a_log_line_an_event_and_a_verdict_but_no_node() -> 
     assert logged[0].level == "DEBUG"
     told = [e["message"] for e in made.store.list("Event") if e["reason"] == "FailedScheduling"]
     assert told == [f"Failed to schedule pod, {error}"]
+
+
+def test_a_volume_that_cannot_be_read_names_what_is_missing_as_karpenters_get_requirements() -> None:
+    """The error the provisioning controller logs ("failed getting volume topology requirements") before leaving a
+    deleting node's pod out of the batch, as Karpenter's getVolumeTopologyRequirements."""
+    with pytest.raises(VolumeError) as missing_claim:
+        requirement_alternatives(store(), WEB)
+    assert str(missing_claim.value) == (
+        "discovering persistent volume claim, getting persistent volume claim, "
+        'persistentvolumeclaims "tmp-ephemeral" not found (PersistentVolumeClaim=tmp-ephemeral)'
+    )
+    with pytest.raises(VolumeError) as missing_volume:
+        requirement_alternatives(store(claim(volume_name="pv-1", bound=True, phase="Bound")), WEB)
+    assert str(missing_volume.value) == (
+        'getting existing requirements, getting persistent volume, persistentvolumes "pv-1" not found '
+        "(PersistentVolume=pv-1)"
+    )
