@@ -15,7 +15,7 @@ from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.options import RESPECT, STRICT
 from provisioner.pods import Pod
 from provisioner.quantity import MILLI, Resources, add, format_quantity
-from provisioner.requirements import Requirement
+from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling.limits import pool_usage
 from provisioner.scheduling.results import NodeClaimPlan, SchedulingResult
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
@@ -44,6 +44,8 @@ class ClusterView:
     reserved_capacity: bool = True  # the ReservedCapacity gate
     # Nodes the last provisioning pass put CapacityBuffer virtual pods on: not empty (the pods are in `pending`).
     buffer_nodes: frozenset[str] = frozenset()
+    # Pod uid -> where its volumes let its node be (provisioner.volumes): a pod moves only where its PV can follow.
+    volume_requirements: Mapping[str, tuple[Requirements, ...]] = field(default_factory=dict)
 
 
 def departing_pods(view: ClusterView, removed: Collection[str] = ()) -> list[Pod]:
@@ -87,8 +89,13 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingRe
     moving = [
         p for c in candidates for p in c.pods if not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs)
     ]
+    # As Karpenter's SimulateScheduling, which gets every pod's volume topology as provisioning does.
+    pods = [*moving, *departing_pods(view, removed), *view.pending]
+    if view.volume_requirements:
+        volumes = view.volume_requirements
+        pods = [replace(p, volume_requirements=volumes[p.uid]) if p.uid in volumes else p for p in pods]
     request = SchedulingInput(
-        pods=[*moving, *departing_pods(view, removed), *view.pending],
+        pods=pods,
         pools=view.pools,
         nodes=nodes,
         daemonsets=view.daemonsets,

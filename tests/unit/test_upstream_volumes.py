@@ -16,11 +16,16 @@ from typing import Any
 import pytest
 
 from provisioner.cluster.memory import ObjectStore
+from provisioner.controllers.snapshot import cluster_view
+from provisioner.disruption.consolidation import ClusterView, simulate
+from provisioner.disruption.types import Candidate
 from provisioner.pods import Pod
 from provisioner.requirements import Requirements
+from provisioner.scheduling.scheduler import PoolOffer
 from provisioner.volumes import merge_alternatives, requirement_alternatives, validation_error
-from tests.builders import CAPACITY_TYPE, HOSTNAME, ZONE, instance_type, node, pod, r, req
+from tests.builders import CAPACITY_TYPE, HOSTNAME, ZONE, fake_catalog, instance_type, node, nodepool, pod, r, req
 from tests.lab_builders import lab, nodepool_doc
+from tests.unit.test_upstream_disruption import nc
 from tests.unit.test_upstream_scheduling_b import unschedulable_pod
 from tests.unit.test_upstream_topology import LABELS, Cluster, anti, default_pool, pods, tsc
 
@@ -367,3 +372,31 @@ def test_a_pod_without_the_volume_still_fits_the_node_its_twin_with_the_volume_c
     result = cluster.provision([with_volume, without])
     assert [p.name for p in result.placements["existing"]] == ["b"]
     assert scheduled_zone(cluster, with_volume) == "test-zone-1"
+
+
+def test_a_consolidation_simulation_moves_a_pod_only_where_its_volume_can_follow() -> None:
+    """Karpenter's SimulateScheduling gets the candidates' pods' volume topology as provisioning does: a pod on a
+    zone-1 PV does not count on room in zone 2 when its node would go."""
+    moving = replace(pod("100m", name="web"), node_name="candidate", unschedulable=False, phase="Running")
+    candidate = Candidate(nc("candidate"), nodepool(), (moving,), 1.0)
+    other = node("other", labels={ZONE: "test-zone-2", CAPACITY_TYPE: "on-demand"})
+    view = ClusterView(claimed=[], nodes=[other], pending=[], pools=[PoolOffer(nodepool(), fake_catalog())], now=0.0)
+    assert [p.name for p in simulate([candidate], view).placements["other"]] == ["web"]
+    zone_1 = Requirements([r(ZONE, "In", "test-zone-1")])
+    pinned = simulate([candidate], replace(view, volume_requirements={moving.uid: (zone_1,)}))
+    assert "other" not in pinned.placements
+    [planned] = pinned.new_nodeclaims
+    assert planned.requirements[ZONE].values == frozenset({"test-zone-1"})
+
+
+def test_the_disruption_snapshot_reads_each_running_pods_volume_alternatives() -> None:
+    """The lab end to end: the pod placed in its PV's zone keeps that zone as its alternative in disruption's view."""
+    made = lab(
+        nodepool_doc(),
+        persistent_volume("pv-1", zones("test-zone-b")),
+        claim("data", volume_name="pv-1"),
+        unschedulable_pod("web", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]),
+    )
+    made.advance(30)
+    view, _ = cluster_view(made.ctx)
+    assert view.volume_requirements == {"uid-web": (Requirements([r(ZONE, "In", "test-zone-b")]),)}
