@@ -163,7 +163,7 @@ def _volume_requirements(ctx: ClusterContext) -> dict[str, tuple[Requirements, .
     StorageClass cannot be read gets none (Karpenter's simulation leaves such a pod out instead)."""
     result = {}
     for obj in ctx.api.scan("Pod"):
-        if not any(v.get("persistentVolumeClaim") or v.get("ephemeral") for v in obj["spec"].get("volumes") or ()):
+        if all(volumes.claim_name(obj, v) is None for v in obj["spec"].get("volumes") or ()):
             continue
         try:
             alternatives = volumes.requirement_alternatives(ctx.api, obj)
