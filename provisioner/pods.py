@@ -107,6 +107,9 @@ class Pod:
     resource_claims: tuple[str, ...] = ()  # names of ResourceClaims (DRA)
     started: float | None = None  # status.startTime, seconds since the epoch
     device_requests: tuple[DeviceRequest, ...] = ()  # of claims not allocated yet (DRA)
+    # Where the pod's volumes let its node be, as alternatives (provisioner.volumes): they narrow the node's
+    # requirements only, never the pod's own, so topology spread counts the pod as before.
+    volume_requirements: tuple[Requirements, ...] = ()
 
     @property
     def key(self) -> str:

@@ -21,6 +21,7 @@ FIXES = {
     "limits": "raise the NodePool's spec.limits, or free capacity in it",
     "resources": "lower the pod's requests, or allow larger instance types in the NodePool",
     "devices": "create the DeviceClass, or declare matching devices on instance types (DeviceDeclaration)",
+    "volumes": "create the PVC (or its WaitForFirstConsumer StorageClass), or bind it to a PersistentVolume that exists",
     "topology": "relax the spread/affinity constraint, or let the NodePool offer more domains",
     "host-ports": "drop the hostPort, or let pods spread to more nodes",
     "min-values": "lower minValues, or widen the NodePool's instance types",

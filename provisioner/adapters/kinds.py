@@ -37,6 +37,10 @@ KINDS: tuple[Kind, ...] = (
     # CapacityBuffer (gate CapacityBuffer): its pod shape comes from a PodTemplate or a workload.
     Kind("CapacityBuffer", "autoscaling.x-k8s.io", "capacitybuffers", True, ("v1beta1",), True),
     Kind("PodTemplate", "", "podtemplates", True, ("v1",), False),
+    # A pod's volumes: which zones its node may be in, and whether a node helps it at all (Karpenter's volume topology).
+    Kind("PersistentVolumeClaim", "", "persistentvolumeclaims", True, ("v1",), True),
+    Kind("PersistentVolume", "", "persistentvolumes", False, ("v1",), True),
+    Kind("StorageClass", "storage.k8s.io", "storageclasses", False, ("v1",), False),
     # DRA objects are read in resource.k8s.io/v1's shape (Kubernetes 1.34 and later).
     Kind("DeviceClass", "resource.k8s.io", "deviceclasses", False, ("v1",), False),
     Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, ("v1",), True),
@@ -86,6 +90,14 @@ def resolve(kinds: Iterable[Kind], served: Mapping[str, Iterable[str]]) -> dict[
         if version is not None:
             result[kind.kind] = Resource(kind, version)
     return result
+
+
+def listed_in_core(resources: Mapping[str, Resource], listing: Mapping[str, Any]) -> dict[str, Resource]:
+    """`resources` less the core kinds the core group's APIResourceList (GET /api/v1) does not list. A server may
+    serve the core group without every core kind (the lab's API has no PersistentVolumeClaims), and an informer of
+    a kind answered 404 would keep the cache from ever syncing."""
+    names = {str(entry.get("name")) for entry in listing.get("resources") or []}
+    return {kind: r for kind, r in resources.items() if r.kind.group or r.kind.plural in names}
 
 
 def served_versions(core: Mapping[str, Any], groups: Mapping[str, Any]) -> dict[str, list[str]]:

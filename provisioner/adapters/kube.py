@@ -25,7 +25,7 @@ from typing import Any
 
 from provisioner.adapters.cache import Cache, Event, Replace
 from provisioner.adapters.informer import RESYNC_SECONDS, Informer
-from provisioner.adapters.kinds import INFORMED, Kind, Resource, resolve, served_versions
+from provisioner.adapters.kinds import INFORMED, Kind, Resource, listed_in_core, resolve, served_versions
 from provisioner.adapters.transport import MERGE_PATCH, Transport
 from provisioner.cluster.objects import Key, NotFound, Obj, is_deleting, key_of
 from provisioner.selectors import LabelSelector
@@ -60,7 +60,10 @@ class KubeCluster:
     def discover(self) -> dict[str, Resource]:
         core = self.transport.request("GET", "/api")
         groups = self.transport.request("GET", "/apis")
-        self.resources = resolve(self.kinds, served_versions(core, groups))
+        resources = resolve(self.kinds, served_versions(core, groups))
+        if any(not r.kind.group for r in resources.values()):  # every core kind the engine reads is v1
+            resources = listed_in_core(resources, self.transport.request("GET", "/api/v1"))
+        self.resources = resources
         return self.resources
 
     def start(self) -> None:

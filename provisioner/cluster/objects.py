@@ -21,6 +21,8 @@ CLUSTER_SCOPED = frozenset(
         "NodePool",
         "KWOKNodeClass",
         "EC2NodeClass",
+        "PersistentVolume",
+        "StorageClass",
     }
 )
 

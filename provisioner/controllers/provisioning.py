@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from provisioner import capacitybuffers as cb
+from provisioner import volumes
 from provisioner.cluster import dra, pdb
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.names import random_suffix
@@ -37,7 +38,7 @@ from provisioner.pods import SCHEDULE_ANYWAY, Pod
 from provisioner.quantity import parse_resources
 from provisioner.scheduling import logs
 from provisioner.scheduling.reservations import RESERVATION_STRICT
-from provisioner.scheduling.results import RESERVED, NodeClaimPlan, Reason, SchedulingResult
+from provisioner.scheduling.results import RESERVED, VOLUMES, NodeClaimPlan, Reason, SchedulingResult
 from provisioner.scheduling.scheduler import MIN_VALUES_UNMET, PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
 from provisioner.taints import Taint, has_disrupted_taint
@@ -57,6 +58,8 @@ NOMINATION_MIN_SECONDS = 10.0
 # Karpenter's provisioner gives each scheduling simulation one minute (v1.4+, provisioner.go), wall-clock time.
 SIMULATION_TIME_LIMIT_SECONDS = 60.0
 HASH_VERSION = "v3"
+# Karpenter's PodFailedToScheduleEvent: one per pod in 5 minutes, whatever it says.
+FAILED_DEDUPE = 300.0
 PRICE_OVERLAY_APPLIED = "karpenter.sh/price-overlay-applied"
 CAPACITY_OVERLAY_APPLIED = "karpenter.sh/capacity-overlay-applied"
 
@@ -146,7 +149,9 @@ class ProvisioningController:
         self.retry_at = None
         # Read after the pending pods: a pod migrating off a deleting node meanwhile is missed, not counted twice.
         nodes = cluster_nodes(ctx)
-        pods = provisionable + deleting_pods(ctx, nodes)
+        pending = self._with_usable_volumes(ctx, provisionable)
+        moving = [read for pod in deleting_pods(ctx, nodes) if (read := with_volume_requirements(ctx, pod))]
+        pods = pending + moving
         if ctx.ignore_dra_requests:
             pods = self._without_dra(ctx, pods)
         if not pods:
@@ -177,6 +182,30 @@ class ProvisioningController:
                     ctx.log(logs.could_not_schedule(pod, message))
                 continue
             kept.append(pod)
+        return kept
+
+    def _with_usable_volumes(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
+        """Karpenter's Validate of the pending pods' PVCs (GetPendingPods): a pod with one kube-scheduler would refuse
+        is left out, with its verdict, Karpenter's "ignoring pod" log line and a FailedScheduling event; a node
+        launched for it could never run it. The others come with their volumes' alternatives for their node."""
+        kept = []
+        for pod in pods:
+            obj = None if cb.is_virtual(pod) else ctx.api.get("Pod", pod.name, pod.namespace)
+            if obj is None or not (obj.get("spec") or {}).get("volumes"):
+                kept.append(pod)
+                continue
+            error = volumes.validation_error(ctx.api, obj)
+            if error is None:
+                read = with_volume_requirements(ctx, pod, obj)
+                kept.extend([read] if read else [])
+                continue
+            self.verdicts[pod.uid] = [{"nodepool": "", "kind": VOLUMES, "message": f"ignoring pod, {error}"}]
+            if ctx.observe:  # Karpenter writes its own
+                continue
+            ctx.log(logs.ignoring_pod(pod, error))
+            ctx.publish(
+                obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {error}", dedupe_seconds=FAILED_DEDUPE
+            )
         return kept
 
     def provision(self, ctx: ClusterContext, pods: list[Pod], nodes: list[Node] | None = None) -> bool:
@@ -320,6 +349,21 @@ def _verdict(reason: Reason) -> dict[str, str]:
     if "selection" in reason.details:
         verdict["selection"] = str(reason.details["selection"])
     return verdict
+
+
+def with_volume_requirements(ctx: ClusterContext, pod: Pod, obj: Obj | None = None) -> Pod | None:
+    """The pod with the alternatives its volumes allow its node (getVolumeTopologyRequirements, for every pod a batch
+    schedules); None, logged as Karpenter does, when a PVC, PV or StorageClass it names cannot be read."""
+    obj = obj if obj is not None else ctx.api.get("Pod", pod.name, pod.namespace)
+    if obj is None or not (obj.get("spec") or {}).get("volumes"):
+        return pod
+    try:
+        alternatives = volumes.requirement_alternatives(ctx.api, obj)
+    except volumes.VolumeError as error:
+        if not ctx.observe:
+            ctx.log(logs.volume_requirements_failed(pod, str(error)))
+        return None
+    return replace(pod, volume_requirements=alternatives) if alternatives else pod
 
 
 def nomination_seconds(ctx: ClusterContext) -> float:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from provisioner import labels as wk
+from provisioner import volumes
 from provisioner.catalog import InstanceType
 from provisioner.cluster import dra, pdb
 from provisioner.cluster.conditions import is_true
@@ -24,6 +25,7 @@ from provisioner.nodes import Node
 from provisioner.objects import NodePool
 from provisioner.options import RESERVED_CAPACITY, SPOT_TO_SPOT_CONSOLIDATION
 from provisioner.pods import Pod
+from provisioner.requirements import Requirements
 from provisioner.scheduling.scheduler import PoolOffer
 
 _Prices = dict[str, dict[str, list[InstanceType]]]  # NodePool -> instance type name -> its types, in catalog order
@@ -41,6 +43,9 @@ SNAPSHOT_KINDS = (
     "DeviceClass",
     "CapacityBuffer",  # their virtual pods are pending (their status says how many, written when that changes)
     "PodTemplate",
+    "PersistentVolumeClaim",  # with PVs and StorageClasses: where a pod with volumes may move
+    "PersistentVolume",
+    "StorageClass",
 )
 
 
@@ -148,8 +153,25 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         reserved_capacity=ctx.gate(RESERVED_CAPACITY),
         device_classes=dra.device_classes(ctx.api),
         node_devices=dra.node_inventory(ctx.api, nodes, ctx.catalogs),
+        volume_requirements=_volume_requirements(ctx),
     )
     return view, claimed
+
+
+def _volume_requirements(ctx: ClusterContext) -> dict[str, tuple[Requirements, ...]]:
+    """Pod uid -> its volumes' alternatives, for the pods whose volumes constrain their node. A pod whose PVC, PV or
+    StorageClass cannot be read gets none (Karpenter's simulation leaves such a pod out instead)."""
+    result = {}
+    for obj in ctx.api.scan("Pod"):
+        if all(volumes.claim_name(obj, v) is None for v in obj["spec"].get("volumes") or ()):
+            continue
+        try:
+            alternatives = volumes.requirement_alternatives(ctx.api, obj)
+        except volumes.VolumeError:
+            continue
+        if alternatives:
+            result[obj["metadata"].get("uid", "")] = alternatives
+    return result
 
 
 def _under_consolidate_after(claim: Obj, after: dict[str, int | None]) -> bool:

@@ -45,6 +45,8 @@ class ClusterView:
     reserved_capacity: bool = True  # the ReservedCapacity gate
     # Nodes the last provisioning pass put CapacityBuffer virtual pods on: not empty (the pods are in `pending`).
     buffer_nodes: frozenset[str] = frozenset()
+    # Pod uid -> where its volumes let its node be (provisioner.volumes): a pod moves only where its PV can follow.
+    volume_requirements: Mapping[str, tuple[Requirements, ...]] = field(default_factory=dict)
 
 
 def departing_pods(view: ClusterView, removed: Collection[str] = ()) -> list[Pod]:
@@ -88,8 +90,13 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingRe
     moving = [
         p for c in candidates for p in c.pods if not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs)
     ]
+    # As Karpenter's SimulateScheduling, which gets every pod's volume topology as provisioning does.
+    pods = [*moving, *departing_pods(view, removed), *view.pending]
+    if view.volume_requirements:
+        volumes = view.volume_requirements
+        pods = [replace(p, volume_requirements=volumes[p.uid]) if p.uid in volumes else p for p in pods]
     request = SchedulingInput(
-        pods=[*moving, *departing_pods(view, removed), *view.pending],
+        pods=pods,
         pools=view.pools,
         nodes=nodes,
         daemonsets=view.daemonsets,

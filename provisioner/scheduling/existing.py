@@ -12,7 +12,7 @@ from provisioner.quantity import MILLI, Resources, add, exceeded, fits, subtract
 from provisioner.requirements import Requirements
 from provisioner.scheduling import results as r
 from provisioner.scheduling.hostports import HostPortUsage
-from provisioner.scheduling.nodeclaim import Unfit
+from provisioner.scheduling.nodeclaim import Unfit, first_fitting
 from provisioner.scheduling.poddata import PodData, PodState
 from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologygroup import TopologyGroup
@@ -122,6 +122,25 @@ class ExistingNode:
             if errors:
                 raise Unfit(r.REQUIREMENTS, f"incompatible requirements, {errors[0]}")
             requirements = requirements.merged(data.requirements)
+        return first_fitting(
+            data.volumes, lambda volume: self._with_topology(pod, data, topology, groups, requirements, volume)
+        )
+
+    @staticmethod
+    def _with_topology(
+        pod: Pod,
+        data: PodData,
+        topology: Topology,
+        groups: list[TopologyGroup],
+        requirements: Requirements,
+        volume: Requirements,
+    ) -> Requirements:
+        """One volume alternative on this node, then topology, which counts the pod by its own requirements."""
+        if volume:
+            errors = requirements.compatibility_errors(volume, allow_undefined=frozenset())
+            if errors:
+                raise Unfit(r.REQUIREMENTS, f"incompatible volume requirements, {errors[0]}")
+            requirements = requirements.merged(volume)
         if groups:
             try:
                 added = topology.add_requirements(pod, data, requirements, groups)

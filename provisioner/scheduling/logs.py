@@ -102,6 +102,22 @@ def could_not_schedule(pod: Pod, message: str) -> LogRecord:
     )
 
 
+def ignoring_pod(pod: Pod, error: str) -> LogRecord:
+    """A pending pod Karpenter's Validate leaves out of provisioning (logged at V(1), each batch)."""
+    return LogRecord(
+        "ignoring pod", {"Pod": {"name": pod.name, "namespace": pod.namespace}, "error": error}, level="DEBUG"
+    )
+
+
+def volume_requirements_failed(pod: Pod, error: str) -> LogRecord:
+    """A pod whose volumes' PVC, PV or StorageClass could not be read: Karpenter leaves it out of the batch."""
+    return LogRecord(
+        "failed getting volume topology requirements",
+        {"Pod": {"name": pod.name, "namespace": pod.namespace}, "error": error},
+        level="ERROR",
+    )
+
+
 def simulation_timed_out(duration_seconds: float) -> LogRecord:
     """Karpenter logs this (at V(1)) when Solve's one-minute context ends; the duration is truncated to seconds."""
     return LogRecord("scheduling simulation timed out", {"duration": go_duration(float(int(duration_seconds)))})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType, Offering
@@ -63,6 +64,24 @@ def drifts_at_once(key: str) -> str:
 PERMANENT = frozenset(
     {r.REQUIREMENTS, r.TAINTS, r.RESOURCES, r.HOST_PORTS, r.MIN_VALUES, r.NO_INSTANCE_TYPES, r.DEVICES}
 )
+
+Placed = TypeVar("Placed")
+_ANYWHERE = Requirements()  # the one alternative of a pod whose volumes do not constrain its node
+
+
+def first_fitting(volumes: Sequence[Requirements], attempt: Callable[[Requirements], Placed]) -> Placed:
+    """Karpenter's loop over a pod's volume alternatives (tryVolumeAlternative): the first that fits the place wins.
+    Else the last one's reason, as Karpenter's; but one that only failed for now (topology) wins over reasons that
+    hold for good, or the scheduler would write the place off for the pod class."""
+    if not volumes:
+        return attempt(_ANYWHERE)
+    failures: list[Unfit] = []
+    for volume in volumes:
+        try:
+            return attempt(volume)
+        except Unfit as unfit:
+            failures.append(unfit)
+    raise next((unfit for unfit in failures if unfit.kind not in PERMANENT), failures[-1])
 
 
 @dataclass
@@ -200,6 +219,20 @@ class PlannedNodeClaim:
     ) -> Fit:
         """Check the pod against this NodeClaim; the new requirements, options, minValues flag and the reserved
         offerings it would hold, or Unfit."""
+        return first_fitting(
+            data.volumes, lambda volume: self._fit(state, data, topology, groups, min_values, classes, volume)
+        )
+
+    def _fit(
+        self,
+        state: PodState,
+        data: PodData,
+        topology: Topology,
+        groups: list[TopologyGroup],
+        min_values: str,
+        classes: Mapping[str, DeviceClass] | None,
+        volume: Requirements,
+    ) -> Fit:
         pod, template = state.pod, self.template
         blocking = untolerated(template.nodepool.taints, data.tolerations)
         if blocking:
@@ -216,6 +249,15 @@ class PlannedNodeClaim:
                     lambda: "incompatible requirements, " + current.compatibility_errors(data.requirements)[0],
                 )
             requirements = requirements.merged(data.requirements)
+        if volume:
+            # On the NodeClaim only: topology below still counts the pod by its own requirements.
+            if not requirements.compatible(volume):
+                current = requirements
+                raise Unfit(
+                    r.REQUIREMENTS,
+                    lambda: "incompatible volume requirements, " + current.compatibility_errors(volume)[0],
+                )
+            requirements = requirements.merged(volume)
         if groups:
             try:
                 added = topology.add_requirements(pod, data, requirements, groups)

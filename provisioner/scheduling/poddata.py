@@ -53,6 +53,7 @@ class PodState:
             node_filter=tuple(strict.merged(term) for term in self.required_terms) or (strict,),
             devices=tuple((r.device_class, r.count, r.all, r.selectors) for r in self.pod.device_requests),
             host_ports=self.pod.host_ports,
+            volumes=self.pod.volume_requirements,
         )
 
     def relax(self, tolerate_prefer_no_schedule: bool) -> str | None:
@@ -88,15 +89,17 @@ class PodData:
     node_filter: tuple[Requirements, ...]  # each ORed required term with the nodeSelector (spread node filter)
     devices: tuple[object, ...] = ()  # what the pod's device requests ask for (claim names aside)
     host_ports: tuple[HostPort, ...] = ()
+    volumes: tuple[Requirements, ...] = ()  # the pod's volume alternatives, for the node's requirements only
 
     def class_key(self) -> tuple[object, ...]:
         """Pods with equal keys fit exactly the same nodes, resources, constraints and host ports alike (topology
         aside). Host ports belong in it: a port clash rules a node out for the class, and a pod without the port
-        must not inherit that verdict."""
+        must not inherit that verdict; so do volumes, whose zones rule nodes out alike."""
         return (
             self.requirements,
             self.tolerations,
             tuple(sorted(self.requests.items())),
             self.devices,
             self.host_ports,
+            self.volumes,
         )

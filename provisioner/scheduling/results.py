@@ -27,6 +27,9 @@ HOST_PORTS = "host-ports"
 MIN_VALUES = "min-values"
 NO_INSTANCE_TYPES = "no-instance-types"
 DEVICES = "devices"
+# A PVC kube-scheduler would refuse (missing, deleting, unbound without a WaitForFirstConsumer StorageClass): the pod is
+# left out of provisioning, as Karpenter's Validate leaves it.
+VOLUMES = "volumes"
 # Reserved capacity that exists but is held by other NodeClaims: the pod waits for the next simulation (never relaxed,
 # never a FailedScheduling, as Karpenter's ReservedOfferingError).
 RESERVED = "reserved-capacity"

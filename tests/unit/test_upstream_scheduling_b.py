@@ -67,12 +67,7 @@ def could_not_schedule(made: Lab) -> dict[str, str]:
 # Describe("Volume Topology Requirements"): validation of a pending pod's PVCs ---------------------------------------
 # Karpenter's Provisioner.Validate (provisioner.go:580) runs VolumeTopology.ValidatePersistentVolumeClaims
 # (volumetopology.go:227) and leaves a pod out of the simulation when one of its PVCs is one kube-scheduler would
-# refuse. karpui reads no PersistentVolumeClaim, PersistentVolume or StorageClass when provisioning.
-
-NO_PVC_CHECKS = (
-    "karpui differs: provisioning never reads the pod's PVCs (Karpenter's ValidatePersistentVolumeClaims), "
-    "so it launches a node for a pod that cannot start"
-)
+# refuse; karpui's provisioning controller does the same (provisioner/volumes.py).
 
 
 def storage_class(name: str = "default-storage-class", binding: str = "WaitForFirstConsumer") -> dict[str, Any]:
@@ -155,21 +150,18 @@ def provisioned(*documents: dict[str, Any]) -> Lab:
     return made
 
 
-@pytest.mark.xfail(strict=True, reason=NO_PVC_CHECKS)
 def test_a_pod_whose_pvc_is_unbound_with_immediate_binding_gets_no_node() -> None:
     """ "should not launch nodes for pod with unbound volume for volumeBindingMode immediate"."""
     made = provisioned(storage_class(binding="Immediate"), claim(), unschedulable_pod("web", volumes=claim_volume()))
     assert launched_types(made) == []
 
 
-@pytest.mark.xfail(strict=True, reason=NO_PVC_CHECKS)
 def test_a_pod_whose_pvc_is_deleting_gets_no_node() -> None:
     """ "should not launch nodes for pod with deleting persistentVolumeClaim"."""
     made = provisioned(storage_class(), claim(deleting=True), unschedulable_pod("web", volumes=claim_volume()))
     assert launched_types(made) == []
 
 
-@pytest.mark.xfail(strict=True, reason=NO_PVC_CHECKS)
 def test_a_pod_whose_bound_pv_is_deleting_gets_no_node() -> None:
     """ "should not launch nodes for pod with bound persistentVolume that is marked for deletion": the pod's
     ephemeral volume's PVC (named <pod>-<volume>) is bound to a PV with a deletionTimestamp."""
@@ -181,7 +173,6 @@ def test_a_pod_whose_bound_pv_is_deleting_gets_no_node() -> None:
     assert launched_types(made) == []
 
 
-@pytest.mark.xfail(strict=True, reason=NO_PVC_CHECKS)
 def test_a_pod_whose_pvc_is_lost_gets_no_node() -> None:
     """ "should not launch nodes for pod with Lost persistentVolumeClaim"."""
     made = provisioned(storage_class(), claim(phase="Lost"), unschedulable_pod("web", volumes=claim_volume()))
@@ -191,7 +182,7 @@ def test_a_pod_whose_pvc_is_lost_gets_no_node() -> None:
 @pytest.mark.parametrize(
     "bind_completed",
     [
-        pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=NO_PVC_CHECKS), id="annotation missing"),
+        pytest.param(False, id="annotation missing"),
         pytest.param(True, id="annotation present"),
     ],
 )
@@ -220,7 +211,6 @@ def test_a_pod_whose_ephemeral_pvc_is_bound_is_provisioned_for_without_its_stora
     assert launched_types(made) == ["c-2x-amd64-linux"]
 
 
-@pytest.mark.xfail(strict=True, reason=NO_PVC_CHECKS)
 @pytest.mark.parametrize("storage_class_name", ["non-existent", ""], ids=["non-existent", "explicitly disabled"])
 def test_a_pod_whose_ephemeral_pvc_is_not_made_yet_gets_no_node(storage_class_name: str) -> None:
     """ "should not launch nodes for pods with ephemeral volume without a storage class when the PVC is unbound": the
