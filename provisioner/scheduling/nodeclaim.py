@@ -259,18 +259,18 @@ class PlannedNodeClaim:
                 )
         relaxed = self.min_values_relaxed
         lowered = []
+        unmet: dict[str, str] = {}  # key -> "distinct values < minValues", for the dashboard
         for requirement in requirements.values():
             achievable = index.distinct_values(mask, requirement) if requirement.min_values else 0
             if requirement.min_values and achievable < requirement.min_values:
-                if min_values == STRICT:
-                    raise Unfit(
-                        r.MIN_VALUES,
-                        f"minValues requirement is not met for {requirement.key} "
-                        f"({achievable} < {requirement.min_values})",
-                    )
+                unmet[requirement.key] = f"{achievable} < {requirement.min_values}"
                 # BestEffort: the NodeClaim asks for what its types can give, as Karpenter's CanAdd lowers it.
                 lowered.append(replace(requirement, min_values=achievable))
                 relaxed = True
+        if unmet and min_values == STRICT:
+            # Karpenter's SatisfiesMinValues names every unmet key at once (cloudprovider/types.go:495).
+            named = " ".join(sorted(unmet))
+            raise Unfit(r.MIN_VALUES, f"minValues requirement is not met for label(s) (label(s)=[{named}])", unmet)
         if lowered:
             keys = {requirement.key for requirement in lowered}
             requirements = Requirements([*(v for k, v in requirements.items() if k not in keys), *lowered])

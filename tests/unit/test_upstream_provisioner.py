@@ -309,11 +309,6 @@ def test_min_values_unmet_once_the_pods_gt_narrows_the_generations():
     assert result.new_nodeclaims == [] and len(result.failures) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: its minValues pod error reads 'minValues requirement is not met for <key> (n < m)', "
-    "not Karpenter's 'minValues requirement is not met for label(s) (label(s)=[<key>])'",
-)
 def test_the_min_values_pod_error_names_the_labels_as_karpenter_words_it():
     """instance_selection_test.go MinValues: "scheduler should fail if the minValues in Gt operator is not
     satisfied": every PodError contains `minValues requirement is not met for label(s)
