@@ -62,7 +62,8 @@ def plan(claim: PlannedNodeClaim, *, max_instance_types: int, min_values_policy:
             Requirement(wk.CAPACITY_TYPE, frozenset(capacity_types)),
         ]
     )
-    requests = add(claim.requests, template.daemon_requests)
+    # Karpenter's addDaemonRequests (nodeclaim.go:407): the least DaemonSet overhead among the options kept.
+    requests = add(claim.requests, template.daemon_overhead(kept_mask))
     return NodeClaimPlan(
         nodepool=template.name,
         pods=tuple(claim.pods),

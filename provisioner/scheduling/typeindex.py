@@ -100,6 +100,12 @@ class TypeIndex:
 
     def compatible(self, requirements: Requirements) -> int:
         """Types whose requirements intersect these (shared keys only) and that have a compatible available offering."""
+        mask = self.intersecting(requirements)
+        return mask & self._offering_mask(_offering_key(requirements)) if mask else 0
+
+    def intersecting(self, requirements: Requirements) -> int:
+        """Types whose own requirements intersect these on every key both define (Karpenter's
+        Requirements.Intersects), whatever their offerings."""
         mask = self.all
         for key in self.keys:
             requirement = requirements.get(key)
@@ -107,7 +113,7 @@ class TypeIndex:
                 mask &= self._requirement_mask(requirement)
                 if not mask:
                     return 0
-        return mask & self._offering_mask(_offering_key(requirements))
+        return mask
 
     def _requirement_mask(self, requirement: Requirement) -> int:
         cached = self._requirement_cache.get(requirement)
