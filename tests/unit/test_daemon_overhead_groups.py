@@ -88,3 +88,14 @@ def test_memory_fits_with_the_group_overhead_only():
     assert parse_quantity("3.5Gi") < SMALL.allocatable["memory"]
     placed = placed_types(schedule([pod("100m", "3.5Gi")], pools=[POOL], types=TYPES, daemonsets=DAEMONS))
     assert placed == ["small"]
+
+
+def test_the_overhead_is_the_least_before_the_options_are_truncated():
+    """FinalizeScheduling (scheduler.go:523) adds the daemon requests before TruncateInstanceTypes
+    (provisioner.go:441): a small type cut from the options still lowers the NodeClaim's requests."""
+    cheap_large = instance_type("large", "8", "16Gi", labels={SIZE: "large"}, price=0.01)
+    types = [SMALL, cheap_large]
+    [plan] = schedule(
+        [pod("500m", "100Mi")], pools=[POOL], types=types, daemonsets=DAEMONS, max_instance_types=1
+    ).new_nodeclaims
+    assert (plan.instance_type_names, plan.requests["cpu"]) == (["large"], 1500)
