@@ -138,7 +138,8 @@ class NodeClaimTemplate:
     def daemon_overhead(self, mask: int) -> Resources:
         """The smallest DaemonSet overhead among the groups with types in `mask`, per resource (Karpenter's
         addDaemonRequests puts it in the NodeClaim's requests). A resource some group lacks is dropped, as
-        MinResources does, where Karpenter's skip of a first empty group depends on map order."""
+        MinResources does, so a group without DaemonSets makes it empty; Karpenter's own result there depends on
+        map order, since it skips an empty group met first."""
         overheads = [g.overhead for g in self.daemon_groups if g.mask & mask]
         if not overheads:
             return {}
@@ -339,11 +340,10 @@ class PlannedNodeClaim:
         else the requests with the DaemonSet overhead (its range, as Karpenter's resourcesString, where types
         differ) against the largest compatible type."""
         template, index = self.template, self.template.index
-        held = [g.ports.conflict(ports) for g in template.daemon_groups if g.mask & compatible] if ports else []
-        if held and all(held):
-            port = held[0]
-            assert port is not None
-            return Unfit(r.HOST_PORTS, f"host port {port.port}/{port.protocol} is already in use")
+        groups = [g for g in template.daemon_groups if g.mask & compatible]
+        clashes = [c for c in (g.ports.conflict(ports) for g in groups) if c is not None] if ports else []
+        if clashes and len(clashes) == len(groups):
+            return Unfit(r.HOST_PORTS, f"host port {clashes[0].port}/{clashes[0].protocol} is already in use")
         overheads = template.daemon_overheads(compatible)
         least = template.daemon_overhead(compatible)
         total = add(needed, least)
