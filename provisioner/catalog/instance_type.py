@@ -70,7 +70,10 @@ class Overhead:
 
 @dataclass(frozen=True)
 class InstanceType:
-    """A machine shape. `labels` are its single-valued requirements (arch, os, family, ...)."""
+    """A machine shape. `labels` are its single-valued requirements (arch, os, family, ...); `extra_requirements`
+    the ones a label cannot say, as Karpenter's InstanceType.Requirements holds them: a key with several values
+    (`In`, such as the OSes an image family boots) or with none (`DoesNotExist`: a label other types carry and
+    this one never will, so a pod requiring it to exist cannot land here)."""
 
     name: str
     capacity: Resources
@@ -79,6 +82,7 @@ class InstanceType:
     overhead: Overhead = field(default_factory=Overhead)
     devices: tuple[dict[str, object], ...] = ()  # DRA declarations: {driver, pool, devices: [...]}
     capacity_overlaid: bool = False  # a NodeOverlay added capacity
+    extra_requirements: tuple[Requirement, ...] = ()  # In or DoesNotExist only; intersected with the labels'
 
     @property
     def price_overlaid(self) -> bool:
@@ -92,11 +96,13 @@ class InstanceType:
 
     @cached_property
     def requirements(self) -> Requirements:
-        """The labels as `In` requirements plus the zones and capacity types of its offerings."""
+        """The labels as `In` requirements, the extra requirements, and the zones and capacity types of its
+        offerings."""
         return Requirements(
             [
                 Requirement.in_values(wk.INSTANCE_TYPE, self.name),
                 *(Requirement.in_values(key, value) for key, value in self.labels.items()),
+                *self.extra_requirements,
                 Requirement(wk.ZONE, frozenset(o.zone for o in self.offerings)),
                 Requirement(wk.CAPACITY_TYPE, frozenset(o.capacity_type for o in self.offerings)),
             ]

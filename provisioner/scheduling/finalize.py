@@ -62,7 +62,9 @@ def plan(claim: PlannedNodeClaim, *, max_instance_types: int, min_values_policy:
             Requirement(wk.CAPACITY_TYPE, frozenset(capacity_types)),
         ]
     )
-    requests = add(claim.requests, template.daemon_requests)
+    # Karpenter's addDaemonRequests (nodeclaim.go:407): the least DaemonSet overhead among the options, taken in
+    # FinalizeScheduling (scheduler.go:523) before the options are truncated (provisioner.go:441).
+    requests = add(claim.requests, template.daemon_overhead(claim.mask))
     return NodeClaimPlan(
         nodepool=template.name,
         pods=tuple(claim.pods),

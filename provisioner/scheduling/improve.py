@@ -209,7 +209,7 @@ def _repack(
         return None
     resources = sorted(
         {name for requests in classes.requests for name, amount in requests.items() if amount > 0}
-        | {name for name, amount in template.daemon_requests.items() if amount > 0}
+        | {name for group in template.daemon_groups for name, amount in group.overhead.items() if amount > 0}
     )
     demands = [tuple(requests.get(r, 0) for r in resources) for requests in classes.requests]
     packer = Packer(demands, _shapes(template, requirements, resources))
@@ -301,7 +301,8 @@ def _shapes(template: NodeClaimTemplate, requirements: Requirements, resources: 
         if not compatible >> position & 1:
             continue
         allocatable = index.types[position].allocatable
-        capacity = tuple(allocatable.get(r, 0) - template.daemon_requests.get(r, 0) for r in resources)
+        overhead = template.daemon_overhead(1 << position)  # the overhead of the DaemonSets this type would run
+        capacity = tuple(allocatable.get(r, 0) - overhead.get(r, 0) for r in resources)
         if min(capacity) >= 0:
             found.setdefault((capacity, table.prices[position]), position)
     # A NodeClaim sized to a shape may launch as any type at least as large; where those offer too few distinct

@@ -44,8 +44,7 @@ def _remaining_text(remaining: Resources) -> str:
 def blamed_on_limits(template: NodeClaimTemplate, data: PodData, remaining: Resources, unfit: Unfit) -> Unfit:
     """A resource failure is really a limits failure when a type the limits excluded would have fitted."""
     index = template.index
-    needed = add(data.requests, template.daemon_requests)
-    if not index.fitting(needed) & index.compatible(data.requirements):
+    if not template.fitting(data.requests) & index.compatible(data.requirements):
         return unfit
     return Unfit(
         r.LIMITS,

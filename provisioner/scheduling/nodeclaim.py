@@ -14,7 +14,7 @@ from provisioner.nodes import DaemonSet
 from provisioner.objects import NodePool
 from provisioner.options import STRICT
 from provisioner.pods import HostPort, Pod
-from provisioner.quantity import Resources, add, exceeded, format_resources
+from provisioner.quantity import Resources, add, exceeded, format_resources, maximum
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling import results as r
 from provisioner.scheduling.hostports import HostPortUsage
@@ -84,14 +84,23 @@ def first_fitting(volumes: Sequence[Requirements], attempt: Callable[[Requiremen
     raise next((unfit for unfit in failures if unfit.kind not in PERMANENT), failures[-1])
 
 
+@dataclass(frozen=True, slots=True)
+class DaemonOverheadGroup:
+    """Karpenter's DaemonOverheadGroup: the template's types (a mask over its index) that the same DaemonSets would
+    run on, with those DaemonSets' requests and host ports."""
+
+    mask: int
+    overhead: Resources
+    ports: HostPortUsage
+
+
 @dataclass
 class NodeClaimTemplate:
     nodepool: NodePool
     requirements: Requirements
     labels: dict[str, str]
     index: TypeIndex
-    daemon_requests: Resources
-    daemon_ports: tuple[HostPort, ...]
+    daemon_groups: tuple[DaemonOverheadGroup, ...]
     excluded: dict[str, str] = field(default_factory=dict)
     # Strict minValues no set of the types meets: key -> (distinct values they give, its minValues); no types left.
     min_values_short: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -128,17 +137,43 @@ class NodeClaimTemplate:
                     short[requirement.key] = (distinct, requirement.min_values)
             if short:
                 index = TypeIndex([])
-        daemon_requests: Resources = {}
-        ports: list[HostPort] = []
-        for daemonset in daemonsets:
-            if daemon_fits_template(daemonset.template, nodepool, requirements):
-                daemon_requests = add(daemon_requests, PodState.of(daemonset.template).data().requests)
-                ports.extend(daemonset.template.host_ports)
-        return cls(nodepool, requirements, labels, index, daemon_requests, tuple(ports), excluded, short)
+        groups = daemon_overhead_groups(index, nodepool, requirements, daemonsets)
+        return cls(nodepool, requirements, labels, index, groups, excluded, short)
 
     @property
     def name(self) -> str:
         return self.nodepool.name
+
+    def fitting(self, requests: Resources, ports: Sequence[HostPort] = ()) -> int:
+        """Types whose allocatable covers `requests` plus the overhead of the DaemonSets that would run on them, and
+        whose DaemonSets hold none of `ports` (Karpenter's filterInstanceTypesByRequirements, nodeclaim.go:619-630)."""
+        mask = 0
+        for group in self.daemon_groups:
+            if ports and group.ports.conflict(ports) is not None:
+                continue
+            mask |= group.mask & self.index.fitting(add(requests, group.overhead) if group.overhead else requests)
+        return mask
+
+    def daemon_overhead(self, mask: int) -> Resources:
+        """The smallest DaemonSet overhead among the groups with types in `mask`, per resource (Karpenter's
+        addDaemonRequests puts it in the NodeClaim's requests). A resource some group lacks is dropped, as
+        MinResources does, so a group without DaemonSets makes it empty; Karpenter's own result there depends on
+        map order, since it skips an empty group met first."""
+        overheads = [g.overhead for g in self.daemon_groups if g.mask & mask]
+        if not overheads:
+            return {}
+        least = dict(overheads[0])
+        for overhead in overheads[1:]:
+            least = {name: min(amount, overhead[name]) for name, amount in least.items() if name in overhead}
+        return least
+
+    def daemon_overheads(self, mask: int) -> list[Resources]:
+        """The distinct DaemonSet overheads of the types in `mask`."""
+        distinct: list[Resources] = []
+        for group in self.daemon_groups:
+            if group.mask & mask and group.overhead not in distinct:
+                distinct.append(group.overhead)
+        return distinct
 
     def never_fits(self, data: PodData) -> Unfit | None:
         """Why the pod cannot go to this NodePool whatever its limits or its NodeClaims' contents: an untolerated
@@ -157,16 +192,51 @@ class NodeClaimTemplate:
         return None
 
 
-def daemon_fits_template(daemon: Pod, nodepool: NodePool, requirements: Requirements) -> bool:
-    """A DaemonSet runs on a pool's nodes if it tolerates the taints (PreferNoSchedule aside) and its node
-    requirements are compatible (startup taints are ignored: they are gone by the time daemons matter)."""
+def daemon_overhead_groups(
+    index: TypeIndex, nodepool: NodePool, requirements: Requirements, daemonsets: Sequence[DaemonSet]
+) -> tuple[DaemonOverheadGroup, ...]:
+    """Karpenter's buildDaemonOverheadGroups (scheduler.go:1001): the template's types split by the set of
+    DaemonSets that would run on them, so a DaemonSet only for large types weighs on large types alone."""
+    split: dict[tuple[int, ...], int] = {(): index.all} if index.all else {}  # DaemonSets -> their types
+    for n, daemonset in enumerate(daemonsets):
+        runs_on = daemon_types(index, daemonset.template, nodepool, requirements)
+        if not runs_on:
+            continue
+        for members, mask in list(split.items()):
+            if mask & runs_on:
+                split[(*members, n)] = mask & runs_on
+                if mask & ~runs_on:
+                    split[members] = mask & ~runs_on
+                else:
+                    del split[members]
+    requests = {n: PodState.of(daemonsets[n].template).data().requests for members in split for n in members}
+    return tuple(
+        DaemonOverheadGroup(
+            mask,
+            add(*(requests[n] for n in members)),
+            HostPortUsage(tuple(port for n in members for port in daemonsets[n].template.host_ports)),
+        )
+        for members, mask in split.items()
+    )
+
+
+def daemon_types(index: TypeIndex, daemon: Pod, nodepool: NodePool, requirements: Requirements) -> int:
+    """The types a DaemonSet's pod would run on (Karpenter's isDaemonPodCompatible, scheduler.go:1049): it tolerates
+    the pool's taints (PreferNoSchedule aside; startup taints are gone by the time daemons matter), and one of its
+    required node affinity terms is compatible with the pool's requirements and intersects the type's own."""
     tolerations = (*daemon.tolerations, TOLERATE_PREFER_NO_SCHEDULE)
     if untolerated([t for t in nodepool.taints if t.effect != PREFER_NO_SCHEDULE], tolerations):
-        return False
+        return 0
     state = PodState.of(daemon)
     terms = state.required_terms or [Requirements()]
     base = Requirements.from_labels(daemon.node_selector)
-    return any(requirements.compatible(base.merged(term)) for term in terms)
+    mask = 0
+    for term in terms:
+        wanted = base.merged(term)
+        if requirements.compatible(wanted):
+            # Intersects, not compatible: the type's requirements never carry the pool's custom keys.
+            mask |= index.intersecting(wanted)
+    return mask
 
 
 Fit = tuple[Requirements, int, bool, tuple[Offering, ...]]  # requirements, options, minValues relaxed, reserved
@@ -193,7 +263,7 @@ class PlannedNodeClaim:
         self.requests: Resources = {}
         self.mask = mask
         self.pods: list[Pod] = []
-        self.ports = HostPortUsage(template.daemon_ports)
+        self.ports = HostPortUsage()  # the pods' own; each daemon group's ports are checked in the template's fitting
         self.min_values_relaxed = False
         self.stamp = 0  # position in the scheduler's orders; refreshed whenever the claim moves
         self.device_requests: list[DeviceRequest] = []
@@ -270,24 +340,13 @@ class PlannedNodeClaim:
                 )
             requirements = requirements.merged(added)
         index = template.index
-        needed = add(self.requests, data.requests, template.daemon_requests)
+        needed = add(self.requests, data.requests)
         compatible = self.mask & index.compatible(requirements) if requirements is not self.requirements else self.mask
         if not compatible:
             raise Unfit(r.REQUIREMENTS, lambda: "no instance type satisfied the requirements " + _summary(requirements))
-        mask = compatible & index.fitting(needed)
+        mask = compatible & template.fitting(needed, pod.host_ports)
         if not mask:
-            largest = index.max_capacity(compatible)
-            details = {
-                "requests": format_resources(needed),
-                "exceeds": exceeded(needed, _max_allocatable(index, compatible)),
-            }
-            raise Unfit(
-                r.RESOURCES,
-                f"no instance type has enough resources for requests {_json(format_resources(needed))} "
-                f"(daemonset overhead {_json(format_resources(template.daemon_requests))}; "
-                f"largest compatible type capacity {_json(format_resources(largest))})",
-                details,
-            )
+            raise self._unfit_for_resources(needed, compatible, pod.host_ports)
         if pod.device_requests:
             # Devices already promised to this NodeClaim's pods count: one device serves one request.
             wanted = (*self.device_requests, *pod.device_requests)
@@ -301,22 +360,51 @@ class PlannedNodeClaim:
                 )
         relaxed = self.min_values_relaxed
         lowered = []
+        unmet: dict[str, str] = {}  # key -> "distinct values < minValues", for the dashboard
         for requirement in requirements.values():
             achievable = index.distinct_values(mask, requirement) if requirement.min_values else 0
             if requirement.min_values and achievable < requirement.min_values:
-                if min_values == STRICT:
-                    raise Unfit(
-                        r.MIN_VALUES,
-                        f"minValues requirement is not met for {requirement.key} "
-                        f"({achievable} < {requirement.min_values})",
-                    )
+                unmet[requirement.key] = f"{achievable} < {requirement.min_values}"
                 # BestEffort: the NodeClaim asks for what its types can give, as Karpenter's CanAdd lowers it.
                 lowered.append(replace(requirement, min_values=achievable))
                 relaxed = True
+        if unmet and min_values == STRICT:
+            # Karpenter's SatisfiesMinValues names every unmet key at once (cloudprovider/types.go:495).
+            named = " ".join(sorted(unmet))
+            raise Unfit(r.MIN_VALUES, f"minValues requirement is not met for label(s) (label(s)=[{named}])", unmet)
         if lowered:
             keys = {requirement.key for requirement in lowered}
             requirements = Requirements([*(v for k, v in requirements.items() if k not in keys), *lowered])
         return requirements, mask, relaxed, self._offerings_to_reserve(mask, requirements)
+
+    def _unfit_for_resources(self, needed: Resources, compatible: int, ports: Sequence[HostPort]) -> Unfit:
+        """Why no compatible type has room: a DaemonSet's host port wherever one is held on every compatible type,
+        else the requests with the DaemonSet overhead (its range, as Karpenter's resourcesString, where types
+        differ) against the largest compatible type."""
+        template, index = self.template, self.template.index
+        groups = [g for g in template.daemon_groups if g.mask & compatible]
+        clashes = [c for c in (g.ports.conflict(ports) for g in groups) if c is not None] if ports else []
+        if clashes and len(clashes) == len(groups):
+            return Unfit(r.HOST_PORTS, f"host port {clashes[0].port}/{clashes[0].protocol} is already in use")
+        overheads = template.daemon_overheads(compatible)
+        least = template.daemon_overhead(compatible)
+        total = add(needed, least)
+        if len(overheads) > 1:
+            most = maximum(overheads)
+            requests = f"min={_json(format_resources(total))}, max={_json(format_resources(add(needed, most)))}"
+            overhead = f"min={_json(format_resources(least))}, max={_json(format_resources(most))}"
+        else:
+            requests, overhead = _json(format_resources(total)), _json(format_resources(least))
+        details = {
+            "requests": format_resources(total),
+            "exceeds": exceeded(total, _max_allocatable(index, compatible)),
+        }
+        return Unfit(
+            r.RESOURCES,
+            f"no instance type has enough resources for requests {requests} (daemonset overhead {overhead}; "
+            f"largest compatible type capacity {_json(format_resources(index.max_capacity(compatible)))})",
+            details,
+        )
 
     def _offerings_to_reserve(self, mask: int, requirements: Requirements) -> tuple[Offering, ...]:
         """Karpenter's offeringsToReserve: every compatible reserved offering of the surviving types that a

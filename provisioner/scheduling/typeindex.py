@@ -15,7 +15,7 @@ from provisioner import labels as wk
 from provisioner.catalog import InstanceType
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass, DeviceRequest, allocate
-from provisioner.requirements import Requirement, Requirements
+from provisioner.requirements import DOES_NOT_EXIST, NOT_IN, Requirement, Requirements
 
 
 def declared_devices(instance_type: InstanceType) -> list[Device]:
@@ -70,13 +70,17 @@ class TypeIndex:
             self._by_resource[resource] = (values, suffix)
         # key -> value -> mask of types whose requirement on key allows value
         self._values: dict[str, dict[str, int]] = {}
+        # key -> mask of types that say the key does not exist on their nodes (a requirement with no values)
+        self._absent: dict[str, int] = {}
         for position, it in enumerate(self.types):
             for key, requirement in it.requirements.items():
+                if not requirement.values and not requirement.complement:
+                    self._absent[key] = self._absent.get(key, 0) | (1 << position)
                 for value in requirement.values:
                     by_value = self._values.setdefault(key, {})
                     by_value[value] = by_value.get(value, 0) | (1 << position)
-        self._with_key = {key: _or(by_value.values()) for key, by_value in self._values.items()}
-        self.keys = frozenset(self._values)
+        self.keys = frozenset(self._values) | frozenset(self._absent)
+        self._with_key = {key: _or(self._values.get(key, {}).values()) | self._absent.get(key, 0) for key in self.keys}
         self._requirement_cache: dict[Requirement, int] = {}
         self._offering_cache: dict[_OfferingKey, int] = {}
 
@@ -100,6 +104,12 @@ class TypeIndex:
 
     def compatible(self, requirements: Requirements) -> int:
         """Types whose requirements intersect these (shared keys only) and that have a compatible available offering."""
+        mask = self.intersecting(requirements)
+        return mask & self._offering_mask(_offering_key(requirements)) if mask else 0
+
+    def intersecting(self, requirements: Requirements) -> int:
+        """Types whose own requirements intersect these on every key both define (Karpenter's
+        Requirements.Intersects), whatever their offerings."""
         mask = self.all
         for key in self.keys:
             requirement = requirements.get(key)
@@ -107,17 +117,21 @@ class TypeIndex:
                 mask &= self._requirement_mask(requirement)
                 if not mask:
                     return 0
-        return mask & self._offering_mask(_offering_key(requirements))
+        return mask
 
     def _requirement_mask(self, requirement: Requirement) -> int:
         cached = self._requirement_cache.get(requirement)
         if cached is not None:
             return cached
-        by_value = self._values[requirement.key]
-        mask = self.all & ~self._with_key[requirement.key]  # types that leave the key undefined
-        for value, value_mask in by_value.items():
+        key = requirement.key
+        mask = self.all & ~self._with_key[key]  # types that leave the key undefined
+        for value, value_mask in self._values.get(key, {}).items():
             if requirement.has(value):
                 mask |= value_mask
+        # Karpenter's Requirements.Intersects (scheduling/requirements.go:256-276): a type's DoesNotExist shares no
+        # value with anything, and passes only a NotIn or DoesNotExist, which also hold where the key is absent.
+        if requirement.operator in (NOT_IN, DOES_NOT_EXIST):
+            mask |= self._absent.get(key, 0)
         self._requirement_cache[requirement] = mask
         return mask
 

@@ -309,11 +309,6 @@ def test_min_values_unmet_once_the_pods_gt_narrows_the_generations():
     assert result.new_nodeclaims == [] and len(result.failures) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: its minValues pod error reads 'minValues requirement is not met for <key> (n < m)', "
-    "not Karpenter's 'minValues requirement is not met for label(s) (label(s)=[<key>])'",
-)
 def test_the_min_values_pod_error_names_the_labels_as_karpenter_words_it():
     """instance_selection_test.go MinValues: "scheduler should fail if the minValues in Gt operator is not
     satisfied": every PodError contains `minValues requirement is not met for label(s)
@@ -681,10 +676,6 @@ def test_a_daemonset_selecting_an_unknown_label_adds_no_overhead():
     assert launched_capacity(result) == TWO_CPU_2GI
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: a DaemonSet counts for a NodePool if compatible with the NodePool, not per instance type",
-)
 def test_a_daemonset_no_instance_type_satisfies_adds_no_overhead():
     """suite_test.go Daemonsets: "should ignore daemonsets when no instance types meet the daemonset
     requirements"."""
@@ -702,11 +693,6 @@ def test_a_daemonset_selecting_the_nodepools_custom_label_counts():
     assert launched_capacity(result) == FOUR_CPU_4GI
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: daemon overhead is one sum per NodePool, not per group of instance types "
-    "(Karpenter v1.14+ buildDaemonOverheadGroups)",
-)
 def test_daemonsets_count_only_on_the_instance_types_they_select():
     """suite_test.go Daemonsets: "should filter out daemonsets based on instance type requirements": a 1 CPU
     daemon for small types and a 10 CPU one for large types; the pod goes to a small 4 CPU / 4Gi type."""
@@ -748,10 +734,6 @@ def test_a_daemonset_counts_on_a_prefer_no_schedule_nodepool():
     assert launched_capacity(result) == FOUR_CPU_4GI
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: a DaemonSet's host ports block every type of the NodePool, even types it does not select",
-)
 def test_a_daemonset_host_port_counts_only_where_the_daemonset_runs():
     """suite_test.go Daemonsets: "should not account for daemonset hostports when daemonset would not schedule on
     selected node": port 8080 belongs to a large-only daemon; the small-only pod with port 8080 lands on a small

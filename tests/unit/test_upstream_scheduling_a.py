@@ -542,10 +542,6 @@ def test_provider_labels_incompatible_with_the_instance_type_do_not_schedule():
     assert scheduled(solve(pods, types=fake_instance_types(5))) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: TypeIndex treats an instance type's DoesNotExist requirement as an undefined key",
-)
 def test_an_optional_label_that_exists_picks_the_type_that_has_it():
     """It("should schedule optional labels"): only fake-it-4 (5 CPUs, 10Gi) is `large` and has `special`."""
     [plan] = solve([pod(required=[[r(SPECIAL, "Exists")]])], types=fake_instance_types(5)).new_nodeclaims
