@@ -144,14 +144,19 @@ def continue_pass(previous: PassResult, view: ClusterView) -> PassResult:
 def _consolidatable(
     candidates: Sequence[Candidate], result: PassResult, *, empty: bool | None, hosting: Collection[str] = ()
 ) -> list[Candidate]:
-    """The candidates consolidation may take; `hosting` the nodes holding CapacityBuffer virtual pods, which are
-    not empty (Karpenter's HasBufferPods) though no real pod runs there."""
+    """The candidates consolidation may take: Emptiness (`empty` True) the empty ones but those `hosting`
+    CapacityBuffer virtual pods (Karpenter's HasBufferPods: deleting one would only bring its capacity back), the
+    consolidation methods (`empty` False) only the others. An empty node hosting buffer pods is thus left by all
+    of them: Karpenter's consolidation passes over every empty candidate, "Empty nodes are handled by Emptiness"
+    (consolidation.go:126-129)."""
     chosen = []
     for candidate in candidates:
         if candidate.nodepool.static:
             continue  # a static NodePool's nodes are never consolidated (Karpenter passes over them silently)
-        is_empty = not candidate.pods and candidate.name not in hosting
+        is_empty = not candidate.pods
         if empty is not None and is_empty != empty:
+            continue
+        if empty and candidate.name in hosting:
             continue
         reasons = _consolidation_blockers(candidate, result)
         if reasons:
@@ -257,7 +262,7 @@ def _static_drift(
 def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
     candidates = _not_declined(candidates, result, UNDERUTILIZED)
     eligible = _admit(
-        consolidation_order(_consolidatable(candidates, result, empty=False, hosting=view.buffer_nodes)),
+        consolidation_order(_consolidatable(candidates, result, empty=False)),
         result,
         UNDERUTILIZED,
     )
@@ -302,9 +307,7 @@ def _single_node(
     pass's `walk`, the walk ends where it began."""
     before = {name: tuple(notes) for name, notes in result.notes.items()} if walk is None else {}
     eligible = _not_declined(candidates, result, UNDERUTILIZED)
-    ordered = _interleaved(
-        consolidation_order(_consolidatable(eligible, result, empty=False, hosting=view.buffer_nodes))
-    )
+    ordered = _interleaved(consolidation_order(_consolidatable(eligible, result, empty=False)))
     start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
     ordered = ordered[start:] + ordered[:start]
     if walk is None:

@@ -232,13 +232,6 @@ def test_only_the_node_hosting_buffer_pods_is_protected():
     assert decisions(result) == [("Empty", "delete", ["n2"])]
 
 
-BUFFER_XFAIL = (
-    "karpui differs: multi/single-node consolidation take an empty node hosting buffer pods, which Karpenter "
-    "leaves to Emptiness alone (consolidation.go:127 IsEmpty)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=BUFFER_XFAIL)
 @pytest.mark.parametrize(
     "hosting",
     [
