@@ -481,13 +481,33 @@ def test_a_walk_that_went_through_every_candidate_ends_where_it_began():
         (str(2**27), 0, 2.0),
         (None, 2**25, 2.0),
         (str(-(2**27)), -(2**25), -1.0),
-        (str(2**40), 0, 10.0),  # clamped
+        ("+" + str(2**27), 0, 2.0),
+        (str(2**31 - 1), 2**30, 10.0),  # clamped
         (None, -(2**30), -10.0),
+        # Not an int32, so no cost (strconv.ParseInt(value, 10, 32) fails): out of range, a fraction, spaces.
+        (str(2**40), 0, 1.0),
+        (str(-(2**31) - 1), 0, 1.0),
+        ("1.5", 0, 1.0),
+        (" 5", 0, 1.0),
     ],
 )
 def test_a_pods_eviction_cost_is_karpenters(annotation, priority, cost):
     annotations = {} if annotation is None else {"controller.kubernetes.io/pod-deletion-cost": annotation}
     assert eviction_cost(replace(pod(cpu="1"), annotations=annotations, priority=priority)) == cost
+
+
+@pytest.mark.parametrize(
+    ("annotations", "cost"),
+    [
+        ({"karpenter.sh/disruption-cost": str(2**27)}, 2.0),
+        ({"karpenter.sh/disruption-cost": str(2**27), "controller.kubernetes.io/pod-deletion-cost": "0"}, 2.0),
+        # An unreadable disruption-cost is no cost: the pod-deletion-cost is read only without the annotation.
+        ({"karpenter.sh/disruption-cost": "x", "controller.kubernetes.io/pod-deletion-cost": str(2**27)}, 1.0),
+    ],
+)
+def test_a_pods_disruption_cost_annotation_comes_before_its_deletion_cost(annotations, cost):
+    """utils/disruption/disruption.go:97-123: karpenter.sh/disruption-cost first, the pod-deletion-cost without it."""
+    assert eviction_cost(replace(pod(cpu="1"), annotations=annotations)) == cost
 
 
 def test_a_candidates_costs_share_one_eviction_cost_per_pod():

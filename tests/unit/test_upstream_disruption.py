@@ -570,7 +570,6 @@ def test_higher_deletion_costs_cost_more_to_evict():
     assert costs[0] > costs[1] > costs[2]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs: the karpenter.sh/disruption-cost annotation is not read")
 def test_disruption_cost_wins_over_pod_deletion_cost():
     """suite_test.go Pod Eviction Cost "should prefer disruption-cost over pod-deletion-cost": EvictionCost reads
     karpenter.sh/disruption-cost first and the pod-deletion-cost only without it (utils/disruption/disruption.go:97-123):
