@@ -15,6 +15,7 @@ from provisioner.scheduling.results import NodeClaimPlan
 from provisioner.selectors import LabelSelector
 
 EMPTY, DRIFTED, UNDERUTILIZED, EXPIRED = "Empty", "Drifted", "Underutilized", "Expired"
+UNHEALTHY = "Unhealthy"  # node repair's reason: its budget is not used up by the NotReady nodes it repairs
 DELETE, REPLACE, NOOP = "delete", "replace", "no-op"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 DISRUPTION_COST = "karpenter.sh/disruption-cost"
@@ -37,6 +38,7 @@ class ClaimedNode:
     created: float
     initialized: bool = True
     registered: bool = True  # the Node carries karpenter.sh/registered (Karpenter's StateNode.Registered)
+    ready: bool = True  # the Node's Ready condition is True: a node that is not uses up disruption budgets
     deleting: bool = False
     consolidatable: bool = True
     drifted: str | None = None  # the drift reason, when Drifted=True

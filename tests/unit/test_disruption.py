@@ -74,6 +74,16 @@ def test_nodes_already_disrupting_use_up_the_budget():
     assert allowed_disruptions(nodepool(budgets=[Budget(nodes="2")]), "Empty", nodes, NOW) == 1
 
 
+def test_not_ready_nodes_use_up_every_budget_but_repairs():
+    """helpers.go:405-410: a NotReady node counts as disrupting for every reason except Unhealthy, whose trigger
+    NotReady is."""
+    nodes = [claimed(f"n{i}") for i in range(10)]
+    nodes[0] = replace(nodes[0], ready=False)
+    pool = nodepool(budgets=[Budget(nodes="2")])
+    assert [allowed_disruptions(pool, r, nodes, NOW) for r in ("Empty", "Drifted", "Underutilized")] == [1, 1, 1]
+    assert allowed_disruptions(pool, "Unhealthy", nodes, NOW) == 2
+
+
 def test_scheduled_budgets_apply_only_inside_their_window():
     business_hours = Budget(nodes="0", schedule="0 9 * * 1-5", duration="8h")
     monday_10 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()

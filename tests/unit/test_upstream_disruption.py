@@ -708,7 +708,6 @@ ANTI_AFFINITY = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs: NotReady nodes do not use up a NodePool's disruption budget")
 def test_not_ready_nodes_use_up_the_disruption_budget():
     """suite_test.go BuildDisruptionBudgetMapping "should consider not ready nodes to the disruption count": ten
     nodes, budget 100%, two made NotReady; every reason is allowed 8. NodePoolStatsFromNodes counts a node whose
