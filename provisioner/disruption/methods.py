@@ -192,6 +192,18 @@ def _admit(candidates: Sequence[Candidate], result: PassResult, reason: str) -> 
     return admitted
 
 
+def _out_of_budget(candidate: Candidate, result: PassResult, reason: str) -> bool:
+    """Whether the candidate's NodePool allows no more disruptions for `reason` (noted on the candidate): for the
+    methods whose command holds one candidate, which spend no budget trying one."""
+    pool = candidate.claimed.nodepool
+    if result.budgets.get((pool, reason), 0) > 0:
+        return False
+    result.notes.setdefault(candidate.name, []).append(
+        f'disruption budget of NodePool "{pool}" for {reason} allows no more nodes now'
+    )
+    return True
+
+
 def _not_declined(candidates: Sequence[Candidate], result: PassResult, reason: str) -> list[Candidate]:
     """The candidates no person has denied disrupting for `reason` in the state they are in now."""
     declined = result.declined.get(reason) or ()
@@ -221,7 +233,11 @@ def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResul
     candidates = _not_declined(candidates, result, DRIFTED)
     drifted = [c for c in candidates if c.claimed.drifted and not c.nodepool.static]
     drifted.sort(key=lambda c: (bool(c.pods), c.claimed.drifted_at, c.name))  # empty first, then oldest
-    for candidate in _admit(drifted, result, DRIFTED):
+    for candidate in drifted:
+        # A command holds one node, so trying one spends no budget: a NodePool's budget only has to allow one more
+        # (drift.go:78-83), and a node that cannot be replaced leaves it for the next.
+        if _out_of_budget(candidate, result, DRIFTED):
+            continue
         outcome = simulate([candidate], view)
         problems = simulation_problems(outcome, [candidate], view) or launch_limit_problems(
             outcome.new_nodeclaims, view
@@ -321,10 +337,7 @@ def _single_node(
             result.resume = candidate.name
             return []
         pool = candidate.claimed.nodepool
-        if result.budgets.get((pool, UNDERUTILIZED), 0) <= 0:
-            result.notes.setdefault(candidate.name, []).append(
-                f'disruption budget of NodePool "{pool}" for {UNDERUTILIZED} allows no more nodes now'
-            )
+        if _out_of_budget(candidate, result, UNDERUTILIZED):
             continue
         best_case = upper_bound(candidate, result.totals)
         if best_case is not None and not best_case.approved:

@@ -321,11 +321,6 @@ def test_drift_goes_on_to_the_next_drifted_node_when_the_first_cannot_reschedule
     assert list(result.drift_blocked) == ["n1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: drift spends its budget on every candidate it tries, so a budget of 1 stops at the first "
-    "drifted node that cannot reschedule",
-)
 def test_drift_goes_on_to_the_next_drifted_node_within_a_budget_of_one_node():
     """drift_test.go "should continue to the next drifted node if the first cannot reschedule all pods", with the
     NodePool's budget at 1 node: Drift only checks the budget is not 0 (drift.go:78-83, "We don't need to decrement
