@@ -153,8 +153,7 @@ def _consolidatable(
     for candidate in candidates:
         if candidate.nodepool.static:
             continue  # a static NodePool's nodes are never consolidated (Karpenter passes over them silently)
-        is_empty = not candidate.pods
-        if empty is not None and is_empty != empty:
+        if empty is not None and candidate.is_empty != empty:
             continue
         if empty and candidate.name in hosting:
             continue
@@ -171,7 +170,7 @@ def _consolidation_blockers(candidate: Candidate, result: PassResult) -> list[st
     notes the answer again, as Karpenter's methods each do), and nothing it reads changes within a pass."""
     reasons = result.unconsolidatable.get(candidate.claimed.nodeclaim)
     if reasons is None:
-        reasons = consolidation_blockers(candidate.claimed, candidate.nodepool, not candidate.pods)
+        reasons = consolidation_blockers(candidate.claimed, candidate.nodepool, candidate.is_empty)
         result.unconsolidatable[candidate.claimed.nodeclaim] = reasons
     return reasons
 

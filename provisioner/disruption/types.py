@@ -116,6 +116,13 @@ class Candidate:
         return reschedule_cost(eviction_cost(p) for p in self.pods)
 
     @property
+    def is_empty(self) -> bool:
+        """Karpenter's IsEmpty (types.go:141-147): no pod adds to the base reschedule cost of 1. A node whose pods all
+        cost nothing to evict (an eviction cost <= 0, say a priority of -2^25) is empty: Emptiness deletes it, under
+        the Empty reason and budgets, and its pods are evicted as it drains."""
+        return self.reschedule_cost <= 1
+
+    @property
     def name(self) -> str:
         return self.claimed.name
 

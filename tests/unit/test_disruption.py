@@ -506,6 +506,17 @@ def test_a_pods_eviction_cost_is_karpenters(annotation, priority, cost):
     assert eviction_cost(replace(pod(cpu="1"), annotations=annotations, priority=priority)) == cost
 
 
+def test_consolidation_leaves_a_node_whose_pods_cost_nothing_to_emptiness():
+    """consolidation.go:126-129: multi- and single-node consolidation pass over every empty candidate, and a node
+    whose pods all cost nothing to evict is empty (IsEmpty, types.go:145-147); with Emptiness held by its budget,
+    nothing takes it."""
+    free = replace(rs_pod(cpu="100m"), priority=-(2**25))
+    pool = nodepool(budgets=[Budget(nodes="0", reasons=("Empty",)), Budget(nodes="100%")])
+    result = run([claimed("n1", pods=[free])], pools=[pool])
+    assert result.commands == []
+    assert result.notes["n1"] == ['disruption budget of NodePool "default" for Empty allows no more nodes now']
+
+
 @pytest.mark.parametrize(
     ("annotations", "cost"),
     [

@@ -248,11 +248,6 @@ def test_no_method_disrupts_empty_nodes_hosting_buffer_pods(hosting):
     assert pass_over(nodes, [emptiness_pool()], buffer_nodes=hosting).commands == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: a node is empty only without reschedulable pods; Karpenter's IsEmpty is a reschedule "
-    "cost of at most the base 1 (pods whose eviction cost is <= 0 leave it empty)",
-)
 def test_a_node_whose_only_pod_costs_nothing_to_evict_is_empty():
     """emptiness_test.go Metrics "should correctly report eligible nodes" says why a node with a pod is not empty:
     "Node has a pod, so Emptiness skips it (disruption cost > base)". Candidate.IsEmpty (types.go:141-147) is
