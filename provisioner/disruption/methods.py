@@ -153,9 +153,12 @@ def _consolidatable(
     for candidate in candidates:
         if candidate.nodepool.static:
             continue  # a static NodePool's nodes are never consolidated (Karpenter passes over them silently)
-        if empty is not None and candidate.is_empty != empty:
+        if empty and candidate.name in hosting and candidate.nodepool.consolidate_after_seconds is not None:
+            # Emptiness says so of every node hosting buffer pods, empty or not, once consolidation is enabled
+            # (emptiness.go:54-56); with it disabled, that is what the blockers below say.
+            result.notes.setdefault(candidate.name, []).append(f'Node "{candidate.name}" has buffer pods')
             continue
-        if empty and candidate.name in hosting:
+        if empty is not None and candidate.is_empty != empty:
             continue
         reasons = _consolidation_blockers(candidate, result)
         if reasons:

@@ -232,6 +232,15 @@ def test_only_the_node_hosting_buffer_pods_is_protected():
     assert decisions(result) == [("Empty", "delete", ["n2"])]
 
 
+def test_emptiness_says_a_node_hosts_buffer_pods_empty_or_not():
+    """Not a Go It (karpui's own): Emptiness publishes Unconsolidatable 'Node "n1" has buffer pods' for every node
+    hosting them (emptiness.go:54-56), before it asks whether the node is empty."""
+    nodes = [nc("n1", LEAST_EXPENSIVE_SPOT), nc("n2", LEAST_EXPENSIVE_SPOT, pods=[pod()])]
+    result = pass_over(nodes, [emptiness_pool()], buffer_nodes={"n1", "n2"})
+    assert result.notes["n1"] == ['Node "n1" has buffer pods']
+    assert result.notes["n2"][0] == 'Node "n2" has buffer pods'
+
+
 @pytest.mark.parametrize(
     "hosting",
     [
