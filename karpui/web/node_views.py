@@ -68,7 +68,7 @@ def simulate_consolidation(cluster: models.Cluster, node: str) -> dict[str, Any]
         return {"verdict": "blocked", "reasons": blocked[node]}
     candidate = next(c for c in candidates if c.name == node)
     pool = candidate.nodepool
-    reasons = consolidation_blockers(mine, pool, not candidate.pods)
+    reasons = consolidation_blockers(mine, pool, candidate.is_empty)
     countdown = consolidate_after_left(running.store.get("NodeClaim", mine.nodeclaim), pool, view.now)
     budget = allowed_disruptions(pool, UNDERUTILIZED, claimed, view.now)
     if budget <= 0:

@@ -93,7 +93,7 @@ def recheck(ctx: ClusterContext, command: Obj, departing: Collection[str] = ()) 
     elif reason == EMPTY:
         # Emptiness keeps the candidates still empty (Karpenter drops the others), and needs one.
         # A node holding a CapacityBuffer's virtual pods is not empty (HasBufferPods).
-        kept = tuple(by_name[n] for n in names if n in by_name and not by_name[n].pods and n not in view.buffer_nodes)
+        kept = tuple(by_name[n] for n in names if n in by_name and by_name[n].is_empty and n not in view.buffer_nodes)
         if not kept:
             gone = next(iter(missing), names[0])
             why = "; ".join(blocked.get(gone, []) or [f"{gone} is no longer empty"])

@@ -12,6 +12,7 @@ from provisioner.catalog import InstanceType
 from provisioner.cluster import dra, pdb
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.cluster.views import is_ready
 from provisioner.controllers import capacitybuffer
 from provisioner.controllers.consolidatable import CONSOLIDATABLE
 from provisioner.controllers.context import ClusterContext
@@ -203,6 +204,8 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices:
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
         initialized=is_true(claim, "Initialized"),
         registered=(node_obj["metadata"].get("labels") or {}).get(wk.REGISTERED) == "true",
+        # As lifecycle read it to initialize the node: a Node manifest without conditions is taken as Ready.
+        ready=is_ready(node_obj),
         deleting=bool(claim["metadata"].get("deletionTimestamp") or node_obj["metadata"].get("deletionTimestamp")),
         consolidatable=is_true(claim, CONSOLIDATABLE),
         drifted=drift.get("reason") if drift else None,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
-from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, ClaimedNode
+from provisioner.disruption.types import DRIFTED, EMPTY, UNDERUTILIZED, UNHEALTHY, ClaimedNode
 from provisioner.durations import parse_duration
 from provisioner.objects import Budget, NodePool
 
@@ -42,7 +42,7 @@ def budget_active(budget: Budget, now: float) -> bool:
 def allowed_disruptions(nodepool: NodePool, reason: str, nodes: Sequence[ClaimedNode], now: float) -> int:
     """min over active budgets that apply to `reason`, minus nodes of the pool already disrupting; never negative."""
     counted = [n for n in nodes if n.nodepool == nodepool.name and n.initialized]
-    disrupting = sum(1 for n in counted if n.deleting or n.node.marked_for_deletion)
+    disrupting = sum(1 for n in counted if _disrupting(n, reason))
     limits = [
         b.allowed(len(counted))
         for b in nodepool.budgets
@@ -51,6 +51,13 @@ def allowed_disruptions(nodepool: NodePool, reason: str, nodes: Sequence[Claimed
     if not limits:
         return len(counted)  # no active budget for this reason: unlimited
     return max(min(limits) - disrupting, 0)
+
+
+def _disrupting(node: ClaimedNode, reason: str) -> bool:
+    """Whether a node uses up `reason`'s budget (NodePoolStatsFromNodes, helpers.go:405-410): it is going, or it is
+    NotReady, an unhealthy node counting as one disrupted, but not for repair, whose trigger NotReady is (counting
+    those would let a wave of unhealthy nodes starve the budget that repairs them)."""
+    return node.deleting or node.node.marked_for_deletion or (not node.ready and reason != UNHEALTHY)
 
 
 def evaluate(nodepool: NodePool, now: float) -> None:

@@ -144,14 +144,21 @@ def continue_pass(previous: PassResult, view: ClusterView) -> PassResult:
 def _consolidatable(
     candidates: Sequence[Candidate], result: PassResult, *, empty: bool | None, hosting: Collection[str] = ()
 ) -> list[Candidate]:
-    """The candidates consolidation may take; `hosting` the nodes holding CapacityBuffer virtual pods, which are
-    not empty (Karpenter's HasBufferPods) though no real pod runs there."""
+    """The candidates consolidation may take: Emptiness (`empty` True) the empty ones but those `hosting`
+    CapacityBuffer virtual pods (Karpenter's HasBufferPods: deleting one would only bring its capacity back), the
+    consolidation methods (`empty` False) only the others. An empty node hosting buffer pods is thus left by all
+    of them: Karpenter's consolidation passes over every empty candidate, "Empty nodes are handled by Emptiness"
+    (consolidation.go:126-129)."""
     chosen = []
     for candidate in candidates:
         if candidate.nodepool.static:
             continue  # a static NodePool's nodes are never consolidated (Karpenter passes over them silently)
-        is_empty = not candidate.pods and candidate.name not in hosting
-        if empty is not None and is_empty != empty:
+        if empty and candidate.name in hosting and candidate.nodepool.consolidate_after_seconds is not None:
+            # Emptiness says so of every node hosting buffer pods, empty or not, once consolidation is enabled
+            # (emptiness.go:54-56); with it disabled, that is what the blockers below say.
+            result.notes.setdefault(candidate.name, []).append(f'Node "{candidate.name}" has buffer pods')
+            continue
+        if empty is not None and candidate.is_empty != empty:
             continue
         reasons = _consolidation_blockers(candidate, result)
         if reasons:
@@ -166,7 +173,7 @@ def _consolidation_blockers(candidate: Candidate, result: PassResult) -> list[st
     notes the answer again, as Karpenter's methods each do), and nothing it reads changes within a pass."""
     reasons = result.unconsolidatable.get(candidate.claimed.nodeclaim)
     if reasons is None:
-        reasons = consolidation_blockers(candidate.claimed, candidate.nodepool, not candidate.pods)
+        reasons = consolidation_blockers(candidate.claimed, candidate.nodepool, candidate.is_empty)
         result.unconsolidatable[candidate.claimed.nodeclaim] = reasons
     return reasons
 
@@ -185,6 +192,18 @@ def _admit(candidates: Sequence[Candidate], result: PassResult, reason: str) -> 
                 f'disruption budget of NodePool "{pool}" for {reason} allows no more nodes now'
             )
     return admitted
+
+
+def _out_of_budget(candidate: Candidate, result: PassResult, reason: str) -> bool:
+    """Whether the candidate's NodePool allows no more disruptions for `reason` (noted on the candidate): for the
+    methods whose command holds one candidate, which spend no budget trying one."""
+    pool = candidate.claimed.nodepool
+    if result.budgets.get((pool, reason), 0) > 0:
+        return False
+    result.notes.setdefault(candidate.name, []).append(
+        f'disruption budget of NodePool "{pool}" for {reason} allows no more nodes now'
+    )
+    return True
 
 
 def _not_declined(candidates: Sequence[Candidate], result: PassResult, reason: str) -> list[Candidate]:
@@ -216,7 +235,11 @@ def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResul
     candidates = _not_declined(candidates, result, DRIFTED)
     drifted = [c for c in candidates if c.claimed.drifted and not c.nodepool.static]
     drifted.sort(key=lambda c: (bool(c.pods), c.claimed.drifted_at, c.name))  # empty first, then oldest
-    for candidate in _admit(drifted, result, DRIFTED):
+    for candidate in drifted:
+        # A command holds one node, so trying one spends no budget: a NodePool's budget only has to allow one more
+        # (drift.go:78-83), and a node that cannot be replaced leaves it for the next.
+        if _out_of_budget(candidate, result, DRIFTED):
+            continue
         outcome = simulate([candidate], view)
         problems = simulation_problems(outcome, [candidate], view) or launch_limit_problems(
             outcome.new_nodeclaims, view
@@ -257,7 +280,7 @@ def _static_drift(
 def _multi_node(candidates: Sequence[Candidate], view: ClusterView, result: PassResult) -> list[Command]:
     candidates = _not_declined(candidates, result, UNDERUTILIZED)
     eligible = _admit(
-        consolidation_order(_consolidatable(candidates, result, empty=False, hosting=view.buffer_nodes)),
+        consolidation_order(_consolidatable(candidates, result, empty=False)),
         result,
         UNDERUTILIZED,
     )
@@ -302,9 +325,7 @@ def _single_node(
     pass's `walk`, the walk ends where it began."""
     before = {name: tuple(notes) for name, notes in result.notes.items()} if walk is None else {}
     eligible = _not_declined(candidates, result, UNDERUTILIZED)
-    ordered = _interleaved(
-        consolidation_order(_consolidatable(eligible, result, empty=False, hosting=view.buffer_nodes))
-    )
+    ordered = _interleaved(consolidation_order(_consolidatable(eligible, result, empty=False)))
     start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
     ordered = ordered[start:] + ordered[:start]
     if walk is None:
@@ -318,10 +339,7 @@ def _single_node(
             result.resume = candidate.name
             return []
         pool = candidate.claimed.nodepool
-        if result.budgets.get((pool, UNDERUTILIZED), 0) <= 0:
-            result.notes.setdefault(candidate.name, []).append(
-                f'disruption budget of NodePool "{pool}" for {UNDERUTILIZED} allows no more nodes now'
-            )
+        if _out_of_budget(candidate, result, UNDERUTILIZED):
             continue
         best_case = upper_bound(candidate, result.totals)
         if best_case is not None and not best_case.approved:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,8 +15,13 @@ from provisioner.scheduling.results import NodeClaimPlan
 from provisioner.selectors import LabelSelector
 
 EMPTY, DRIFTED, UNDERUTILIZED, EXPIRED = "Empty", "Drifted", "Underutilized", "Expired"
+UNHEALTHY = "Unhealthy"  # node repair's reason: its budget is not used up by the NotReady nodes it repairs
 DELETE, REPLACE, NOOP = "delete", "replace", "no-op"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+DISRUPTION_COST = "karpenter.sh/disruption-cost"
+# Both annotations are int32s (strconv.ParseInt(value, 10, 32)): an optional sign and decimal digits, in range.
+_INT32 = re.compile(r"[+-]?[0-9]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class ClaimedNode:
     created: float
     initialized: bool = True
     registered: bool = True  # the Node carries karpenter.sh/registered (Karpenter's StateNode.Registered)
+    ready: bool = True  # the Node's Ready condition is True: a node that is not uses up disruption budgets
     deleting: bool = False
     consolidatable: bool = True
     drifted: str | None = None  # the drift reason, when Drifted=True
@@ -67,15 +74,24 @@ class DisruptionBudgetPolicy:
 
 
 def eviction_cost(pod: Pod) -> float:
-    """Karpenter's per-pod cost: 1 + deletion-cost/2^27 + priority/2^25, clamped to [-10, 10]."""
-    annotation = pod.annotations.get(DELETION_COST)
+    """Karpenter's EvictionCost (utils/disruption/disruption.go:97-131): 1 + the pod's cost annotation/2^27 +
+    priority/2^25, clamped to [-10, 10]. The annotation is karpenter.sh/disruption-cost, or without it the
+    pod-deletion-cost (karpui has no PodDeletionCostManagement gate: Karpenter's default, off, reads it); a value
+    that is no int32 counts as none, as Karpenter logs it and goes on."""
+    annotation = pod.annotations.get(DISRUPTION_COST)
+    if annotation is None:
+        annotation = pod.annotations.get(DELETION_COST)
     if annotation is None and not pod.priority:
         return 1.0  # what the formula gives most pods; asked of every pod on every node each pass
-    try:
-        deletion_cost = float(annotation or "0")
-    except ValueError:
-        deletion_cost = 0.0
-    return max(-10.0, min(10.0, 1 + deletion_cost / 2**27 + pod.priority / 2**25))
+    return max(-10.0, min(10.0, 1 + _int32(annotation) / 2**27 + pod.priority / 2**25))
+
+
+def _int32(value: str | None) -> int:
+    """strconv.ParseInt(value, 10, 32), 0 where it fails (no value, not decimal, out of range)."""
+    if value is None or not _INT32.fullmatch(value):
+        return 0
+    parsed = int(value)
+    return parsed if _INT32_MIN <= parsed <= _INT32_MAX else 0
 
 
 def reschedule_cost(eviction_costs: Iterable[float]) -> float:
@@ -103,6 +119,13 @@ class Candidate:
     def reschedule_cost(self) -> float:
         """Consolidation orders by price over this, once per method; the pods do not change in between."""
         return reschedule_cost(eviction_cost(p) for p in self.pods)
+
+    @property
+    def is_empty(self) -> bool:
+        """Karpenter's IsEmpty (types.go:141-147): no pod adds to the base reschedule cost of 1. A node whose pods all
+        cost nothing to evict (an eviction cost <= 0, say a priority of -2^25) is empty: Emptiness deletes it, under
+        the Empty reason and budgets, and its pods are evicted as it drains."""
+        return self.reschedule_cost <= 1
 
     @property
     def name(self) -> str:

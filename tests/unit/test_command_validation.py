@@ -194,3 +194,24 @@ def test_the_next_pass_comes_at_once_after_a_command_starts():
     assert following["status"]["proposedAt"] == started["status"]["validatedAt"]
     assert [c["node"] for c in following["spec"]["candidates"]] == [big]
     assert following["spec"]["text"].endswith("-> [1 replacement] (savings: $0.33)")
+
+
+def test_an_emptiness_command_over_a_node_whose_pod_costs_nothing_holds_and_evicts_it():
+    """EmptinessValidator re-runs Emptiness's ShouldDisrupt, whose IsEmpty is a reschedule cost of at most 1
+    (types.go:145-147): a node whose only pod has priority -2^25 stays empty through validation, is deleted, and its
+    pod is evicted (its Deployment makes it again elsewhere)."""
+    pool = nodepool_doc(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"})
+    made = lab(pool, deployment("free", 1, priority=-(2**25)))
+    made.advance(5)
+    [first] = made.store.list("Pod")
+    node = first["spec"]["nodeName"]
+    command = proposed(made)
+    assert [c["node"] for c in command["spec"]["candidates"]] == [node]
+    for _ in range(60):
+        made.advance(1)
+        command = made.store.get("DisruptionCommand", command["metadata"]["name"])
+        if command["status"]["phase"] not in ("Proposed", "Executing"):
+            break
+    assert (command["spec"]["reason"], command["status"]["phase"]) == ("Empty", "Succeeded")
+    assert made.store.get("Node", node) is None
+    assert first["metadata"]["name"] not in [p["metadata"]["name"] for p in made.store.list("Pod")]

@@ -74,6 +74,16 @@ def test_nodes_already_disrupting_use_up_the_budget():
     assert allowed_disruptions(nodepool(budgets=[Budget(nodes="2")]), "Empty", nodes, NOW) == 1
 
 
+def test_not_ready_nodes_use_up_every_budget_but_repairs():
+    """helpers.go:405-410: a NotReady node counts as disrupting for every reason except Unhealthy, whose trigger
+    NotReady is."""
+    nodes = [claimed(f"n{i}") for i in range(10)]
+    nodes[0] = replace(nodes[0], ready=False)
+    pool = nodepool(budgets=[Budget(nodes="2")])
+    assert [allowed_disruptions(pool, r, nodes, NOW) for r in ("Empty", "Drifted", "Underutilized")] == [1, 1, 1]
+    assert allowed_disruptions(pool, "Unhealthy", nodes, NOW) == 2
+
+
 def test_scheduled_budgets_apply_only_inside_their_window():
     business_hours = Budget(nodes="0", schedule="0 9 * * 1-5", duration="8h")
     monday_10 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()
@@ -481,13 +491,44 @@ def test_a_walk_that_went_through_every_candidate_ends_where_it_began():
         (str(2**27), 0, 2.0),
         (None, 2**25, 2.0),
         (str(-(2**27)), -(2**25), -1.0),
-        (str(2**40), 0, 10.0),  # clamped
+        ("+" + str(2**27), 0, 2.0),
+        (str(2**31 - 1), 2**30, 10.0),  # clamped
         (None, -(2**30), -10.0),
+        # Not an int32, so no cost (strconv.ParseInt(value, 10, 32) fails): out of range, a fraction, spaces.
+        (str(2**40), 0, 1.0),
+        (str(-(2**31) - 1), 0, 1.0),
+        ("1.5", 0, 1.0),
+        (" 5", 0, 1.0),
     ],
 )
 def test_a_pods_eviction_cost_is_karpenters(annotation, priority, cost):
     annotations = {} if annotation is None else {"controller.kubernetes.io/pod-deletion-cost": annotation}
     assert eviction_cost(replace(pod(cpu="1"), annotations=annotations, priority=priority)) == cost
+
+
+def test_consolidation_leaves_a_node_whose_pods_cost_nothing_to_emptiness():
+    """consolidation.go:126-129: multi- and single-node consolidation pass over every empty candidate, and a node
+    whose pods all cost nothing to evict is empty (IsEmpty, types.go:145-147); with Emptiness held by its budget,
+    nothing takes it."""
+    free = replace(rs_pod(cpu="100m"), priority=-(2**25))
+    pool = nodepool(budgets=[Budget(nodes="0", reasons=("Empty",)), Budget(nodes="100%")])
+    result = run([claimed("n1", pods=[free])], pools=[pool])
+    assert result.commands == []
+    assert result.notes["n1"] == ['disruption budget of NodePool "default" for Empty allows no more nodes now']
+
+
+@pytest.mark.parametrize(
+    ("annotations", "cost"),
+    [
+        ({"karpenter.sh/disruption-cost": str(2**27)}, 2.0),
+        ({"karpenter.sh/disruption-cost": str(2**27), "controller.kubernetes.io/pod-deletion-cost": "0"}, 2.0),
+        # An unreadable disruption-cost is no cost: the pod-deletion-cost is read only without the annotation.
+        ({"karpenter.sh/disruption-cost": "x", "controller.kubernetes.io/pod-deletion-cost": str(2**27)}, 1.0),
+    ],
+)
+def test_a_pods_disruption_cost_annotation_comes_before_its_deletion_cost(annotations, cost):
+    """utils/disruption/disruption.go:97-123: karpenter.sh/disruption-cost first, the pod-deletion-cost without it."""
+    assert eviction_cost(replace(pod(cpu="1"), annotations=annotations)) == cost
 
 
 def test_a_candidates_costs_share_one_eviction_cost_per_pod():

@@ -232,13 +232,15 @@ def test_only_the_node_hosting_buffer_pods_is_protected():
     assert decisions(result) == [("Empty", "delete", ["n2"])]
 
 
-BUFFER_XFAIL = (
-    "karpui differs: multi/single-node consolidation take an empty node hosting buffer pods, which Karpenter "
-    "leaves to Emptiness alone (consolidation.go:127 IsEmpty)"
-)
+def test_emptiness_says_a_node_hosts_buffer_pods_empty_or_not():
+    """Not a Go It (karpui's own): Emptiness publishes Unconsolidatable 'Node "n1" has buffer pods' for every node
+    hosting them (emptiness.go:54-56), before it asks whether the node is empty."""
+    nodes = [nc("n1", LEAST_EXPENSIVE_SPOT), nc("n2", LEAST_EXPENSIVE_SPOT, pods=[pod()])]
+    result = pass_over(nodes, [emptiness_pool()], buffer_nodes={"n1", "n2"})
+    assert result.notes["n1"] == ['Node "n1" has buffer pods']
+    assert result.notes["n2"][0] == 'Node "n2" has buffer pods'
 
 
-@pytest.mark.xfail(strict=True, reason=BUFFER_XFAIL)
 @pytest.mark.parametrize(
     "hosting",
     [
@@ -255,11 +257,6 @@ def test_no_method_disrupts_empty_nodes_hosting_buffer_pods(hosting):
     assert pass_over(nodes, [emptiness_pool()], buffer_nodes=hosting).commands == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: a node is empty only without reschedulable pods; Karpenter's IsEmpty is a reschedule "
-    "cost of at most the base 1 (pods whose eviction cost is <= 0 leave it empty)",
-)
 def test_a_node_whose_only_pod_costs_nothing_to_evict_is_empty():
     """emptiness_test.go Metrics "should correctly report eligible nodes" says why a node with a pod is not empty:
     "Node has a pod, so Emptiness skips it (disruption cost > base)". Candidate.IsEmpty (types.go:141-147) is
@@ -328,11 +325,6 @@ def test_drift_goes_on_to_the_next_drifted_node_when_the_first_cannot_reschedule
     assert list(result.drift_blocked) == ["n1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui differs: drift spends its budget on every candidate it tries, so a budget of 1 stops at the first "
-    "drifted node that cannot reschedule",
-)
 def test_drift_goes_on_to_the_next_drifted_node_within_a_budget_of_one_node():
     """drift_test.go "should continue to the next drifted node if the first cannot reschedule all pods", with the
     NodePool's budget at 1 node: Drift only checks the budget is not 0 (drift.go:78-83, "We don't need to decrement
@@ -577,7 +569,6 @@ def test_higher_deletion_costs_cost_more_to_evict():
     assert costs[0] > costs[1] > costs[2]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs: the karpenter.sh/disruption-cost annotation is not read")
 def test_disruption_cost_wins_over_pod_deletion_cost():
     """suite_test.go Pod Eviction Cost "should prefer disruption-cost over pod-deletion-cost": EvictionCost reads
     karpenter.sh/disruption-cost first and the pod-deletion-cost only without it (utils/disruption/disruption.go:97-123):
@@ -716,7 +707,6 @@ ANTI_AFFINITY = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs: NotReady nodes do not use up a NodePool's disruption budget")
 def test_not_ready_nodes_use_up_the_disruption_budget():
     """suite_test.go BuildDisruptionBudgetMapping "should consider not ready nodes to the disruption count": ten
     nodes, budget 100%, two made NotReady; every reason is allowed 8. NodePoolStatsFromNodes counts a node whose
