@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 
@@ -183,6 +184,30 @@ def fake_catalog() -> list[InstanceType]:
         instance_type("arm-instance-type", "16", "128Gi", arch="arm64"),
         instance_type("single-pod-instance-type", "4", "4Gi", pods=1),
     ]
+
+
+@functools.cache
+def assorted_catalog() -> tuple[InstanceType, ...]:
+    """Karpenter's fake.InstanceTypesAssorted(), in its order: one type per CPU x memory x zone x capacity type x OS x
+    architecture (1,344), named `<cpu>-cpu-<mem>-mem-<arch>-<os>-<zone>-<capacity type>`, one offering each."""
+    return tuple(
+        instance_type(
+            f"{cpu}-cpu-{memory}-mem-{arch}-{os}-{zone}-{capacity_type}",
+            str(cpu),
+            f"{memory}Gi",
+            arch=arch,
+            labels={"kubernetes.io/os": os},
+            zones=[(zone, capacity_type)],
+        )
+        for cpu, memory, zone, capacity_type, os, arch in itertools.product(
+            (1, 2, 4, 8, 16, 32, 64),
+            (1, 2, 4, 8, 16, 32, 64, 128),
+            ("test-zone-1", "test-zone-2", "test-zone-3"),
+            ("spot", "on-demand"),
+            ("linux", "windows"),
+            ("amd64", "arm64"),
+        )
+    )
 
 
 def node(

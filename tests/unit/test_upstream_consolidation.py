@@ -23,7 +23,7 @@ from provisioner.options import BEST_EFFORT, IGNORE
 from provisioner.pods import OwnerReference, Pod
 from provisioner.quantity import parse_resources
 from provisioner.scheduling.scheduler import PoolOffer
-from tests.builders import HOSTNAME, ZONE, instance_type, node, nodepool, pod, r, req, spread, term
+from tests.builders import HOSTNAME, ZONE, assorted_catalog, instance_type, node, nodepool, pod, r, req, spread, term
 from tests.disruption_builders import NOW, pdb
 from tests.lab_builders import deployment, lab, nodepool_doc
 
@@ -33,36 +33,7 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LABELS = {"app": "test"}
 
 
-# Where karpui differs from Karpenter (each xfail below names one of these).
-BUFFER_ONLY_NODE_IS_CANDIDATE = (
-    "karpui differs: a node holding only buffer pods is a multi/single-node candidate and is deleted as "
-    "Underutilized; Karpenter's ShouldDisrupt skips empty nodes (consolidation.go:127, emptiness.go:54)"
-)
-
-
-def assorted() -> list[InstanceType]:
-    """fake.InstanceTypesAssorted(), in its order: cpu, memory, zone, capacity type, OS, architecture."""
-    types = []
-    for cpu in (1, 2, 4, 8, 16, 32, 64):
-        for memory in (1, 2, 4, 8, 16, 32, 64, 128):
-            for zone in ("test-zone-1", "test-zone-2", "test-zone-3"):
-                for capacity_type in ("spot", "on-demand"):
-                    for os in ("linux", "windows"):
-                        for arch in ("amd64", "arm64"):
-                            types.append(
-                                instance_type(
-                                    f"{cpu}-cpu-{memory}-mem-{arch}-{os}-{zone}-{capacity_type}",
-                                    str(cpu),
-                                    f"{memory}Gi",
-                                    arch=arch,
-                                    labels={"kubernetes.io/os": os},
-                                    zones=[(zone, capacity_type)],
-                                )
-                            )
-    return types
-
-
-ASSORTED = assorted()
+ASSORTED = assorted_catalog()
 # suite_test.go's BeforeEach sorts on-demand and spot types by price; the first and last of each.
 LEAST_EXPENSIVE = "1-cpu-1-mem-amd64-linux-test-zone-1-on-demand"
 MOST_EXPENSIVE = "64-cpu-128-mem-amd64-linux-test-zone-1-on-demand"
@@ -295,7 +266,7 @@ def test_can_replace_node(spot):
 
 def first_types(count: int) -> list[InstanceType]:
     """lo.Slice(fake.InstanceTypesAssorted(), 0, count) with the first made a 0.001 spot offering."""
-    types = list(assorted()[:count])
+    types = list(assorted_catalog()[:count])
     first = types[0]
     types[0] = replace(first, offerings=(replace(first.offerings[0], capacity_type="spot", price=0.001),))
     return types
@@ -324,7 +295,7 @@ def test_cannot_replace_spot_with_spot_when_the_candidate_is_among_the_fifteen_c
 
 def eighteen_spot_types() -> list[InstanceType]:
     """The first 18 spot types, priced 1.0, 1.1, ... 2.7, but the 17th at 0.001."""
-    spot = [t for t in assorted() if t.offerings[0].capacity_type == "spot"][:18]
+    spot = [t for t in assorted_catalog() if t.offerings[0].capacity_type == "spot"][:18]
     spot = [with_price(t, 1.00 + i * 0.1) for i, t in enumerate(spot)]
     spot[16] = with_price(spot[16], 0.001)
     return spot
@@ -756,7 +727,6 @@ def test_consolidation_does_not_relax_min_values_under_best_effort():
 # Buffer Pods ---------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=BUFFER_ONLY_NODE_IS_CANDIDATE)
 def test_a_node_with_only_buffer_pods_is_not_empty():
     """Buffer Pods: "should not empty-consolidate a node with only buffer pods"."""
     assert disrupt([nodeclaim("node")], buffer_nodes=frozenset({"node"})).commands == []
@@ -768,7 +738,6 @@ def test_a_node_with_real_and_buffer_pods_may_go_to_a_cheaper_instance():
     assert len(disrupt([node_], buffer_nodes=frozenset({"node"})).commands) >= 1
 
 
-@pytest.mark.xfail(strict=True, reason=BUFFER_ONLY_NODE_IS_CANDIDATE)
 def test_a_buffer_only_node_is_skipped_by_single_node_consolidation():
     """Buffer Pods: "should skip buffer-only nodes in single-node consolidation but protect via emptiness"."""
     nodes = [
@@ -779,7 +748,6 @@ def test_a_buffer_only_node_is_skipped_by_single_node_consolidation():
     assert all("node-0" not in names(c) for c in result.commands)
 
 
-@pytest.mark.xfail(strict=True, reason=BUFFER_ONLY_NODE_IS_CANDIDATE)
 def test_a_buffer_node_is_deleted_once_its_buffer_pods_are_cleared():
     """Buffer Pods: "should consolidate a buffer node once buffer pods are cleared"."""
     assert disrupt([nodeclaim("node")], buffer_nodes=frozenset({"node"})).commands == []

@@ -10,11 +10,9 @@ A NodeClaim the Go test sets allocatable on (cpu 32, pods 100) gets exactly that
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import cache
 
 import pytest
 
-from provisioner.catalog import InstanceType
 from provisioner.disruption.candidates import blockers, build_candidates
 from provisioner.disruption.consolidation import ClusterView, simulate
 from provisioner.disruption.methods import disruption_pass
@@ -25,35 +23,11 @@ from provisioner.pods import OwnerReference, Pod
 from provisioner.quantity import MILLI, parse_quantity
 from provisioner.scheduling.scheduler import PoolOffer
 from provisioner.selectors import LabelSelector
-from tests.builders import HOSTNAME, instance_type, node, nodepool, pod, req
+from tests.builders import HOSTNAME, assorted_catalog, instance_type, node, nodepool, pod, req
 from tests.disruption_builders import NOW, claimed
 
 DND = "karpenter.sh/do-not-disrupt"
 DRIFTED = "NodePoolDrifted"
-
-
-@cache
-def assorted() -> tuple[InstanceType, ...]:
-    """fake.InstanceTypesAssorted(): `<cpu>-cpu-<mem>-mem-<arch>-<os>-<zone>-<capacity type>`, 5 pods, one offering
-    priced by PriceFromResources (0.1 per CPU + 0.1 per 10^9 bytes of memory)."""
-    made = []
-    for cpu in (1, 2, 4, 8, 16, 32, 64):
-        for mem in (1, 2, 4, 8, 16, 32, 64, 128):
-            for zone in ("test-zone-1", "test-zone-2", "test-zone-3"):
-                for capacity_type in ("spot", "on-demand"):
-                    for os in ("linux", "windows"):
-                        for arch in ("amd64", "arm64"):
-                            made.append(
-                                instance_type(
-                                    f"{cpu}-cpu-{mem}-mem-{arch}-{os}-{zone}-{capacity_type}",
-                                    str(cpu),
-                                    f"{mem}Gi",
-                                    arch=arch,
-                                    labels={"kubernetes.io/os": os},
-                                    zones=[(zone, capacity_type)],
-                                )
-                            )
-    return tuple(made)
 
 
 # onDemandInstances / spotInstances sorted by price (suite_test.go BeforeEach)
@@ -65,7 +39,7 @@ MOST_EXPENSIVE = "64-cpu-128-mem-amd64-linux-test-zone-1-on-demand"
 def nc(name, instance=MOST_EXPENSIVE, *, cpu="32", max_pods=100, catalog=None, **options):
     """test.NodeClaimAndNode with one of `catalog`'s types' labels (its first offering's zone and capacity type) and
     Status.Allocatable cpu/pods only."""
-    catalog = catalog or assorted()
+    catalog = catalog or assorted_catalog()
     it = next(t for t in catalog if t.name == instance)
     offering = it.offerings[0]
     made = claimed(
@@ -106,7 +80,7 @@ def drifted(made, at: float = NOW - 60):
 
 
 def view_of(nodes, pools, pending=(), pdbs=(), now=NOW, buffer_nodes=frozenset(), catalog=None) -> ClusterView:
-    catalog = list(catalog if catalog is not None else assorted())
+    catalog = list(catalog if catalog is not None else assorted_catalog())
     return ClusterView(
         claimed=list(nodes),
         nodes=[n.node for n in nodes],

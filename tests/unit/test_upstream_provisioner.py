@@ -3,7 +3,6 @@ ported onto karpui's scheduler, to find where the two differ."""
 
 from __future__ import annotations
 
-import itertools
 from types import SimpleNamespace
 
 import pytest
@@ -20,6 +19,7 @@ from tests.builders import (
     CAPACITY_TYPE,
     HOSTNAME,
     ZONE,
+    assorted_catalog,
     fake_catalog,
     instance_type,
     nodepool,
@@ -47,32 +47,7 @@ def price_from_resources(cpu: int, memory_gib: int) -> float:
     return 0.1 * cpu + 0.1 * memory_gib * GIB / 1e9
 
 
-def assorted_instance_types() -> list[InstanceType]:
-    """fake.InstanceTypesAssorted: one type per cpu × memory × zone × capacity type × os × arch, one offering each."""
-    types = []
-    for cpu, mem, zone, ct, os, arch in itertools.product(
-        (1, 2, 4, 8, 16, 32, 64),
-        (1, 2, 4, 8, 16, 32, 64, 128),
-        ("test-zone-1", "test-zone-2", "test-zone-3"),
-        ("spot", "on-demand"),
-        ("linux", "windows"),
-        ("amd64", "arm64"),
-    ):
-        types.append(
-            instance_type(
-                f"{cpu}-cpu-{mem}-mem-{arch}-{os}-{zone}-{ct}",
-                str(cpu),
-                f"{mem}Gi",
-                arch=arch,
-                labels={OS: os},
-                zones=((zone, ct),),
-                price=price_from_resources(cpu, mem),
-            )
-        )
-    return types
-
-
-ASSORTED = assorted_instance_types()
+ASSORTED = assorted_catalog()
 MIN_PRICE = min(o.price for it in ASSORTED for o in it.offerings)
 
 
@@ -299,25 +274,15 @@ def test_min_values_on_a_gt_requirement_splits_the_pods():
     assert_two_nodes_each_with(result, {"instance-type-2", "instance-type-3"})
 
 
-def test_min_values_unmet_once_the_pods_gt_narrows_the_generations():
-    """instance_selection_test.go MinValues: "scheduler should fail if the minValues in Gt operator is not
-    satisfied" (whether the pods schedule)."""
-    types = generation_types(("1", "1Gi", 0.52, "2"), ("4", "4Gi", 1.0, "3"))
-    pool = nodepool("default", req(GENERATION, "Exists", min_values=2))
-    pods = [pod("0.9", "0.9Gi", required=[[r(GENERATION, "Gt", "2")]]) for _ in range(2)]
-    result = schedule(pods, pools=[pool], types=types)
-    assert result.new_nodeclaims == [] and len(result.failures) == 2
-
-
 def test_the_min_values_pod_error_names_the_labels_as_karpenter_words_it():
     """instance_selection_test.go MinValues: "scheduler should fail if the minValues in Gt operator is not
-    satisfied": every PodError contains `minValues requirement is not met for label(s)
+    satisfied": no NodeClaim, and every PodError contains `minValues requirement is not met for label(s)
     (label(s)=[karpenter/numerical-value])`."""
     types = generation_types(("1", "1Gi", 0.52, "2"), ("4", "4Gi", 1.0, "3"))
     pool = nodepool("default", req(GENERATION, "Exists", min_values=2))
     pods = [pod("0.9", "0.9Gi", required=[[r(GENERATION, "Gt", "2")]]) for _ in range(2)]
     result = schedule(pods, pools=[pool], types=types)
-    assert len(result.failures) == 2
+    assert result.new_nodeclaims == [] and len(result.failures) == 2
     for failure in result.failures.values():
         assert "minValues requirement is not met for label(s) (label(s)=[karpenter/numerical-value])" in failure.message
 

@@ -2,7 +2,7 @@
 pods of deleting nodes, reserved capacity, NodePools whose requirements leave no instance type, and DRA pods.
 
 Ported from sigs.k8s.io/karpenter@v1.15.0 pkg/controllers/provisioning/scheduling/suite_test.go, lines 3000-5987.
-Each test names the Describe/It it follows; a case karpui decides differently is kept as a strict xfail saying how.
+Each test names the Describe/It it follows.
 """
 
 from __future__ import annotations

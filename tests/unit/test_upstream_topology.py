@@ -22,8 +22,8 @@ from tests.builders import (
     CAPACITY_TYPE,
     HOSTNAME,
     ZONE,
+    assorted_catalog,
     fake_catalog,
-    instance_type,
     node,
     nodepool,
     pod,
@@ -598,28 +598,6 @@ def test_combined_zonal_and_capacity_type_should_spread_pods_while_respecting_bo
         cluster.provision(pods(count, spread=constraints))
         assert max(cluster.skew(CAPACITY_TYPE)) <= most_per_type
         assert max(cluster.skew(ZONE)) <= most_per_zone
-
-
-def assorted_catalog():
-    """fake.InstanceTypesAssorted(): one offering per type; every cpu x memory x zone x capacity type x os x arch."""
-    types = []
-    for cpu in (1, 2, 4, 8, 16, 32, 64):
-        for mem in (1, 2, 4, 8, 16, 32, 64, 128):
-            for zone in ("test-zone-1", "test-zone-2", "test-zone-3"):
-                for ct in ("spot", "on-demand"):
-                    for os in ("linux", "windows"):
-                        for arch in ("amd64", "arm64"):
-                            types.append(
-                                instance_type(
-                                    f"{cpu}-cpu-{mem}-mem-{arch}-{os}-{zone}-{ct}",
-                                    str(cpu),
-                                    f"{mem}Gi",
-                                    arch=arch,
-                                    labels={"kubernetes.io/os": os},
-                                    zones=[(zone, ct)],
-                                )
-                            )
-    return types
 
 
 def max_skew(counts):
