@@ -202,7 +202,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices:
         zone=labels.get(wk.ZONE, ""),
         price=_price(prices, pool, labels, claim),
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
-        initialized=is_true(claim, "Initialized"),
+        initialized=node.initialized,  # the Node's initialized label, as StateNode.Initialized reads it
         registered=(node_obj["metadata"].get("labels") or {}).get(wk.REGISTERED) == "true",
         # As lifecycle read it to initialize the node: a Node manifest without conditions is taken as Ready.
         ready=is_ready(node_obj),
