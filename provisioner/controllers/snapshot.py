@@ -135,8 +135,12 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     claimed = [
         _claimed(ctx, claim, node_obj, by_name[node_obj["metadata"]["name"]], prices) for claim, node_obj in registered
     ]
-    pending = [pod for _, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))]
-    pending = [p for p in pending if p.is_provisionable()]
+    # As Karpenter's GetPendingPods: a pod whose PVC kube-scheduler would refuse is no pod to leave room for.
+    pending = [
+        pod
+        for obj, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))
+        if pod.is_provisionable() and volumes.validation_error(ctx.api, obj) is None
+    ]
     # CapacityBuffers' virtual pods are pending too: a consolidation must leave room for them (SimulateScheduling
     # reads GetPendingPods, which injects them).
     pending += capacitybuffer.virtual_pods(ctx)

@@ -400,3 +400,17 @@ def test_the_disruption_snapshot_reads_each_running_pods_volume_alternatives() -
     made.advance(30)
     view, _ = cluster_view(made.ctx)
     assert view.volume_requirements == {"uid-web": (Requirements([r(ZONE, "In", "test-zone-b")]),)}
+
+
+def test_a_pending_pod_whose_claim_is_missing_takes_no_room_in_disruptions_view() -> None:
+    """Karpenter's SimulateScheduling reads GetPendingPods, which validates PVCs: a pending pod whose claim does not
+    exist leaves no room to be kept for it, while its twin with a usable claim does."""
+    made = lab(
+        nodepool_doc(),
+        persistent_volume("pv-1", zones("test-zone-b")),
+        claim("data", volume_name="pv-1"),
+        unschedulable_pod("usable", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]),
+        unschedulable_pod("missing", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "nowhere"}}]),
+    )
+    view, _ = cluster_view(made.ctx)
+    assert [p.name for p in view.pending] == ["usable"]
