@@ -250,6 +250,13 @@ QUANTITY_PATHS: dict[str, tuple[str, ...]] = {
         "status.allocation.devices.results[].consumedCapacity{}",
     ),
     "ResourceClaimTemplate": tuple(f"spec.spec.{path}" for path in _DEVICE_REQUESTS),
+    "PersistentVolumeClaim": (
+        "spec.resources.requests{}",
+        "spec.resources.limits{}",
+        "status.capacity{}",
+        "status.allocatedResources{}",
+    ),
+    "PersistentVolume": ("spec.capacity{}",),
     "ResourceSlice": (
         *_DEVICE_CAPACITY,
         "spec.devices[].consumesCounters[].counters{}.value",

@@ -11,6 +11,7 @@ from typing import Any
 
 from karpui.kinds import display
 from karpui.kinds.printers import Column, Manifest, age
+from provisioner.cluster.storageclasses import BETA_STORAGE_CLASS
 from provisioner.quantity import format_quantity, parse_quantity
 
 # Where a kind's objects live: the lab's KubeObject rows, or a configuration table of their own.
@@ -230,6 +231,60 @@ def _claim_state(m: Manifest, now: object) -> str:
         if status.get("reservedFor"):
             states.append("reserved")
     return ",".join(states) or "pending"
+
+
+# kubectl's short names of access modes, in its order (helper.GetAccessModesAsString).
+_ACCESS_MODES = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _access_modes(modes: Any) -> str:
+    given = set(modes or ())
+    return ",".join(short for mode, short in _ACCESS_MODES if mode in given)
+
+
+def _volume_phase(m: Manifest, now: object) -> str:
+    if m["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    return str((m.get("status") or {}).get("phase") or "")
+
+
+def _storage_class_of(m: Manifest, now: object) -> str:
+    annotations = m["metadata"].get("annotations") or {}
+    if BETA_STORAGE_CLASS in annotations:  # kube-apiserver's printers still prefer the older annotation
+        return str(annotations[BETA_STORAGE_CLASS])
+    return str((m.get("spec") or {}).get("storageClassName") or "")
+
+
+def _claim_bound(what: str) -> Callable[[Manifest, object], str]:
+    """A PVC's CAPACITY or ACCESS MODES: what its status says, once it names a volume (blank before)."""
+
+    def value(m: Manifest, now: object) -> str:
+        if not (m.get("spec") or {}).get("volumeName"):
+            return ""
+        status = m.get("status") or {}
+        return (
+            str((status.get("capacity") or {}).get("storage", ""))
+            if what == "capacity"
+            else _access_modes(status.get("accessModes"))
+        )
+
+    return value
+
+
+def _claim_ref(m: Manifest, now: object) -> str:
+    ref = (m.get("spec") or {}).get("claimRef")
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if isinstance(ref, dict) else ""
+
+
+def _bool(*path: str, default: str) -> Callable[[Manifest, object], str]:
+    """A boolean field as Go prints one (true/false), `default` when unset."""
+    field = _field(*path, default=default)
+    return lambda m, now: field(m, now).lower()
 
 
 _NAME = Column("Name", _name)
@@ -633,6 +688,60 @@ LAB_RESOURCES: Sequence[Resource] = (
             Column("Containers", _template_containers("name")),
             Column("Images", _template_containers("image")),
             Column("Pod Labels", _template_labels),
+        ),
+    ),
+    Resource(
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        "",
+        namespaced=True,
+        short_names=("pvc",),
+        subresources=("status",),
+        columns=(
+            _NAME,
+            Column("Status", _volume_phase),
+            Column("Volume", _field("spec", "volumeName")),
+            Column("Capacity", _claim_bound("capacity")),
+            Column("Access Modes", _claim_bound("accessModes")),
+            Column("StorageClass", _storage_class_of),
+            Column("VolumeAttributesClass", _field("spec", "volumeAttributesClassName", default="<unset>")),
+            _AGE,
+            Column("VolumeMode", _field("spec", "volumeMode", default="<unset>"), wide_only=True),
+        ),
+    ),
+    Resource(
+        "PersistentVolume",
+        "persistentvolumes",
+        "",
+        short_names=("pv",),
+        subresources=("status",),
+        columns=(
+            _NAME,
+            Column("Capacity", _field("spec", "capacity", "storage")),
+            Column("Access Modes", lambda m, now: _access_modes((m.get("spec") or {}).get("accessModes"))),
+            Column("Reclaim Policy", _field("spec", "persistentVolumeReclaimPolicy")),
+            Column("Status", _volume_phase),
+            Column("Claim", _claim_ref),
+            Column("StorageClass", _storage_class_of),
+            Column("VolumeAttributesClass", _field("spec", "volumeAttributesClassName", default="<unset>")),
+            Column("Reason", _field("status", "reason")),
+            _AGE,
+            Column("VolumeMode", _field("spec", "volumeMode", default="<unset>"), wide_only=True),
+        ),
+    ),
+    Resource(
+        "StorageClass",
+        "storageclasses",
+        "storage.k8s.io",
+        short_names=("sc",),
+        columns=(
+            _NAME,
+            Column("Provisioner", _field("provisioner")),
+            # kube-apiserver's printer says what an unset field means, though defaulting has set both by then.
+            Column("ReclaimPolicy", _field("reclaimPolicy", default="Delete")),
+            Column("VolumeBindingMode", _field("volumeBindingMode", default="Immediate")),
+            Column("AllowVolumeExpansion", _bool("allowVolumeExpansion", default="false")),
+            _AGE,
         ),
     ),
     Resource(

@@ -39,12 +39,23 @@ SELECTABLE: dict[str, tuple[str, ...]] = {
     ),
     "ReplicaSet": ("status.replicas",),
     "ResourceSlice": ("spec.nodeName", "spec.driver"),
+    # Selectable as `name` too: a bug kube-apiserver keeps for the clients that came to rely on it.
+    "PersistentVolumeClaim": ("name",),
+    "PersistentVolume": ("name",),
 }
 _BUILT_IN = frozenset(
-    {"Deployment", "DaemonSet", "PodDisruptionBudget", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate"}
+    {
+        "Deployment",
+        "DaemonSet",
+        "PodDisruptionBudget",
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "StorageClass",
+    }
 )
 # Paths where the selectable field's name differs from the object's field.
-_PATHS = {"source": "source.component"}
+_PATHS = {"source": "source.component", "name": "metadata.name"}
 
 
 @dataclass(frozen=True)

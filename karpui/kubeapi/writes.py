@@ -282,7 +282,18 @@ def _dispatch(
 # The kinds whose storage answers a DELETE with the object (kube-apiserver's ReturnDeletedObject); the others answer
 # a Status once the object is gone, and the object while finalizers keep it.
 RETURNS_DELETED_OBJECT = frozenset(
-    {"Pod", "Namespace", "ServiceAccount", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"}
+    {
+        "Pod",
+        "Namespace",
+        "ServiceAccount",
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "ResourceSlice",
+        "PersistentVolumeClaim",
+        "PersistentVolume",
+        "StorageClass",
+    }
 )
 
 

@@ -27,6 +27,7 @@ from karpui.writes.checks import (
 )
 from karpui.writes.managed import Owner, given_managed_fields
 from provisioner.apimachinery.defaults import set_defaults
+from provisioner.cluster import storageclasses
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.objects import (
     OWNER_KINDS,
@@ -106,8 +107,9 @@ def _prepared_for_create(obj: Obj) -> Obj:
         meta.pop("managedFields")  # the reset sign, on a new object: none
     if obj["kind"] == "Namespace":
         obj["status"] = {"phase": "Active"}
-    elif obj["kind"] == "Pod":
-        obj["status"] = {"phase": "Pending"}  # as kube-apiserver starts every pod; the kubelet reports the rest
+    elif obj["kind"] in ("Pod", "PersistentVolumeClaim", "PersistentVolume"):
+        # As kube-apiserver starts each: the kubelet reports the rest of a pod, the PV controller binds the volumes.
+        obj["status"] = {"phase": "Pending"}
     elif obj["kind"] not in STATUS_ON_CREATE:
         obj.pop("status", None)
     return set_defaults(obj)  # what kube-apiserver defaults (a Deployment's strategy, a DaemonSet's updateStrategy)
@@ -118,6 +120,11 @@ def create_in(api: ClusterAPI, obj: Obj, resource: Resource, owner: Owner | None
     obj = _prepared_for_create(obj)
     namespace_exists(api, resource, obj)
     device_classes_exist(api, obj)
+    if obj["kind"] == "PersistentVolumeClaim" and not storageclasses.has_class(obj):
+        # kube-apiserver's DefaultStorageClass admission: a claim that names no class gets the cluster's default.
+        default = storageclasses.default_class(api.list("StorageClass"))
+        if default is not None and isinstance(obj.get("spec"), dict):
+            obj["spec"]["storageClassName"] = default
     if owner is not None:
         # kube-apiserver's creation owns every field to its creator: managedFields a POST sends are not kept.
         owner.created(obj, resource)

@@ -94,7 +94,7 @@ def resolve(kinds: Iterable[Kind], served: Mapping[str, Iterable[str]]) -> dict[
 
 def listed_in_core(resources: Mapping[str, Resource], listing: Mapping[str, Any]) -> dict[str, Resource]:
     """`resources` less the core kinds the core group's APIResourceList (GET /api/v1) does not list. A server may
-    serve the core group without every core kind (the lab's API has no PersistentVolumeClaims), and an informer of
+    serve the core group without every core kind (a lab API of an older karpui served no PersistentVolumeClaims), and an informer of
     a kind answered 404 would keep the cache from ever syncing."""
     names = {str(entry.get("name")) for entry in listing.get("resources") or []}
     return {kind: r for kind, r in resources.items() if r.kind.group or r.kind.plural in names}

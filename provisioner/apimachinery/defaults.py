@@ -1,5 +1,6 @@
-"""kube-apiserver's defaulting of the apps/v1 workloads: what a Deployment, ReplicaSet or DaemonSet is stored with
-where its writer left a field out (k8s.io/kubernetes pkg/apis/apps/v1/defaults.go), on every create and update.
+"""kube-apiserver's defaulting of the apps/v1 workloads and of volumes: what a Deployment, ReplicaSet, DaemonSet,
+PersistentVolume(Claim) or StorageClass is stored with where its writer left a field out (k8s.io/kubernetes
+pkg/apis/apps/v1, core/v1 and storage/v1 defaults.go), on every create and update.
 
 The lab's controllers read their workloads through these defaults too, so an object stored before they were
 applied (or written by a path that skips them) behaves as kube-controller-manager would see it on a real cluster,
@@ -18,17 +19,31 @@ PROGRESS_DEADLINE_SECONDS = 600
 DEPLOYMENT_MAX_SURGE = DEPLOYMENT_MAX_UNAVAILABLE = "25%"
 # A DaemonSet's: one node's pod at a time, none surged.
 DAEMONSET_MAX_UNAVAILABLE, DAEMONSET_MAX_SURGE = 1, 0
+# A volume holds a filesystem unless asked for a raw block device.
+VOLUME_MODE = "Filesystem"
+# A PV made by hand is kept once released (Retain); one a class provisions is deleted with its claim by default.
+PV_RECLAIM_POLICY, CLASS_RECLAIM_POLICY = "Retain", "Delete"
+# A class binds (and provisions) a claim as soon as it is created, unless it waits for the pod's node.
+VOLUME_BINDING_MODE = "Immediate"
 
 
 def set_defaults(obj: Obj) -> Obj:
-    """Fill in, in place, what kube-apiserver defaults in `obj` (a workload; other kinds are left as they are).
-    `obj` itself is returned. Only absent or null fields are set: a value the writer gave is kept, valid or not
-    (validation answers for it)."""
+    """Fill in, in place, what kube-apiserver defaults in `obj` (a workload or a volume kind; other kinds are left as
+    they are). `obj` itself is returned. Only absent or null fields are set: a value the writer gave is kept, valid
+    or not (validation answers for it)."""
+    kind = obj.get("kind")
+    if kind == "StorageClass":  # its fields are at the top level: it has no spec
+        _unset(obj, "reclaimPolicy", CLASS_RECLAIM_POLICY)
+        _unset(obj, "volumeBindingMode", VOLUME_BINDING_MODE)
+        return obj
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return obj
-    kind = obj.get("kind")
-    if kind == "Deployment":
+    if kind in ("PersistentVolumeClaim", "PersistentVolume"):
+        _unset(spec, "volumeMode", VOLUME_MODE)
+    if kind == "PersistentVolume":
+        _unset(spec, "persistentVolumeReclaimPolicy", PV_RECLAIM_POLICY, empty=True)
+    elif kind == "Deployment":
         _deployment(spec)
     elif kind == "DaemonSet":
         _daemonset(spec)
@@ -77,6 +92,13 @@ def _rolling_update(spec: Obj, key: str, max_unavailable: int | str, max_surge: 
             rolling["maxUnavailable"] = max_unavailable
         if rolling.get("maxSurge") is None:
             rolling["maxSurge"] = max_surge
+
+
+def _unset(parent: Obj, key: str, value: str, *, empty: bool = False) -> None:
+    """`parent[key]` made `value` when absent or null, and when `empty` also when "" (a Go string field, whose zero
+    value is unset; a pointer field's "" is a value given, for validation to refuse)."""
+    if parent.get(key) is None or (empty and parent.get(key) == ""):
+        parent[key] = value
 
 
 def _mapping(parent: Obj, key: str) -> Obj:

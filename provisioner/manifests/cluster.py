@@ -1,4 +1,5 @@
-"""Validation of the cluster objects the lab stores (Pods, workloads, Nodes, PDBs, ...): errors name the field."""
+"""Validation of the cluster objects the lab stores (Pods, workloads, Nodes, PDBs, volumes, ...): errors name the
+field."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from provisioner.capacitybuffers import API_VERSION as CAPACITY_BUFFER_API_VERSION
 from provisioner.dra.claims import device_class_from_manifest, dra_config_pools, validate_claim, validate_claim_template
 from provisioner.manifests import fields as f
-from provisioner.manifests import rbac
+from provisioner.manifests import rbac, storage
 from provisioner.manifests.apivalidation import validate_api_object
 from provisioner.manifests.capacitybuffer import validate_capacitybuffer, validate_podtemplate
 from provisioner.manifests.errors import ManifestError
@@ -160,6 +161,9 @@ VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] 
     "ServiceAccount": (("v1",), rbac.service_account),
     "ClusterRole": ((f"{rbac.RBAC_GROUP}/v1",), rbac.cluster_role),
     "ClusterRoleBinding": ((f"{rbac.RBAC_GROUP}/v1",), rbac.cluster_role_binding),
+    "PersistentVolumeClaim": (("v1",), _top_level(storage.persistent_volume_claim)),
+    "PersistentVolume": (("v1",), _top_level(storage.persistent_volume)),
+    "StorageClass": (("storage.k8s.io/v1",), storage.storage_class),
 }
 
 

@@ -38,6 +38,7 @@ def test_the_v3_index_points_at_one_document_per_group_version(get: Any) -> None
         "apis/policy/v1",
         "apis/rbac.authorization.k8s.io/v1",
         "apis/resource.k8s.io/v1",
+        "apis/storage.k8s.io/v1",  # StorageClass
         "apis/karpenter.sh/v1",
         "apis/karpenter.sh/v1beta1",
         "apis/karpenter.sh/v1alpha1",

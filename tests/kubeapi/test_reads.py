@@ -103,6 +103,7 @@ def test_aggregated_discovery_names_every_kind_with_short_names_categories_and_s
         "policy",
         "rbac.authorization.k8s.io",
         "resource.k8s.io",
+        "storage.k8s.io",
         "karpenter.sh",
         "karpenter.kwok.sh",
         "karpenter.k8s.aws",

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes.client import models
 
 OUTPUT = Path(__file__).resolve().parents[2] / "provisioner" / "manifests" / "kubernetes_types.json"
-# The kinds validated field by field, by (apiVersion, kind): the core workload kinds the lab runs.
+# The kinds validated field by field, by (apiVersion, kind): the core workload kinds the lab runs, and volumes.
 ROOTS = {
     "v1/Pod": "V1Pod",
     "v1/Namespace": "V1Namespace",
@@ -27,6 +27,9 @@ ROOTS = {
     "v1/ServiceAccount": "V1ServiceAccount",
     "rbac.authorization.k8s.io/v1/ClusterRole": "V1ClusterRole",
     "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "V1ClusterRoleBinding",
+    "v1/PersistentVolumeClaim": "V1PersistentVolumeClaim",
+    "v1/PersistentVolume": "V1PersistentVolume",
+    "storage.k8s.io/v1/StorageClass": "V1StorageClass",
 }
 _NESTED = re.compile(r"^(?:list\[(.+)\]|dict\(str, (.+)\))$")
 

@@ -86,6 +86,17 @@ VALID: dict[str, dict[str, Any]] = {
             "pools": [{"name": "p", "resourceSlices": [{"devices": [{"name": "g"}]}]}],
         },
     },
+    "PersistentVolumeClaim": {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    },
+    "PersistentVolume": {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}},
+    },
+    "StorageClass": {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "ebs.csi.aws.com"},
     "DeviceDeclaration": {
         "apiVersion": "karpui.dev/v1alpha1",
         "kind": "DeviceDeclaration",
@@ -96,7 +107,15 @@ VALID: dict[str, dict[str, Any]] = {
         },
     },
 }
-NAMESPACED = ("Pod", "Deployment", "ReplicaSet", "DaemonSet", "PodDisruptionBudget", "ResourceClaim")
+NAMESPACED = (
+    "Pod",
+    "Deployment",
+    "ReplicaSet",
+    "DaemonSet",
+    "PodDisruptionBudget",
+    "ResourceClaim",
+    "PersistentVolumeClaim",
+)
 
 
 def document(kind: str, name: str = "fuzz") -> dict[str, Any]:
@@ -136,7 +155,19 @@ def with_(path: str, value: Any) -> Callable[[dict[str, Any]], str]:
 # name -> (mutation of a valid document into bad text, what the error must mention, kinds it applies to)
 Mutation = tuple[Callable[[dict[str, Any]], str | bytes], str, tuple[str, ...]]
 EVERY = tuple(VALID)
-BUILT_IN = ("Pod", "Deployment", "ReplicaSet", "DaemonSet", "Node", "PodDisruptionBudget", "Namespace")
+WITH_SPEC = tuple(kind for kind in VALID if kind != "StorageClass")  # a class's fields are at its top level
+BUILT_IN = (
+    "Pod",
+    "Deployment",
+    "ReplicaSet",
+    "DaemonSet",
+    "Node",
+    "PodDisruptionBudget",
+    "Namespace",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+)
 MUTATIONS: dict[str, Mutation] = {
     "unknown-top-level-field": (with_("colour", "red"), 'colour: unknown field "colour"', EVERY),
     "unknown-metadata-field": (with_("metadata.colour", "red"), "metadata.colour: unknown field", EVERY),
@@ -172,7 +203,8 @@ MUTATIONS: dict[str, Mutation] = {
     "metadata-missing": (lambda doc: text({k: v for k, v in doc.items() if k != "metadata"}), "metadata", EVERY),
     "metadata-a-list": (with_("metadata", ["x"]), "metadata: expected an object, got list", EVERY),
     "wrong-api-version": (with_("apiVersion", "v9"), "no matches for kind", EVERY),
-    "spec-a-list": (with_("spec", [1, 2]), "spec: expected an object, got list", EVERY),
+    "spec-a-list": (with_("spec", [1, 2]), "spec: expected an object, got list", WITH_SPEC),
+    "storage-class-spec": (with_("spec", {}), 'spec: unknown field "spec"', ("StorageClass",)),
     "duplicate-kind-key": (
         lambda doc: f"kind: {doc['kind']}\n" + _as_yaml_block(doc),
         'kind: duplicate field "kind"',

@@ -33,6 +33,7 @@ _PACKAGES = {
     "resource.k8s.io": "resource",
     "autoscaling": "autoscaling",
     "rbac.authorization.k8s.io": "rbac",
+    "storage.k8s.io": "storage",
 }
 _SMP = "application/strategic-merge-patch+json"
 # Server-side apply (application/apply-patch+yaml) is not served, so not offered.
