@@ -138,21 +138,23 @@ NOT_CONSOLIDATABLE_YET = "has not elapsed since the last pod event"
 
 
 def consolidation_blockers(claimed: ClaimedNode, nodepool: NodePool, empty: bool) -> list[str]:
-    """The extra filters for Emptiness and consolidation (Karpenter's Unconsolidatable reasons)."""
-    if not claimed.instance_type and not empty:
-        # Consolidation prices a node by its type's offerings, so it asks this first (consolidation.go:110);
-        # Emptiness deletes an empty node without asking.
-        return [f'Instance Type "{claimed.instance_type}" not found']
+    """The extra filters for Emptiness and consolidation (Karpenter's Unconsolidatable reasons), the first that
+    fails, in their ShouldDisrupt's order: consolidation prices a node by its type, capacity type and zone, so it
+    asks those first (consolidation.go:100-135); Emptiness deletes an empty node without asking (emptiness.go:42-58).
+    Both ask last whether consolidateAfter has passed, which Karpenter tells no one."""
+    if not empty:
+        if not claimed.instance_type:
+            return [f'Instance Type "{claimed.instance_type}" not found']
+        if not claimed.capacity_type:
+            return [f'Node does not have label "{wk.CAPACITY_TYPE}"']
+        if not claimed.zone:
+            return [f'Node does not have label "{wk.ZONE}"']
     if nodepool.consolidate_after_seconds is None:
         return [f'NodePool "{nodepool.name}" has consolidation disabled']
-    if not claimed.consolidatable:
-        return [f"consolidateAfter ({nodepool.consolidate_after}) {NOT_CONSOLIDATABLE_YET}"]
-    if not claimed.capacity_type:
-        return [f'Node does not have label "{wk.CAPACITY_TYPE}"']
-    if not claimed.zone:
-        return [f'Node does not have label "{wk.ZONE}"']
     if nodepool.consolidation_policy == WHEN_EMPTY and not empty:
         return [f'NodePool "{nodepool.name}" has consolidation policy WhenEmpty, but node is not empty']
+    if not claimed.consolidatable:
+        return [f"consolidateAfter ({nodepool.consolidate_after}) {NOT_CONSOLIDATABLE_YET}"]
     return []
 
 

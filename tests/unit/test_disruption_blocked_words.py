@@ -74,14 +74,25 @@ def test_a_missing_nodepool_and_a_missing_label_are_told_as_karpenter_tells_them
 
 def test_consolidation_filters_say_which_label_is_missing_and_when_empty_only():
     pool = nodepool()
-    assert consolidation_blockers(replace(claimed("n1"), capacity_type=""), pool, True) == [
+    assert consolidation_blockers(replace(claimed("n1"), capacity_type=""), pool, False) == [
         'Node does not have label "karpenter.sh/capacity-type"'
     ]
-    assert consolidation_blockers(replace(claimed("n1"), zone=""), pool, True) == [
+    assert consolidation_blockers(replace(claimed("n1"), zone=""), pool, False) == [
         'Node does not have label "topology.kubernetes.io/zone"'
     ]
+    # Emptiness asks neither (emptiness.go ShouldDisrupt): an empty node without them is deleted as Empty.
+    assert consolidation_blockers(replace(claimed("n1"), capacity_type="", zone=""), pool, True) == []
     when_empty = replace(pool, consolidation_policy="WhenEmpty")
     assert consolidation_blockers(claimed("n1"), when_empty, False) == [
+        'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'
+    ]
+
+
+def test_a_busy_node_of_a_when_empty_pool_is_told_so_even_inside_its_consolidate_after():
+    """consolidation.go ShouldDisrupt asks WhenEmpty before the Consolidatable condition: the node is told
+    Unconsolidatable for its policy, not passed over silently while consolidateAfter runs."""
+    when_empty = replace(nodepool(), consolidation_policy="WhenEmpty")
+    assert consolidation_blockers(replace(claimed("n1"), consolidatable=False), when_empty, False) == [
         'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'
     ]
 
