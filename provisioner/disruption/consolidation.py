@@ -18,7 +18,7 @@ from provisioner.pods import Pod
 from provisioner.quantity import MILLI, Resources, add, format_quantity
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling.limits import pool_usage
-from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan, SchedulingResult
+from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan, SchedulingResult, min_values_unmet
 from provisioner.scheduling.scheduler import PoolOffer, SchedulingInput, solve
 
 SPOT_TO_SPOT_MIN_OPTIONS = 15
@@ -316,11 +316,6 @@ def min_values_shortfall(options: Sequence[InstanceTypeOption], requirements: Re
         if not short:
             return count, []
     return len(options), sorted(short)
-
-
-def min_values_unmet(keys: Sequence[str]) -> str:
-    """SatisfiesMinValues' error as Karpenter prints it (serrors.Wrap puts the keys in parentheses)."""
-    return f"minValues requirement is not met for label(s) (label(s)=[{' '.join(keys)}])"
 
 
 def _allows(requirement: Requirement | None, value: str) -> bool:

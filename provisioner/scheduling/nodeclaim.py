@@ -370,8 +370,7 @@ class PlannedNodeClaim:
                 relaxed = True
         if unmet and min_values == STRICT:
             # Karpenter's SatisfiesMinValues names every unmet key at once (cloudprovider/types.go:495).
-            named = " ".join(sorted(unmet))
-            raise Unfit(r.MIN_VALUES, f"minValues requirement is not met for label(s) (label(s)=[{named}])", unmet)
+            raise Unfit(r.MIN_VALUES, r.min_values_unmet(sorted(unmet)), unmet)
         if lowered:
             keys = {requirement.key for requirement in lowered}
             requirements = Requirements([*(v for k, v in requirements.items() if k not in keys), *lowered])

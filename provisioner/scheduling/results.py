@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -33,6 +33,11 @@ VOLUMES = "volumes"
 # Reserved capacity that exists but is held by other NodeClaims: the pod waits for the next simulation (never relaxed,
 # never a FailedScheduling, as Karpenter's ReservedOfferingError).
 RESERVED = "reserved-capacity"
+
+
+def min_values_unmet(keys: Sequence[str]) -> str:
+    """Karpenter's SatisfiesMinValues error (cloudprovider/types.go:495): every unmet key, as serrors.Wrap prints it."""
+    return f"minValues requirement is not met for label(s) (label(s)=[{' '.join(keys)}])"
 
 
 @dataclass(frozen=True)
