@@ -33,11 +33,5 @@ class DomainGroup:
             if tolerations is None or any(tolerates_all(taints, tolerations) for taints in sets):
                 yield domain
 
-    def __contains__(self, domain: object) -> bool:
-        return domain in self._taints
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._taints)
-
     def __len__(self) -> int:
         return len(self._taints)
