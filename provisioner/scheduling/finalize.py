@@ -46,11 +46,13 @@ def plan(claim: PlannedNodeClaim, *, max_instance_types: int, min_values_policy:
             if requirement.min_values and index.distinct_values(kept_mask, requirement) < requirement.min_values
         )
         if short:
+            # scheduler.go:458 wraps Truncate's error (types.go:509) with the NodePool as serrors prints it.
             return Reason(
                 template.name,
                 r.MIN_VALUES,
                 "pod didn’t schedule because NodePool couldn’t meet minValues requirements, validating minValues, "
-                f"minValues requirement is not met for label(s) ({' '.join(short)})",
+                f"{r.min_values_unmet(short)} (NodePool={template.name})",
+                whole=True,
             )
     final = requirements.merged(
         [

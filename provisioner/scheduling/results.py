@@ -48,9 +48,13 @@ class Reason:
     kind: str
     message: str
     details: Mapping[str, object] = field(default_factory=dict)
+    # Karpenter words a few errors whole, naming the NodePool itself (TruncateInstanceTypes), not "incompatible with".
+    whole: bool = False
 
     def __str__(self) -> str:
-        return f'incompatible with nodepool "{self.nodepool}", {self.message}' if self.nodepool else self.message
+        if self.nodepool and not self.whole:
+            return f'incompatible with nodepool "{self.nodepool}", {self.message}'
+        return self.message
 
 
 @dataclass(frozen=True)

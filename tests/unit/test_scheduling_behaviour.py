@@ -635,8 +635,8 @@ def test_truncation_below_min_values_fails_every_pod_of_the_nodeclaim():
     result = schedule([pod(cpu="0.5"), pod(cpu="0.5")], pools=[pool], types=types, max_instance_types=1)
     assert scheduled(result) == 0
     assert {f.message for f in result.failures.values()} == {
-        'incompatible with nodepool "default", pod didn’t schedule because NodePool couldn’t meet minValues requirements, '
-        "validating minValues, minValues requirement is not met for label(s) (node.kubernetes.io/instance-type)"
+        "pod didn’t schedule because NodePool couldn’t meet minValues requirements, validating minValues, "
+        "minValues requirement is not met for label(s) (label(s)=[node.kubernetes.io/instance-type]) (NodePool=default)"
     }
 
 
