@@ -505,9 +505,6 @@ def test_static_drift_should_respect_budgets_for_multiple_static_nodepools():
     assert drifted_commands(result) == {"static-nodepool-1": 1, "static-nodepool-2": 2, "static-nodepool-3": 2}
 
 
-@pytest.mark.xfail(
-    strict=True, reason="karpui passes over a static NodePool's drifted nodes at its node limit silently"
-)
 def test_static_drift_should_not_drift_nodes_when_we_cannot_acquire_limits():
     """StaticDrift, Limits and Scaling: "should not drift nodes when we cannot acquire limits": no command, and the
     budget-allowed candidates are told DisruptionBlocked (staticdrift.go:122-124, unreplaceableCommands)."""
@@ -597,9 +594,6 @@ def test_static_drift_ignores_nodes(node):
     assert drift_pass([node], [static_np(replicas=1)]).commands == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="karpui passes over a static NodePool's drifted nodes at its node limit silently"
-)
 def test_static_drift_at_the_node_limit_is_told_as_disruption_blocked():
     """StaticDrift, Limits and Scaling: "should not drift nodes when we cannot acquire limits", end to end: the
     drifted nodes of a static NodePool at limits.nodes stay, each told DisruptionBlocked on its Node and NodeClaim."""
