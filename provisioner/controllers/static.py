@@ -14,6 +14,7 @@ from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.commands import live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import denied_fingerprints
+from provisioner.controllers.expiration import expire_seconds
 from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.provisioning import create_nodeclaim
 from provisioner.controllers.records import fingerprint_of, node_entry, record_command
@@ -169,7 +170,7 @@ def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[lis
         if all(p.is_daemonset_pod() for p in pods) and not protected:
             empty.append((claim, node))
         else:
-            cost = sum(eviction_cost(p) for p in pods) * _lifetime_remaining(ctx, nodepool, claim)
+            cost = sum(eviction_cost(p) for p in pods) * _lifetime_remaining(ctx, claim)
             busy.append((protected, cost, claim["metadata"]["name"], claim, node))
     chosen = empty[:left]
     busy.sort(key=lambda entry: entry[:3])
@@ -177,8 +178,10 @@ def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[lis
     return unresolved, chosen
 
 
-def _lifetime_remaining(ctx: ClusterContext, nodepool: NodePool, claim: Obj) -> float:
-    expire = nodepool.expire_after_seconds
+def _lifetime_remaining(ctx: ClusterContext, claim: Obj) -> float:
+    """LifetimeRemaining: from the NodeClaim's own expireAfter (its NodePool's may have changed since), 1 for
+    Never (utils/disruption/disruption.go:71-80)."""
+    expire = expire_seconds(claim)
     if not expire:
         return 1.0
     age = ctx.now - parse_timestamp(claim["metadata"]["creationTimestamp"])
