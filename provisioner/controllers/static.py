@@ -8,6 +8,7 @@ disrupt). karpui's one difference: a scale-down of running nodes goes through th
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from provisioner import labels as wk
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
@@ -139,7 +140,7 @@ class StaticDeprovisioningController:
 
 def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[list[Obj], list[tuple[Obj, Obj]]]:
     """getDeprovisioningCandidates: NodeClaims with no instance yet first; then (NodeClaim, Node) pairs of empty
-    nodes (only DaemonSet pods and no active do-not-disrupt); then the others, those with a do-not-disrupt pod
+    nodes (only DaemonSet pods, finished or not, and no do-not-disrupt); then the others, those with a do-not-disrupt pod
     last, the rest by rescheduling cost times lifetime remaining, cheapest first."""
     held = {c["nodeclaim"] for command in live_commands(ctx) for c in command["spec"]["candidates"]}
     claims = [
@@ -161,12 +162,10 @@ def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[lis
             nodes.append((claim, node))
     empty, busy = [], []
     for claim, node in nodes:
-        pods = [
-            ctx.views.pod(p)
-            for p in ctx.api.list("Pod", fields={"spec.nodeName": node["metadata"]["name"]})
-            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        ]
-        protected = any(pod_blocks(p, ctx.now) for p in pods)
+        # Every pod bound to the node, finished ones too (nodeutils.GetPods filters none), and do-not-disrupt on
+        # any of them, as IsDoNotDisruptActive reads no phase (static/deprovisioning/controller.go:216-250).
+        pods = [ctx.views.pod(p) for p in ctx.api.list("Pod", fields={"spec.nodeName": node["metadata"]["name"]})]
+        protected = any(pod_blocks(replace(p, phase="Running", deleting=False), ctx.now) for p in pods)
         if all(p.is_daemonset_pod() for p in pods) and not protected:
             empty.append((claim, node))
         else:

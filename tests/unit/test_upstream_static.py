@@ -419,7 +419,6 @@ def test_scales_down_in_disruption_cost_order(replicas, kept):
     assert command_claims(made) == sorted(nodes[i][0] for i in range(8) if i not in kept)
 
 
-@pytest.mark.xfail(strict=True, reason="karpui leaves finished pods out of a node's pods")
 def test_a_finished_pod_makes_its_node_no_empty_one_and_its_do_not_disrupt_still_counts():
     """Candidate selection as static deprovisioning's code does it (controller.go:216-262): a node's pods are all
     those bound to it (nodeutils.GetPods, finished ones too), so a node with a Succeeded pod is not empty, and
