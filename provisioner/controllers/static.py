@@ -138,9 +138,9 @@ class StaticDeprovisioningController:
         return bool(unresolved or resolved)
 
 
-def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[list[Obj], list[tuple[Obj, Obj]]]:
+def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[list[Obj], list[tuple[Obj, Obj | None]]]:
     """getDeprovisioningCandidates: NodeClaims with no instance yet first; then (NodeClaim, Node) pairs of empty
-    nodes (only DaemonSet pods, finished or not, and no do-not-disrupt); then the others, those with a do-not-disrupt pod
+    nodes (launched with no Node yet, or only DaemonSet pods, finished or not, and no do-not-disrupt); then the others, those with a do-not-disrupt pod
     last, the rest by rescheduling cost times lifetime remaining, cheapest first."""
     held = {c["nodeclaim"] for command in live_commands(ctx) for c in command["spec"]["candidates"]}
     claims = [
@@ -154,13 +154,19 @@ def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[lis
     left = count - len(unresolved)
     if left <= 0:
         return unresolved, []
+    empty: list[tuple[Obj, Obj | None]] = []
     nodes = []
     for claim in claims:
+        if not (claim.get("status") or {}).get("providerID"):
+            continue
         node_name = (claim.get("status") or {}).get("nodeName")
         node = ctx.api.get("Node", node_name) if node_name else None
-        if node is not None and not node["metadata"].get("deletionTimestamp"):
+        if node is None:
+            # Launched, its Node not registered yet: a state node with no pods, so an empty one (StateNode.Pods).
+            empty.append((claim, None))
+        elif not node["metadata"].get("deletionTimestamp"):
             nodes.append((claim, node))
-    empty, busy = [], []
+    busy = []
     for claim, node in nodes:
         # Every pod bound to the node, finished ones too (nodeutils.GetPods filters none), and do-not-disrupt on
         # any of them, as IsDoNotDisruptActive reads no phase (static/deprovisioning/controller.go:216-250).
@@ -187,7 +193,7 @@ def _lifetime_remaining(ctx: ClusterContext, claim: Obj) -> float:
     return max(0.0, min(1.0, (expire - age) / expire))
 
 
-def propose_scale_down(ctx: ClusterContext, nodepool: NodePool, chosen: list[tuple[Obj, Obj]]) -> None:
+def propose_scale_down(ctx: ClusterContext, nodepool: NodePool, chosen: list[tuple[Obj, Obj | None]]) -> None:
     """One DisruptionCommand deleting the chosen nodes, gated like any voluntary disruption (no budgets apply, as
     none hold Karpenter's static deprovisioning), validated at once so `auto` acts as Karpenter would."""
     fingerprint = fingerprint_of(OVERPROVISIONED, *sorted(claim["metadata"]["name"] for claim, _ in chosen))

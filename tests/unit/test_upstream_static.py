@@ -460,6 +460,25 @@ def test_lifetime_remaining_is_the_nodeclaims_own_expire_after():
     assert command_claims(made) == [sooner]
 
 
+def test_a_launched_nodeclaim_without_its_node_is_an_empty_candidate():
+    """Candidate selection as static deprovisioning's code does it (controller.go:170-176, 216-224): a NodeClaim
+    launched (it has a providerID) is a state node before its Node registers, with no pods, so an empty one: it
+    goes before a node running pods."""
+    made = running(3)
+    for i, claim in enumerate(claims(made)):
+        bind(made, claim["status"]["nodeName"], f"app-{i}")
+    claim = copy.deepcopy(claims(made)[0])
+    claim["metadata"] = {"name": "launching", "labels": {"karpenter.sh/nodepool": "static"}, "finalizers": []}
+    claim["status"] = {"providerID": "kwok://launching"}
+    made.store.create(claim)
+    assert counts(made) == Counts(4, 0, 0)
+    deprovision(made)
+    assert command_claims(made) == ["launching"]
+    made.advance(30)
+    assert len(claims(made)) == 3 and made.store.get("NodeClaim", "launching") is None
+    assert sorted(p["status"]["phase"] for p in made.store.list("Pod")) == ["Running"] * 3
+
+
 # NodePoolState (state/statenodepool_test.go) ------------------------------------------------------------------------
 
 
