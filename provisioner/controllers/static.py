@@ -8,12 +8,14 @@ disrupt). karpui's one difference: a scale-down of running nodes goes through th
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from provisioner import labels as wk
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.commands import live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import denied_fingerprints
+from provisioner.controllers.expiration import expire_seconds
 from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.provisioning import create_nodeclaim
 from provisioner.controllers.records import fingerprint_of, node_entry, record_command
@@ -136,9 +138,9 @@ class StaticDeprovisioningController:
         return bool(unresolved or resolved)
 
 
-def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[list[Obj], list[tuple[Obj, Obj]]]:
+def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[list[Obj], list[tuple[Obj, Obj | None]]]:
     """getDeprovisioningCandidates: NodeClaims with no instance yet first; then (NodeClaim, Node) pairs of empty
-    nodes (only DaemonSet pods and no active do-not-disrupt); then the others, those with a do-not-disrupt pod
+    nodes (launched with no Node yet, or only DaemonSet pods, finished or not, and no do-not-disrupt); then the others, those with a do-not-disrupt pod
     last, the rest by rescheduling cost times lifetime remaining, cheapest first."""
     held = {c["nodeclaim"] for command in live_commands(ctx) for c in command["spec"]["candidates"]}
     claims = [
@@ -152,24 +154,28 @@ def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[lis
     left = count - len(unresolved)
     if left <= 0:
         return unresolved, []
+    empty: list[tuple[Obj, Obj | None]] = []
     nodes = []
     for claim in claims:
+        if not (claim.get("status") or {}).get("providerID"):
+            continue
         node_name = (claim.get("status") or {}).get("nodeName")
         node = ctx.api.get("Node", node_name) if node_name else None
-        if node is not None and not node["metadata"].get("deletionTimestamp"):
+        if node is None:
+            # Launched, its Node not registered yet: a state node with no pods, so an empty one (StateNode.Pods).
+            empty.append((claim, None))
+        elif not node["metadata"].get("deletionTimestamp"):
             nodes.append((claim, node))
-    empty, busy = [], []
+    busy = []
     for claim, node in nodes:
-        pods = [
-            ctx.views.pod(p)
-            for p in ctx.api.list("Pod", fields={"spec.nodeName": node["metadata"]["name"]})
-            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        ]
-        protected = any(pod_blocks(p, ctx.now) for p in pods)
+        # Every pod bound to the node, finished ones too (nodeutils.GetPods filters none), and do-not-disrupt on
+        # any of them, as IsDoNotDisruptActive reads no phase (static/deprovisioning/controller.go:216-250).
+        pods = [ctx.views.pod(p) for p in ctx.api.list("Pod", fields={"spec.nodeName": node["metadata"]["name"]})]
+        protected = any(pod_blocks(replace(p, phase="Running", deleting=False), ctx.now) for p in pods)
         if all(p.is_daemonset_pod() for p in pods) and not protected:
             empty.append((claim, node))
         else:
-            cost = sum(eviction_cost(p) for p in pods) * _lifetime_remaining(ctx, nodepool, claim)
+            cost = sum(eviction_cost(p) for p in pods) * _lifetime_remaining(ctx, claim)
             busy.append((protected, cost, claim["metadata"]["name"], claim, node))
     chosen = empty[:left]
     busy.sort(key=lambda entry: entry[:3])
@@ -177,15 +183,17 @@ def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[lis
     return unresolved, chosen
 
 
-def _lifetime_remaining(ctx: ClusterContext, nodepool: NodePool, claim: Obj) -> float:
-    expire = nodepool.expire_after_seconds
+def _lifetime_remaining(ctx: ClusterContext, claim: Obj) -> float:
+    """LifetimeRemaining: from the NodeClaim's own expireAfter (its NodePool's may have changed since), 1 for
+    Never (utils/disruption/disruption.go:71-80)."""
+    expire = expire_seconds(claim)
     if not expire:
         return 1.0
     age = ctx.now - parse_timestamp(claim["metadata"]["creationTimestamp"])
     return max(0.0, min(1.0, (expire - age) / expire))
 
 
-def propose_scale_down(ctx: ClusterContext, nodepool: NodePool, chosen: list[tuple[Obj, Obj]]) -> None:
+def propose_scale_down(ctx: ClusterContext, nodepool: NodePool, chosen: list[tuple[Obj, Obj | None]]) -> None:
     """One DisruptionCommand deleting the chosen nodes, gated like any voluntary disruption (no budgets apply, as
     none hold Karpenter's static deprovisioning), validated at once so `auto` acts as Karpenter would."""
     fingerprint = fingerprint_of(OVERPROVISIONED, *sorted(claim["metadata"]["name"] for claim, _ in chosen))

@@ -252,6 +252,10 @@ def _drift(candidates: Sequence[Candidate], view: ClusterView, result: PassResul
     return []
 
 
+# Karpenter's blocked reason for a static NodePool's drifted node when the pool is at limits.nodes.
+STATIC_AT_LIMIT = "static NodePool is at its node limit and cannot stage a replacement"
+
+
 def _static_drift(
     candidates: Sequence[Candidate], result: PassResult, counts: Mapping[str, tuple[int, int, int]]
 ) -> list[Command]:
@@ -272,7 +276,14 @@ def _static_drift(
         limit = nodepool.limits.get("nodes")
         room = len(drifted) if limit is None else max(limit // MILLI - (active + deleting + pending), 0)
         drifted.sort(key=lambda c: (c.claimed.drifted_at, c.name))
-        for candidate in drifted[: min(budget, len(drifted), room)]:
+        allowed = drifted[: min(budget, len(drifted))]
+        if room == 0:
+            # At its node limit the pool cannot stage a replacement: the nodes the budget allows are told why
+            # (DisruptionBlocked) rather than passed over silently (staticdrift.go:122-124, unreplaceableCommands).
+            for candidate in allowed:
+                result.drift_blocked[candidate.name] = [STATIC_AT_LIMIT]
+            continue
+        for candidate in allowed[:room]:
             commands.append(Command(DRIFTED, (candidate,), (static_plan(nodepool),), "static-drift"))
     return commands
 
