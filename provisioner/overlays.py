@@ -26,6 +26,27 @@ RESTRICTED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 PRICE = re.compile(r"^\d+(\.\d+)?$")
 PRICE_ADJUSTMENT = re.compile(r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$")
 CONFLICT_MESSAGE = "conflict with another overlay"
+# Karpenter's v1.SupportedNodeSelectorOps (Go lists the set unordered; this is its declaration order).
+SUPPORTED_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
+# v1.WellKnownValuesForRequirements: an In on these keys needs at least one of the values.
+WELL_KNOWN_VALUES = {wk.CAPACITY_TYPE: frozenset({"on-demand", "spot", "reserved"})}
+_ATOI = re.compile(r"^[+-]?\d+$")  # what Go's strconv.Atoi parses
+_NAME_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME = re.compile(f"^{_NAME_FORMAT}$")
+_LABEL_VALUE = re.compile(f"^({_NAME_FORMAT})?$")
+_DNS_FORMAT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_DNS_SUBDOMAIN = re.compile(f"^{_DNS_FORMAT}$")
+_LABEL_KEY_MESSAGE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character"
+)
+_DNS_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character"
+)
 
 
 @dataclass(frozen=True)
@@ -58,21 +79,96 @@ def adjusted_price(price: float, change: str | None) -> float:
 
 
 def runtime_problems(overlay: NodeOverlay) -> str | None:
-    """NodeOverlay.RuntimeValidate: a restricted requirement key, NotIn without values, a well-known resource."""
+    """NodeOverlay.RuntimeValidate (v1alpha1/nodeoverlay_validation.go:28): each requirement through Karpenter's
+    v1.ValidateRequirement, NotIn without values, then each well-known resource in capacity; Go's messages, joined
+    as multierr joins them."""
     problems = []
     for requirement in overlay.requirements:
-        key = wk.normalize_key(requirement.key)
-        if wk.is_restricted_label(key) and key not in wk.WELL_KNOWN_LABELS:
-            problems.append(
-                f"invalid value: using label {key} is not allowed as it might interfere with the internal "
-                "provisioning logic in requirements, restricted"
-            )
+        errors = requirement_problems(requirement)
+        if errors:
+            problems.append(f"invalid value: {'; '.join(errors)} in requirements, restricted")
         if requirement.operator == "NotIn" and not requirement.values:
-            problems.append(f"key {key} with operator NotIn must have a value defined")
+            problems.append(f"key {requirement.key} with operator NotIn must have a value defined")
     for name in overlay.capacity:
         if name in RESTRICTED_RESOURCES:
             problems.append(f"invalid capacity: {name} in resource, restricted")
     return "; ".join(problems) or None
+
+
+def requirement_problems(requirement: NodeSelectorRequirement) -> list[str]:
+    """Karpenter's v1.ValidateRequirement (apis/v1/nodeclaim_validation.go:117), on the normalized key."""
+    key, operator, values = wk.normalize_key(requirement.key), requirement.operator, requirement.values
+    errors = []
+    if operator not in SUPPORTED_OPERATORS:
+        errors.append(f"key {key} has an unsupported operator {operator} not in [{' '.join(SUPPORTED_OPERATORS)}]")
+    if key not in wk.WELL_KNOWN_LABELS and wk.is_restricted_label(key):
+        errors.append(
+            f"using label {key} is not allowed as it might interfere with the internal provisioning logic; specify a "
+            f"well known label: [{' '.join(sorted(wk.WELL_KNOWN_LABELS))}], or a custom label that does not use a "
+            f"restricted domain: [{' '.join(sorted(wk.RESTRICTED_LABEL_DOMAINS))}]"
+        )
+    known = WELL_KNOWN_VALUES.get(key)
+    if known is not None and operator == "In" and not set(values) & known:
+        # Go prints the set as a map and the values as a slice.
+        known_text = " ".join(f"{value}:{{}}" for value in sorted(known))
+        errors.append(
+            f"no valid values found in [{' '.join(values)}] for {key}, expected one of: map[{known_text}], got: "
+            f"[{' '.join(v for v in values if v not in known)}]"
+        )
+    errors += [f"key {key} is not a qualified name, {problem}" for problem in label_key_problems(key)]
+    for value in values:
+        errors += [f"invalid value {value} for key {key}, {problem}" for problem in label_value_problems(value)]
+    if operator == "In" and not values:
+        errors.append(f"key {key} with operator In must have a value defined")
+    if operator in ("Gt", "Lt", "Gte", "Lte") and (
+        len(values) != 1 or not _ATOI.fullmatch(values[0]) or int(values[0]) < 0
+    ):
+        errors.append(f"key {key} with operator {operator} must have a single positive integer value")
+    return errors
+
+
+def label_key_problems(key: str) -> list[str]:
+    """apimachinery's IsQualifiedName (validate/content/kube.go IsLabelKey, v0.36.1): its messages for `key`."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [
+            f"a valid label key {_regex_error(_LABEL_KEY_MESSAGE, _NAME_FORMAT, 'MyName', 'my.name', '123-abc')} "
+            "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    problems = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 bytes")
+            if not _DNS_SUBDOMAIN.fullmatch(prefix):
+                problems.append(f"prefix part {_regex_error(_DNS_SUBDOMAIN_MESSAGE, _DNS_FORMAT, 'example.com')}")
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 bytes")
+    if not _NAME.fullmatch(name):
+        problems.append(f"name part {_regex_error(_LABEL_KEY_MESSAGE, _NAME_FORMAT, 'MyName', 'my.name', '123-abc')}")
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    """apimachinery's IsValidLabelValue (validate/content/kube.go IsLabelValue, v0.36.1)."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 bytes")
+    if not _LABEL_VALUE.fullmatch(value):
+        problems.append(_regex_error(_LABEL_VALUE_MESSAGE, f"({_NAME_FORMAT})?", "MyValue", "my_value", "12345"))
+    return problems
+
+
+def _regex_error(message: str, pattern: str, *examples: str) -> str:
+    # Go's RegexError: each example is followed by ", " and joined by " or ".
+    shown = " or ".join(f"'{example}', " for example in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
 
 
 def offering_key(offering: Offering) -> tuple[str, str, str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from provisioner import labels as wk
 from provisioner.manifests import fields as f
+from provisioner.manifests.apivalidation import go_quote
 from provisioner.manifests.errors import ManifestError
 from provisioner.objects import NodeSelectorRequirement
 from provisioner.overlays import PRICE, PRICE_ADJUSTMENT, RESTRICTED_RESOURCES, NodeOverlay
@@ -16,11 +16,12 @@ from provisioner.requirements import DOES_NOT_EXIST, EXISTS, GT, GTE, IN, LT, LT
 
 API_VERSION = "karpenter.sh/v1alpha1"
 KIND = "NodeOverlay"
-# The CRD's enum order.
-OPERATORS = (GTE, LTE, IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)
+# The CRD's enum order (karpenter.sh_nodeoverlays.yaml at v1.15.0).
+OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE)
 _KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
 )
+_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _NON_NEGATIVE_INT = re.compile(r"^[0-9]+$")
 _ALLOWED_KARPENTER_KEYS = (wk.CAPACITY_TYPE, wk.NODEPOOL)
 
@@ -41,8 +42,8 @@ def parse_nodeoverlay(doc: dict[str, Any]) -> NodeOverlay:
     if "requirements" not in spec:
         raise ManifestError("Required value", field="spec.requirements")
     requirements = _requirements(spec.get("requirements"))
-    price = f.string(spec.get("price"), "spec.price", pattern=PRICE)
-    adjustment = f.string(spec.get("priceAdjustment"), "spec.priceAdjustment", pattern=PRICE_ADJUSTMENT)
+    price = _patterned(spec.get("price"), "spec.price", PRICE)
+    adjustment = _patterned(spec.get("priceAdjustment"), "spec.priceAdjustment", PRICE_ADJUSTMENT)
     if price is not None and adjustment is not None:
         raise ManifestError("cannot set both 'price' and 'priceAdjustment'", field="spec")
     capacity = f.resources(spec.get("capacity"), "spec.capacity", numbers=False)
@@ -70,25 +71,29 @@ def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:
         key = f.string(spec.get("key"), f.join(item_path, "key"), required=True)
         assert key is not None
         key_path = f.join(item_path, "key")
-        if len(key) > 316 or not _KEY.match(key):
-            raise ManifestError(f"Invalid value: {json.dumps(key)}: should match '{_KEY.pattern}'", field=key_path)
-        domain = key.split("/", 1)[0] if "/" in key else ""
-        if key not in _ALLOWED_KARPENTER_KEYS and domain.endswith("karpenter.sh"):
+        if len(key) > 316:
+            raise ManifestError("Too long: may not be more than 316 bytes", field=key_path)
+        _patterned(key, key_path, _KEY)
+        # The rule's self.find("^([^/]+)") is everything before the first slash, the whole key when it has none.
+        if key not in _ALLOWED_KARPENTER_KEYS and key.split("/", 1)[0].endswith("karpenter.sh"):
             raise ManifestError('label domain "karpenter.sh" is restricted', field=key_path)
         if key == wk.HOSTNAME:
             raise ManifestError('label "kubernetes.io/hostname" is restricted', field=key_path)
         operator = f.string(spec.get("operator"), f.join(item_path, "operator"), required=True)
+        assert operator is not None
         if operator not in OPERATORS:
             raise ManifestError(
-                f'Unsupported value: "{operator}": supported values: {", ".join(OPERATORS)}',
+                f"Unsupported value: {go_quote(operator)}: supported values: "
+                + ", ".join(go_quote(o) for o in OPERATORS),
                 field=f.join(item_path, "operator"),
             )
         values = []
         for value_index, raw in enumerate(f.sequence(spec.get("values"), f.join(item_path, "values"))):
             value_path = f.join(f.join(item_path, "values"), value_index)
             text = f.string(raw, value_path) or ""
-            f.label_value(text, value_path)
-            values.append(text)
+            if len(text) > 63:
+                raise ManifestError("Too long: may not be more than 63 bytes", field=value_path)
+            values.append(_patterned(text, value_path, _VALUE) or "")
         result.append(NodeSelectorRequirement(key, operator, tuple(values)))
     # The CRD's list-level rules, in its order.
     for requirement in result:
@@ -106,6 +111,16 @@ def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:
                 field=path,
             )
     return tuple(result)
+
+
+def _patterned(value: Any, path: str, pattern: re.Pattern[str]) -> str | None:
+    """A string the schema's `pattern` checks, refused in kube-apiserver's words."""
+    text = f.string(value, path)
+    if text is not None and not pattern.fullmatch(text):  # Go's $ ends the text, Python's a line
+        raise ManifestError(
+            f"Invalid value: {go_quote(text)}: {path} in body should match '{pattern.pattern}'", field=path
+        )
+    return text
 
 
 def nodeoverlay_to_manifest(overlay: NodeOverlay) -> dict[str, Any]:
