@@ -486,7 +486,7 @@ def _start(ctx: ClusterContext, command: Obj) -> bool:
     ctx.log(
         LogRecord(
             "disrupting node(s)",
-            {**_log_fields(command), "command": command["spec"]["text"]},
+            {"command": command["spec"]["text"], **_log_fields(command)},  # Karpenter's order (queue.go:388-390)
             logger="controller.disruption",
         )
     )

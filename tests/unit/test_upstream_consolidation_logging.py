@@ -19,6 +19,7 @@ from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan
 from tests.builders import nodepool, pod
 from tests.disruption_builders import claimed
+from tests.lab_builders import deployment, lab, nodepool_doc
 
 CAPACITY, ZONE = "karpenter.sh/capacity-type", "topology.kubernetes.io/zone"
 
@@ -168,3 +169,35 @@ def test_log_values_replacement_nodes():
             (Requirements(()), ["c"]),
         ]
     ) == [{"capacity-type": "on-demand"}, {"capacity-type": "reserved"}, {"capacity-type": "reserved"}]
+
+
+def test_the_queues_disrupting_line_leads_with_the_command_and_logs_karpenters_replacement_nodes():
+    """queue.go:388-390: "command" (Command.String), then LogValues, as the lab's queue logs a consolidation it starts"""
+    on_demand = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
+    made = lab(nodepool_doc(template_spec={"requirements": on_demand}), deployment("inflate", 10, "1"))
+    made.advance(60)
+    scaled = made.store.get("Deployment", "inflate", "default")
+    scaled["spec"]["replicas"] = 1
+    made.store.update(scaled)
+    made.advance(60)
+    [line] = [e.record.as_dict() for e in made.logs if e.record.message == "disrupting node(s)"]
+    [command] = made.store.list("DisruptionCommand")
+    spec = command["spec"]
+    assert list(line)[3:] == [
+        "command",
+        "decision",
+        "disrupted-node-count",
+        "replacement-node-count",
+        "pod-count",
+        "disrupted-nodes",
+        "replacement-nodes",
+    ]
+    assert (line["command"], line["decision"], line["pod-count"]) == (spec["text"], "replace", 1)
+    assert line["replacement-nodes"] == [
+        {
+            "capacity-type": "on-demand",
+            "instance-types": "c-2x-amd64-linux, c-2x-amd64-windows, c-2x-arm64-linux, c-2x-arm64-windows, "
+            "s-2x-amd64-linux and 31 other(s)",
+        }
+    ]
+    assert len(spec["replacements"][0]["instanceTypes"]) == 36
