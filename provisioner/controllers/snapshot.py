@@ -206,6 +206,7 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices:
         capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
         zone=labels.get(wk.ZONE, ""),
         price=_price(prices, pool, labels),
+        type_known=pool is not None and labels.get(wk.INSTANCE_TYPE, "") in prices.get(pool.name, {}),
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
         initialized=node.initialized,  # the Node's initialized label, as StateNode.Initialized reads it
         registered=(node_obj["metadata"].get("labels") or {}).get(wk.REGISTERED) == "true",

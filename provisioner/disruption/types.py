@@ -48,6 +48,9 @@ class ClaimedNode:
     grace_period: bool = False  # the NodeClaim has a terminationGracePeriod: drift may go ahead despite pods
     last_pod_event: str = ""  # the NodeClaim's status.lastPodEventTime: when its pods last changed
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # The NodePool's catalog has the node's type: consolidation cannot price a node whose type it lacks (Karpenter's
+    # Candidate.instanceType is nil).
+    type_known: bool = True
 
     @property
     def name(self) -> str:

@@ -20,8 +20,9 @@ from dataclasses import replace
 import pytest
 
 from provisioner.catalog import InstanceType, Offering
+from provisioner.catalog.kwok import kwok_catalog
 from provisioner.controllers.consolidation_events import APPROVED, CANDIDATE, computed
-from provisioner.controllers.snapshot import _price
+from provisioner.controllers.snapshot import _price, cluster_view
 from provisioner.disruption.candidates import consolidation_blockers, consolidation_order
 from provisioner.disruption.consolidation import ClusterView
 from provisioner.disruption.methods import balanced_verdict, disruption_pass
@@ -41,6 +42,7 @@ from provisioner.scheduling.results import InstanceTypeOption, NodeClaimPlan
 from provisioner.scheduling.scheduler import PoolOffer
 from tests.builders import assorted_catalog, nodepool, pod
 from tests.disruption_builders import NOW, claimed
+from tests.lab_builders import deployment, lab, nodepool_doc, reconfigure
 
 ZONE, CAPACITY = "topology.kubernetes.io/zone", "karpenter.sh/capacity-type"
 
@@ -204,6 +206,15 @@ def test_consolidation_accepts_candidates_of_either_policy(policy):
     candidates (consolidateAfter 0s, Consolidatable, not empty)"""
     made = claimed("test-node", pods=[make_pod("p")])
     assert consolidation_blockers(made, pool("test-pool", policy), empty=False) == []
+
+
+def test_a_node_whose_type_its_nodepools_catalog_lacks_is_not_consolidated():
+    """consolidation.go:110-113 (ShouldDisrupt): a candidate with a nil instanceType is Unconsolidatable; Emptiness
+    (emptiness.go:42-58) does not ask"""
+    made = replace(claimed("test-node", pods=[make_pod("p")]), type_known=False)
+    np = pool("test-pool")
+    assert consolidation_blockers(made, np, empty=False) == ['Instance Type "default-instance-type" not found']
+    assert consolidation_blockers(made, np, empty=True) == []
 
 
 # Balanced Scoring: sortCandidates -----------------------------------------------------------------------------------
@@ -493,3 +504,21 @@ def test_balanced_pools_are_scored_while_other_pools_consolidate_as_ever():
         1.0,
         2,
     )
+
+
+def test_the_snapshot_prices_a_node_whose_type_left_the_catalog_at_zero_and_marks_it_unknown():
+    """NewCandidate (types.go:193, 223): a type missing from the NodePool's instance types is a nil instanceType,
+    priced 0 by ResolveOfferingPrice and not consolidated"""
+    made = lab(nodepool_doc(), deployment("inflate", 1, "1"))
+    made.advance(60)
+    [before] = cluster_view(made.ctx)[0].claimed
+    assert (before.instance_type, before.zone, before.capacity_type, before.type_known) == (
+        "c-2x-amd64-linux",
+        "test-zone-c",
+        "spot",
+        True,
+    )
+    assert before.price == pytest.approx(0.0380064771072)
+    reconfigure(made, nodepool_doc(), types=[t for t in kwok_catalog().instance_types if t.name != "c-2x-amd64-linux"])
+    [after] = cluster_view(made.ctx)[0].claimed
+    assert (after.name, after.price, after.type_known) == (before.name, 0.0, False)
