@@ -486,7 +486,7 @@ def _start(ctx: ClusterContext, command: Obj) -> bool:
     ctx.log(
         LogRecord(
             "disrupting node(s)",
-            {**_log_fields(command), "command": command["spec"]["text"]},
+            {"command": command["spec"]["text"], **_log_fields(command)},  # Karpenter's order (queue.go:388-390)
             logger="controller.disruption",
         )
     )
@@ -826,5 +826,7 @@ def _log_fields(command: Obj) -> dict[str, Any]:
             }
             for c in spec["candidates"]
         ],
-        "replacement-nodes": [{"instance-types": ", ".join(r["instanceTypes"][:5])} for r in spec["replacements"]],
+        "replacement-nodes": disruption_logs.replacement_nodes(
+            [(Requirements.from_specs(r.get("requirements") or []), r["instanceTypes"]) for r in spec["replacements"]]
+        ),
     }

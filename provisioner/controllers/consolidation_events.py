@@ -61,7 +61,7 @@ def rejected(ctx: ClusterContext, command: Any, problem: str) -> None:
     spec = command["spec"]
     if spec["reason"] != UNDERUTILIZED:
         return
-    reason = problem.split(" ", 1)[0] if problem.split(" ", 1)[0] in ("budget", "scheduling", "churn") else "unknown"
+    reason = validation_failure_reason(problem)
     count = len(spec["candidates"])
     _publish(
         ctx,
@@ -72,6 +72,13 @@ def rejected(ctx: ClusterContext, command: Any, problem: str) -> None:
             f"reason: {reason} (savings: ${spec['savings']:.2f})"
         ),
     )
+
+
+def validation_failure_reason(problem: str | None) -> str:
+    """getValidationFailureReason (validation.go:359-378): the kind of validation error a rejection's problem leads
+    with (budget, scheduling or churn, as recheck words them), "unknown" for none or any other."""
+    kind = (problem or "").split(" ", 1)[0]
+    return kind if kind in ("budget", "scheduling", "churn") else "unknown"
 
 
 def approved_message(score: ScoreResult) -> str:

@@ -20,6 +20,7 @@ from provisioner.controllers.provisioning import cluster_nodes, daemonsets
 from provisioner.disruption.budgets import budget_active
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.disruption.consolidation import ClusterView
+from provisioner.disruption.scoring import resolve_offering_price
 from provisioner.disruption.types import ClaimedNode
 from provisioner.labels import DO_NOT_DISRUPT
 from provisioner.nodes import Node
@@ -204,7 +205,8 @@ def _claimed(ctx: ClusterContext, claim: Obj, node_obj: Obj, node: Node, prices:
         instance_type=labels.get(wk.INSTANCE_TYPE, ""),
         capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
         zone=labels.get(wk.ZONE, ""),
-        price=_price(prices, pool, labels, claim),
+        price=_price(prices, pool, labels),
+        type_known=pool is not None and labels.get(wk.INSTANCE_TYPE, "") in prices.get(pool.name, {}),
         created=parse_timestamp(claim["metadata"]["creationTimestamp"]),
         initialized=node.initialized,  # the Node's initialized label, as StateNode.Initialized reads it
         registered=(node_obj["metadata"].get("labels") or {}).get(wk.REGISTERED) == "true",
@@ -233,14 +235,15 @@ def _offering_prices(ctx: ClusterContext) -> _Prices:
     return prices
 
 
-def _price(prices: _Prices, pool: NodePool | None, labels: dict[str, str], claim: Obj) -> float:
-    """Karpenter's candidate price: the catalog offering matching the node's type, zone and capacity type."""
+def _price(prices: _Prices, pool: NodePool | None, labels: dict[str, str]) -> float:
+    """Karpenter's candidate price (ResolveOfferingPrice): the NodePool's catalog offering matching the node's type,
+    zone and capacity type; 0 when the catalog has none (types.go:223), as Karpenter prices such a node."""
     types = prices.get(pool.name, {}).get(labels.get(wk.INSTANCE_TYPE, ""), []) if pool is not None else []
-    for it in types:
-        for offering in it.offerings:
-            if offering.zone == labels.get(wk.ZONE) and offering.capacity_type == labels.get(wk.CAPACITY_TYPE):
-                return offering.price
-    return float((claim["metadata"].get("annotations") or {}).get(wk.PRICE, 0))
+    zone, capacity_type = labels.get(wk.ZONE, ""), labels.get(wk.CAPACITY_TYPE, "")
+    for it in types:  # a name the catalog lists more than once: the first that offers the node's place
+        if any(o.zone == zone and o.capacity_type == capacity_type for o in it.offerings):
+            return resolve_offering_price(it, zone, capacity_type)
+    return 0.0
 
 
 def without(view: ClusterView, busy: set[str]) -> ClusterView:

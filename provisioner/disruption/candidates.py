@@ -143,7 +143,7 @@ def consolidation_blockers(claimed: ClaimedNode, nodepool: NodePool, empty: bool
     asks those first (consolidation.go:100-135); Emptiness deletes an empty node without asking (emptiness.go:42-58).
     Both ask last whether consolidateAfter has passed, which Karpenter tells no one."""
     if not empty:
-        if not claimed.instance_type:
+        if not claimed.instance_type or not claimed.type_known:  # consolidation.go:110-113: instanceType == nil
             return [f'Instance Type "{claimed.instance_type}" not found']
         if not claimed.capacity_type:
             return [f'Node does not have label "{wk.CAPACITY_TYPE}"']

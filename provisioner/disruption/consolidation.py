@@ -257,6 +257,16 @@ def _cheaper_replacement(
         # Priced as if spot launches, so only spot may: short of spot capacity the launch fails and the node stays,
         # rather than an on-demand node pricier than the one it replaces coming up (consolidation.go:298-301).
         filtered = _pinned_to_spot(filtered)
+        # Of equally priced options, those spot can launch first: EstimatedSavings prices the first option under the
+        # pinned requirements and takes an on-demand-only one as free (types.go:421-429), and Go's unstable sort
+        # leaves the order of ties to chance.
+        spot = filtered.requirements
+        filtered = replace(
+            filtered,
+            options=tuple(
+                sorted(filtered.options, key=lambda o: (o.price, not o.instance_type.compatible_offerings(spot)))
+            ),
+        )
     return filtered
 
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from provisioner import labels as wk
 from provisioner.disruption.types import Command
 from provisioner.labels import CAPACITY_TYPE
+from provisioner.requirements import Requirements
 from provisioner.scheduling.logs import LogRecord, first_and_others
 
 DISRUPTION = "controller.disruption"
 
 
 def command_text(command: Command, command_id: str) -> str:
+    """Command.String (types.go:350-379): the NodePools in the order the candidates name them (lo.Uniq)."""
     nodes = ", ".join(c.name for c in command.candidates)
-    text = f"{command.reason}/{command_id}: {command.decision}: nodepools=[{','.join(command.nodepools)}]: [{nodes}]"
+    pools = ",".join(dict.fromkeys(c.claimed.nodepool for c in command.candidates))
+    text = f"{command.reason}/{command_id}: {command.decision}: nodepools=[{pools}]: [{nodes}]"
     if command.replacements:
         text += f" -> [{len(command.replacements)} replacement{'s' if len(command.replacements) > 1 else ''}]"
     return f"{text} (savings: ${command.savings:.2f})"
@@ -37,13 +42,30 @@ def disrupting(command: Command, command_id: str) -> LogRecord:
                 }
                 for c in command.candidates
             ],
-            "replacement-nodes": [
-                {"capacity-type": sorted(r.capacity_types), "instance-types": first_and_others(r.instance_type_names)}
-                for r in command.replacements
-            ],
+            "replacement-nodes": replacement_nodes(
+                [(r.requirements, [o.instance_type.name for o in r.options]) for r in command.replacements]
+            ),
         },
         logger=DISRUPTION,
     )
+
+
+def replacement_nodes(replacements: Sequence[tuple[Requirements, Sequence[str]]]) -> list[dict[str, str]]:
+    """LogValues' replacement-nodes (types.go:466-479), of each replacement's requirements and instance types (in
+    its options' order, cheapest first): one capacity type, the first its requirements allow of reserved, spot and
+    on-demand; the types (InstanceTypeList: five and a count) only when there is a single replacement."""
+    values = []
+    for requirements, instance_types in replacements:
+        allowed = requirements.get(wk.CAPACITY_TYPE)  # a key left out allows every value, as Requirements.Get does
+        capacity = next(
+            (t for t in (wk.CAPACITY_TYPE_RESERVED, wk.CAPACITY_TYPE_SPOT) if allowed is None or allowed.has(t)),
+            wk.CAPACITY_TYPE_ON_DEMAND,
+        )
+        entry = {"capacity-type": capacity}
+        if len(replacements) == 1:
+            entry["instance-types"] = first_and_others(instance_types)
+        values.append(entry)
+    return values
 
 
 def disrupting_v1beta1(command: Any, method: str) -> LogRecord:

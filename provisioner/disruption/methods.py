@@ -390,7 +390,10 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def balanced_verdict(command: Command, totals: Mapping[str, NodePoolTotals]) -> tuple[bool, dict[str, ScoreResult]]:
     """EvaluateBalancedMove: the command's score in each of its Balanced NodePools, approved only when every one
-    approves; NodePools of other policies are not scored."""
+    approves; NodePools of other policies are not scored. A command with no candidates moves nothing and is
+    refused (balanced.go:128-130)."""
+    if not command.candidates:
+        return False, {}
     balanced = {c.claimed.nodepool for c in command.candidates if c.nodepool.consolidation_policy == BALANCED}
     if not balanced:
         return True, {}

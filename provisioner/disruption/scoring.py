@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from provisioner.catalog import InstanceType
 from provisioner.disruption.types import Candidate, ClaimedNode, Command, eviction_cost
 from provisioner.pods import Pod
 
@@ -64,6 +65,18 @@ class ScoreResult:
             "disruptionFraction": round(self.disruption_fraction, 6),
             "approved": self.approved,
         }
+
+
+def resolve_offering_price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float:
+    """Karpenter's ResolveOfferingPrice (utils/disruption/disruption.go:39-48): what a running node costs, the price
+    of its type's first offering in its zone and capacity type, available or not (it runs already); 0 for a type
+    not in the catalog, no such offering, or a NaN price, so one unpriceable node cannot poison its pool's totals."""
+    if instance_type is None:
+        return 0.0
+    for offering in instance_type.offerings:
+        if offering.zone == zone and offering.capacity_type == capacity_type:
+            return 0.0 if math.isnan(offering.price) else offering.price
+    return 0.0
 
 
 def node_disruption_cost(pods: Iterable[Pod]) -> float:

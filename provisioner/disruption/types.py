@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from provisioner import labels as wk
 from provisioner.nodes import Node
 from provisioner.objects import NodePool
 from provisioner.pods import Pod
@@ -47,6 +48,9 @@ class ClaimedNode:
     grace_period: bool = False  # the NodeClaim has a terminationGracePeriod: drift may go ahead despite pods
     last_pod_event: str = ""  # the NodeClaim's status.lastPodEventTime: when its pods last changed
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # The NodePool's catalog has the node's type: consolidation cannot price a node whose type it lacks (Karpenter's
+    # Candidate.instanceType is nil).
+    type_known: bool = True
 
     @property
     def name(self) -> str:
@@ -164,8 +168,9 @@ class Command:
 
     @property
     def savings(self) -> float:
-        """Candidate prices minus the cheapest launch price of each replacement ($/h)."""
-        return sum(c.price for c in self.candidates) - sum(r.launch_price for r in self.replacements)
+        """Karpenter's EstimatedSavings (types.go:407-433): the candidates' prices less each replacement's estimated
+        launch price ($/h)."""
+        return sum(c.price for c in self.candidates) - sum(estimated_launch_price(r) for r in self.replacements)
 
     @property
     def pod_count(self) -> int:
@@ -174,3 +179,21 @@ class Command:
     @property
     def nodepools(self) -> list[str]:
         return sorted({c.claimed.nodepool for c in self.candidates})
+
+
+def estimated_launch_price(plan: NodeClaimPlan) -> float:
+    """What EstimatedSavings takes a replacement to cost (types.go:421-429): the cheapest launchable offering of its
+    first option that the NodeClaim's requirements allow, so a spot price cannot stand in for an on-demand-only
+    NodeClaim; 0 with no option or no such offering. Launchable, not just available: a full reservation would launch
+    at another price (cloudprovider/types.go:623-633)."""
+    if not plan.options:
+        return 0.0
+    requirements = plan.requirements
+    zone, capacity = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
+    reservation = requirements.get(wk.RESERVATION_ID)
+    prices = [
+        o.price
+        for o in plan.options[0].instance_type.offerings
+        if o.available and (not o.reserved or o.reservation_capacity > 0) and o.compatible(zone, capacity, reservation)
+    ]
+    return min(prices, default=0.0)
