@@ -150,13 +150,10 @@ def ready(buffer: Obj) -> bool:
     return resolved and int(status.get("replicas") or 0) > 0 and has_ref
 
 
-def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> list[Pod]:
-    """BuildVirtualPods: status.replicas pods named capacity-buffer-NAME-i, of the template without a node and
-    without persistent or ephemeral volumes, at the lowest priority, marked as the buffer's, unschedulable, created
-    `now` (so the scheduler's queue, oldest first among equals, takes real pods of the same size before them)."""
-    meta = buffer["metadata"]
-    count = int((buffer.get("status") or {}).get("replicas") or 0)
-    spec = copy.deepcopy(dict(template.get("spec") or {}))
+def sanitize(template_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """sanitizeVirtualPodSpec: a copy of the pod spec without a node and without persistent or ephemeral volumes
+    (and their mounts), whose claims a virtual pod never has."""
+    spec = copy.deepcopy(dict(template_spec))
     spec.pop("nodeName", None)
     dropped = {v.get("name") for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v or "ephemeral" in v}
     if dropped:
@@ -165,6 +162,16 @@ def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> 
             for container in spec.get(section) or []:
                 if container.get("volumeMounts"):
                     container["volumeMounts"] = [m for m in container["volumeMounts"] if m.get("name") not in dropped]
+    return spec
+
+
+def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> list[Pod]:
+    """BuildVirtualPods: status.replicas pods named capacity-buffer-NAME-i, of the template without a node and
+    without persistent or ephemeral volumes, at the lowest priority, marked as the buffer's, unschedulable, created
+    `now` (so the scheduler's queue, oldest first among equals, takes real pods of the same size before them)."""
+    meta = buffer["metadata"]
+    count = int((buffer.get("status") or {}).get("replicas") or 0)
+    spec = sanitize(template.get("spec") or {})
     spec["priority"] = VIRTUAL_POD_PRIORITY
     labels = (template.get("metadata") or {}).get("labels") or {}
     namespace = meta.get("namespace") or "default"
