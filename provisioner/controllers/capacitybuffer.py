@@ -23,7 +23,7 @@ def set_condition(obj: Obj, kind: str, status: str, reason: str, message: str, n
     new = {
         "type": kind,
         "status": status,
-        "observedGeneration": int(obj["metadata"].get("generation") or 1),
+        "observedGeneration": int(obj["metadata"].get("generation") or 0),
         "lastTransitionTime": timestamp(now),
         "reason": reason,
         "message": message,

@@ -436,7 +436,6 @@ def test_limits_on_a_pod_without_requests_constrain_nothing():
 AT = 1_800_000_000.0
 
 
-@pytest.mark.xfail(strict=True, reason="set_condition takes a missing generation for 1")
 def test_set_condition_should_add_a_new_condition():
     """Helpers SetCondition: should add a new condition"""
     obj: dict[str, Any] = {"metadata": {}}
