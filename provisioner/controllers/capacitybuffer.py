@@ -47,6 +47,11 @@ def _getter(ctx: ClusterContext) -> cb.Getter:
 def resolve_status(buffer: Obj, get: cb.Getter, now: float) -> Mapping[str, Any] | None:
     """resolveAndUpdateStatus on a copy's status: the template it resolved to (None when it did not) and the status
     it writes into `buffer`."""
+    return _resolve_status(buffer, get, now)[0]
+
+
+def _resolve_status(buffer: Obj, get: cb.Getter, now: float) -> tuple[Mapping[str, Any] | None, cb.Unresolved | None]:
+    """resolve_status, with why the buffer did not resolve (None when it did)."""
     spec = buffer.get("spec") or {}
     status = buffer.setdefault("status", {})
     try:
@@ -55,7 +60,7 @@ def resolve_status(buffer: Obj, get: cb.Getter, now: float) -> Mapping[str, Any]
     except cb.Unresolved as unresolved:
         set_condition(buffer, cb.READY_FOR_PROVISIONING, "False", unresolved.reason, str(unresolved), now)
         status["provisioningStrategy"] = spec.get("provisioningStrategy", cb.ACTIVE_CAPACITY)
-        return None
+        return None, unresolved
     scalable = spec.get("podTemplateRef") is None
     if scalable:
         status.pop("podTemplateRef", None)
@@ -69,7 +74,7 @@ def resolve_status(buffer: Obj, get: cb.Getter, now: float) -> Mapping[str, Any]
     )
     set_condition(buffer, cb.READY_FOR_PROVISIONING, "True", cb.RESOLVED, "Pod template resolved successfully", now)
     status["provisioningStrategy"] = spec.get("provisioningStrategy", cb.ACTIVE_CAPACITY)
-    return resolution.template
+    return resolution.template, None
 
 
 class CapacityBufferController:
@@ -84,10 +89,14 @@ class CapacityBufferController:
                 continue
             with ctx.guard("capacitybuffer", buffer):
                 before = repr(buffer.get("status"))
-                resolve_status(buffer, get, ctx.now)
+                _, unresolved = _resolve_status(buffer, get, ctx.now)
                 if repr(buffer.get("status")) != before:
                     ctx.api.update(buffer)
                     changed = True
+                if unresolved is not None and unresolved.retry:
+                    # Karpenter patches the status first, then fails the reconcile (logged, retried with backoff)
+                    # for anything but a missing object, which is the user's to create.
+                    raise unresolved
         return changed
 
 

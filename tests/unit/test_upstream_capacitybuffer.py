@@ -204,7 +204,6 @@ def reconcile_errors(made: Lab) -> list[dict[str, object]]:
     return [dict(t.record.fields) for t in made.ctx.logs if t.record.message == "Reconciler error"]
 
 
-@pytest.mark.xfail(strict=True, reason="the controller swallows a retryable resolution error")
 def test_should_return_error_for_unsupported_kind():
     """CapacityBuffer Controller ScalableRef resolution: should return error for unsupported kind (ExpectReconciled
     Failed: the status says why, and the reconcile fails, is logged and retried with backoff)"""
@@ -217,12 +216,14 @@ def test_should_return_error_for_unsupported_kind():
         'unsupported scalableRef API group "batch"',
     )
     [error] = reconcile_errors(made)
-    assert error["controller"] == "capacitybuffer"
+    assert (error["controller"], error["error"]) == (
+        "capacitybuffer",
+        'Unresolved: unsupported scalableRef API group "batch"',
+    )
     assert error["CapacityBuffer"] == {"name": "test-buffer-bad-kind", "namespace": "default"}
     assert list(made.ctx.backoffs) == [("capacitybuffer", "CapacityBuffer/default/test-buffer-bad-kind")]
 
 
-@pytest.mark.xfail(strict=True, reason="the controller swallows a retryable resolution error")
 def test_should_return_error_for_unsupported_api_group():
     """CapacityBuffer Controller ScalableRef resolution: should return error for unsupported API group"""
     ref = {"apiGroup": "batch", "kind": "Deployment", "name": "my-deploy"}
