@@ -100,6 +100,21 @@ class CapacityBufferController:
         return changed
 
 
+TRIGGER = "capacitybuffer/"
+REQUEUE_SECONDS = 30.0  # the buffer controller's RequeueAfter (controller.go:137): each reconcile triggers again
+
+
+def triggers(ctx: ClusterContext) -> list[str]:
+    """The provisioner's triggers by the buffer controller (Trigger(cb.UID) at each reconcile, ready or not): one per
+    buffer, keyed by its version too, since any change to a buffer (its status included) reconciles it at once."""
+    if not ctx.gate(CAPACITY_BUFFER):
+        return []
+    return [
+        f"{TRIGGER}{b['metadata'].get('uid', '')}@{b['metadata'].get('resourceVersion', '')}"
+        for b in ctx.api.list(cb.KIND)
+    ]
+
+
 def virtual_pods(ctx: ClusterContext) -> list[Pod]:
     """The virtual pods of every ready buffer (the provisioner's GetAll), none with the gate off."""
     if not ctx.gate(CAPACITY_BUFFER):

@@ -131,17 +131,23 @@ class ProvisioningController:
         provisionable += capacitybuffer.virtual_pods(ctx)
         # Karpenter's node trigger: a node carrying the disrupted taint opens a batch (again every 10 s while it
         # does), whose simulation moves its pods.
-        triggers = [p.uid for p in provisionable] + [f"node/{name}" for name in _disrupted_nodes(ctx)]
+        # Each CapacityBuffer's reconcile triggers a pass too, ready or not (controller.go:135), so one that stops
+        # resolving or is deleted has its Provisioning condition and the nodes holding buffer pods refreshed.
+        buffers = capacitybuffer.triggers(ctx)
+        triggers = [p.uid for p in provisionable] + [f"node/{name}" for name in _disrupted_nodes(ctx)] + buffers
         live = set(triggers)
         for uid in triggers:
             due = self.triggers.get(uid)
             if due is None or ctx.now >= due:
                 self.batcher.trigger(uid, ctx.now)
-                self.triggers[uid] = ctx.now + REQUEUE_SECONDS
+                again = capacitybuffer.REQUEUE_SECONDS if uid.startswith(capacitybuffer.TRIGGER) else REQUEUE_SECONDS
+                self.triggers[uid] = ctx.now + again
         for uid in list(self.triggers):
             if uid not in live:
                 del self.triggers[uid]
                 self.verdicts.pop(uid, None)
+                if uid.startswith(capacitybuffer.TRIGGER):
+                    self.batcher.trigger(uid, ctx.now)  # a deleted buffer's TriggerReconcile (controller.go:91)
         self.warned = {uid: until for uid, until in self.warned.items() if uid in live and until > ctx.now}
         if not self._due(ctx.now):
             return False
@@ -158,6 +164,9 @@ class ProvisioningController:
             self.failures = 0
             if ctx.buffer_nodes:
                 ctx.buffer_nodes.clear()  # no buffer left to hold capacity for
+            # Schedule's empty Results still go to updateBufferProvisioningStatus (provisioner.go:162, 400): a buffer
+            # not ready, or empty, is told so.
+            capacitybuffer.write_provisioning(ctx, {})
             return False
         try:
             changed = self.provision(ctx, pods, nodes)
