@@ -98,9 +98,23 @@ def template_pod(template: Mapping[str, Any], namespace: str) -> Pod:
     """The scheduling view of one chunk (its requests, selectors, ...); a template no pod could have is refused."""
     labels = (template.get("metadata") or {}).get("labels") or {}
     try:
-        return pod_from_spec(template.get("spec") or {}, "template.spec", namespace=namespace, labels=labels)
+        return _spec_view(template.get("spec") or {}, "template.spec", namespace, labels)
     except ManifestError as error:
         raise Unresolved(RESOLUTION_FAILED, str(error), retry=True) from None
+
+
+def _spec_view(spec: Mapping[str, Any], path: str, namespace: str, labels: Mapping[str, str]) -> Pod:
+    """A template's pod spec as Karpenter reads it (resources.RequestsForSpec, and the scheduler over virtual pods
+    that never pass the API server): requests only. Kubernetes defaults requests to limits on a Pod, never on a
+    PodTemplate or a workload's template (SetDefaults_Pod), so a limit without a request requests nothing."""
+    requested = copy.deepcopy(dict(spec))
+    for section in ("containers", "initContainers"):
+        for container in requested.get(section) or []:
+            if isinstance(container, dict) and isinstance(container.get("resources"), dict):
+                container["resources"].pop("limits", None)
+    if isinstance(requested.get("resources"), dict):
+        requested["resources"].pop("limits", None)
+    return pod_from_spec(requested, path, namespace=namespace, labels=labels)
 
 
 def limit_replicas(limits: Mapping[str, int], requests: Mapping[str, int]) -> int | None:
@@ -181,7 +195,7 @@ def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> 
         BUFFER_NAMESPACE_ANNOTATION: namespace,
     }
     unschedulable = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
-    shape = pod_from_spec(spec, "spec", namespace=namespace, labels=labels)
+    shape = _spec_view(spec, "spec", namespace, labels)
     return [
         pod_from_manifest(
             {

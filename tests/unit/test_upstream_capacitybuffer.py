@@ -434,6 +434,20 @@ def test_limits_on_a_pod_without_requests_constrain_nothing():
     assert stored(made, "b")["status"]["replicas"] == 0
 
 
+def test_a_limit_without_a_request_requests_nothing_in_a_template():
+    """Not a Go It: calculateLimitReplicas reads resources.RequestsForSpec (helpers.go:33, resources.go:124-126),
+    the template's requests as they are; Kubernetes defaults requests to limits on a Pod only (SetDefaults_Pod), never
+    on a PodTemplate. So a limits-only template matches no buffer limit (replicas 0), and its virtual pods, which never
+    pass the API server, request nothing."""
+    limited = {"name": "app", "image": "p", "resources": {"limits": {"cpu": "2"}}}
+    template = pod_template("pt", limited)
+    made = cluster(template, buffer("b", podTemplateRef={"name": "pt"}, limits={"cpu": "4"}))
+    reconcile(made)
+    assert stored(made, "b")["status"]["replicas"] == 0
+    [chunk] = cb.virtual_pods(ready_buffer("web", 1), template["template"])
+    assert dict(chunk.requests) == {}
+
+
 # helpers_test.go: SetCondition ---------------------------------------------------------------------------------------
 
 AT = 1_800_000_000.0
