@@ -897,3 +897,27 @@ def test_filter_virtual_pod_errors_and_mapping_in_a_provisioning_pass():
     assert condition(stored(made, "web"), cb.PROVISIONING)[:2] == ("False", "RequiresNewCapacity")
     assert [uid for uid in controller.verdicts if uid.startswith("uid-")] == []
     assert len(controller.verdicts) == 1
+
+
+def test_a_virtual_pod_that_does_not_fit_is_told_as_a_pod_is():
+    """Not a Go It: Results.Record (scheduling/scheduler.go:322-333) runs over every PodError, virtual pods'
+    included (only MarkPodSchedulingDecisions filters them): "could not schedule pod" and a FailedScheduling event
+    naming the virtual pod, told again only when what it says changes."""
+    huge = pod_template("huge", container(cpu="1000"))
+    made = cluster(huge, buffer("web", **template_ref("huge", 2)))
+    made.advance(120)  # several passes
+    told = [t.record for t in made.ctx.logs if t.record.message == "could not schedule pod"]
+    assert [r.fields["Pod"] for r in told] == [
+        {"name": "capacity-buffer-web-1", "namespace": "default"},
+        {"name": "capacity-buffer-web-2", "namespace": "default"},
+    ]
+    error = (
+        'incompatible with nodepool "default", no instance type has enough resources for requests {"cpu":"1000",'
+        '"pods":"1"} (daemonset overhead {}; largest compatible type capacity {"cpu":"256","ephemeral-storage":"20Gi",'
+        '"memory":"2Ti","pods":"1024"})'
+    )
+    assert [r.fields["error"] for r in told] == [error, error]
+    events = [e for e in made.store.list("Event") if e["reason"] == "FailedScheduling"]
+    assert sorted(e["involvedObject"]["name"] for e in events) == ["capacity-buffer-web-1", "capacity-buffer-web-2"]
+    assert [e["message"] for e in events] == [f"Failed to schedule pod, {error}"] * 2
+    assert made.manager.provisioning.verdicts == {}
