@@ -921,3 +921,12 @@ def test_a_virtual_pod_that_does_not_fit_is_told_as_a_pod_is():
     assert sorted(e["involvedObject"]["name"] for e in events) == ["capacity-buffer-web-1", "capacity-buffer-web-2"]
     assert [e["message"] for e in events] == [f"Failed to schedule pod, {error}"] * 2
     assert made.manager.provisioning.verdicts == {}
+
+
+def test_filter_virtual_pod_mapping_drops_a_node_holding_only_virtual_pods():
+    """filterVirtualPodMapping: should drop keys entirely when only virtual pods remain (a node the pass places only
+    virtual pods on is nominated for nothing, so disruption other than emptiness may still take it)"""
+    made = cluster(pod_template("pt", container(cpu="1")), buffer("web", **template_ref("pt", 1)))
+    made.advance(60)
+    assert condition(stored(made, "web"), cb.PROVISIONING)[:2] == ("True", "FitsExistingCapacity")
+    assert len(made.ctx.buffer_nodes) == 1 and made.ctx.nominations == {}
