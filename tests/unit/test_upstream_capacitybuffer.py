@@ -36,15 +36,13 @@ def container(name: str = "app", image: str = "pause:latest", **requests: str) -
     return made
 
 
-def pod_template(name: str, *containers: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
+def pod_template(name: str, *containers: dict[str, Any]) -> dict[str, Any]:
     template: dict[str, Any] = {"spec": {"containers": list(containers) or [container("c", "p")]}}
-    if labels:
-        template["metadata"] = {"labels": labels}
     return {
         "apiVersion": "v1",
         "kind": "PodTemplate",
         "metadata": {"name": name, "namespace": "default"},
-        **{"template": template},
+        "template": template,
     }
 
 
@@ -240,7 +238,7 @@ def test_should_default_to_1_replica_when_workload_has_nil_spec_replicas():
     deploy = workload("Deployment", "nil-replicas-app", None, cpu="500m")
     made = cluster(
         deploy,
-        buffer("test-buffer-nil-replicas", scalableRef=deployment_ref("nil-replicas-app"), **{"percentage": 100}),
+        buffer("test-buffer-nil-replicas", scalableRef=deployment_ref("nil-replicas-app"), percentage=100),
     )
     reconcile(made)
     assert condition(stored(made, "test-buffer-nil-replicas"), cb.READY_FOR_PROVISIONING)[0] == "True"
