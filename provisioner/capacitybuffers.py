@@ -98,9 +98,23 @@ def template_pod(template: Mapping[str, Any], namespace: str) -> Pod:
     """The scheduling view of one chunk (its requests, selectors, ...); a template no pod could have is refused."""
     labels = (template.get("metadata") or {}).get("labels") or {}
     try:
-        return pod_from_spec(template.get("spec") or {}, "template.spec", namespace=namespace, labels=labels)
+        return _spec_view(template.get("spec") or {}, "template.spec", namespace, labels)
     except ManifestError as error:
         raise Unresolved(RESOLUTION_FAILED, str(error), retry=True) from None
+
+
+def _spec_view(spec: Mapping[str, Any], path: str, namespace: str, labels: Mapping[str, str]) -> Pod:
+    """A template's pod spec as Karpenter reads it (resources.RequestsForSpec, and the scheduler over virtual pods
+    that never pass the API server): requests only. Kubernetes defaults requests to limits on a Pod, never on a
+    PodTemplate or a workload's template (SetDefaults_Pod), so a limit without a request requests nothing."""
+    requested = copy.deepcopy(dict(spec))
+    for section in ("containers", "initContainers"):
+        for container in requested.get(section) or []:
+            if isinstance(container, dict) and isinstance(container.get("resources"), dict):
+                container["resources"].pop("limits", None)
+    if isinstance(requested.get("resources"), dict):
+        requested["resources"].pop("limits", None)
+    return pod_from_spec(requested, path, namespace=namespace, labels=labels)
 
 
 def limit_replicas(limits: Mapping[str, int], requests: Mapping[str, int]) -> int | None:
@@ -150,13 +164,10 @@ def ready(buffer: Obj) -> bool:
     return resolved and int(status.get("replicas") or 0) > 0 and has_ref
 
 
-def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> list[Pod]:
-    """BuildVirtualPods: status.replicas pods named capacity-buffer-NAME-i, of the template without a node and
-    without persistent or ephemeral volumes, at the lowest priority, marked as the buffer's, unschedulable, created
-    `now` (so the scheduler's queue, oldest first among equals, takes real pods of the same size before them)."""
-    meta = buffer["metadata"]
-    count = int((buffer.get("status") or {}).get("replicas") or 0)
-    spec = copy.deepcopy(dict(template.get("spec") or {}))
+def sanitize(template_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """sanitizeVirtualPodSpec: a copy of the pod spec without a node and without persistent or ephemeral volumes
+    (and their mounts), whose claims a virtual pod never has."""
+    spec = copy.deepcopy(dict(template_spec))
     spec.pop("nodeName", None)
     dropped = {v.get("name") for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v or "ephemeral" in v}
     if dropped:
@@ -165,6 +176,16 @@ def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> 
             for container in spec.get(section) or []:
                 if container.get("volumeMounts"):
                     container["volumeMounts"] = [m for m in container["volumeMounts"] if m.get("name") not in dropped]
+    return spec
+
+
+def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> list[Pod]:
+    """BuildVirtualPods: status.replicas pods named capacity-buffer-NAME-i, of the template without a node and
+    without persistent or ephemeral volumes, at the lowest priority, marked as the buffer's, unschedulable, created
+    `now` (so the scheduler's queue, oldest first among equals, takes real pods of the same size before them)."""
+    meta = buffer["metadata"]
+    count = int((buffer.get("status") or {}).get("replicas") or 0)
+    spec = sanitize(template.get("spec") or {})
     spec["priority"] = VIRTUAL_POD_PRIORITY
     labels = (template.get("metadata") or {}).get("labels") or {}
     namespace = meta.get("namespace") or "default"
@@ -174,7 +195,7 @@ def virtual_pods(buffer: Obj, template: Mapping[str, Any], now: float = 0.0) -> 
         BUFFER_NAMESPACE_ANNOTATION: namespace,
     }
     unschedulable = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
-    shape = pod_from_spec(spec, "spec", namespace=namespace, labels=labels)
+    shape = _spec_view(spec, "spec", namespace, labels)
     return [
         pod_from_manifest(
             {

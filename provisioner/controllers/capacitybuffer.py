@@ -23,7 +23,7 @@ def set_condition(obj: Obj, kind: str, status: str, reason: str, message: str, n
     new = {
         "type": kind,
         "status": status,
-        "observedGeneration": int(obj["metadata"].get("generation") or 1),
+        "observedGeneration": int(obj["metadata"].get("generation") or 0),
         "lastTransitionTime": timestamp(now),
         "reason": reason,
         "message": message,
@@ -47,6 +47,11 @@ def _getter(ctx: ClusterContext) -> cb.Getter:
 def resolve_status(buffer: Obj, get: cb.Getter, now: float) -> Mapping[str, Any] | None:
     """resolveAndUpdateStatus on a copy's status: the template it resolved to (None when it did not) and the status
     it writes into `buffer`."""
+    return _resolve_status(buffer, get, now)[0]
+
+
+def _resolve_status(buffer: Obj, get: cb.Getter, now: float) -> tuple[Mapping[str, Any] | None, cb.Unresolved | None]:
+    """resolve_status, with why the buffer did not resolve (None when it did)."""
     spec = buffer.get("spec") or {}
     status = buffer.setdefault("status", {})
     try:
@@ -55,7 +60,7 @@ def resolve_status(buffer: Obj, get: cb.Getter, now: float) -> Mapping[str, Any]
     except cb.Unresolved as unresolved:
         set_condition(buffer, cb.READY_FOR_PROVISIONING, "False", unresolved.reason, str(unresolved), now)
         status["provisioningStrategy"] = spec.get("provisioningStrategy", cb.ACTIVE_CAPACITY)
-        return None
+        return None, unresolved
     scalable = spec.get("podTemplateRef") is None
     if scalable:
         status.pop("podTemplateRef", None)
@@ -69,7 +74,7 @@ def resolve_status(buffer: Obj, get: cb.Getter, now: float) -> Mapping[str, Any]
     )
     set_condition(buffer, cb.READY_FOR_PROVISIONING, "True", cb.RESOLVED, "Pod template resolved successfully", now)
     status["provisioningStrategy"] = spec.get("provisioningStrategy", cb.ACTIVE_CAPACITY)
-    return resolution.template
+    return resolution.template, None
 
 
 class CapacityBufferController:
@@ -84,11 +89,30 @@ class CapacityBufferController:
                 continue
             with ctx.guard("capacitybuffer", buffer):
                 before = repr(buffer.get("status"))
-                resolve_status(buffer, get, ctx.now)
+                _, unresolved = _resolve_status(buffer, get, ctx.now)
                 if repr(buffer.get("status")) != before:
                     ctx.api.update(buffer)
                     changed = True
+                if unresolved is not None and unresolved.retry:
+                    # Karpenter patches the status first, then fails the reconcile (logged, retried with backoff)
+                    # for anything but a missing object, which is the user's to create.
+                    raise unresolved
         return changed
+
+
+TRIGGER = "capacitybuffer/"
+REQUEUE_SECONDS = 30.0  # the buffer controller's RequeueAfter (controller.go:137): each reconcile triggers again
+
+
+def triggers(ctx: ClusterContext) -> list[str]:
+    """The provisioner's triggers by the buffer controller (Trigger(cb.UID) at each reconcile, ready or not): one per
+    buffer, keyed by its version too, since any change to a buffer (its status included) reconciles it at once."""
+    if not ctx.gate(CAPACITY_BUFFER):
+        return []
+    return [
+        f"{TRIGGER}{b['metadata'].get('uid', '')}@{b['metadata'].get('resourceVersion', '')}"
+        for b in ctx.api.list(cb.KIND)
+    ]
 
 
 def virtual_pods(ctx: ClusterContext) -> list[Pod]:

@@ -38,7 +38,7 @@ from provisioner.pods import SCHEDULE_ANYWAY, Pod
 from provisioner.quantity import parse_resources
 from provisioner.scheduling import logs
 from provisioner.scheduling.reservations import RESERVATION_STRICT
-from provisioner.scheduling.results import RESERVED, VOLUMES, NodeClaimPlan, Reason, SchedulingResult
+from provisioner.scheduling.results import RESERVED, VOLUMES, NodeClaimPlan, PodFailure, Reason, SchedulingResult
 from provisioner.scheduling.scheduler import MIN_VALUES_UNMET, PoolOffer, SchedulingInput, solve
 from provisioner.scheduling.typeindex import declared_devices
 from provisioner.taints import Taint, has_disrupted_taint
@@ -95,6 +95,9 @@ class ProvisioningController:
         self.retry_at: float | None = state.get("retry_at")
         # Pending pods whose preferences were warned about (Karpenter's change monitor: once a pod, for 24 hours).
         self.warned: dict[str, float] = dict(state.get("warned") or {})
+        # What each failing virtual pod was last told (its log line and event repeat only when that changes, as a
+        # real pod's verdict does); kept apart from the verdicts, which are the pods' scheduling decisions.
+        self.buffer_failures: dict[str, str] = dict(state.get("buffer_failures") or {})
         self.last_result: SchedulingResult | None = None
 
     def to_state(self) -> dict[str, Any]:
@@ -105,6 +108,7 @@ class ProvisioningController:
             "failures": self.failures,
             "retry_at": self.retry_at,
             **({"warned": self.warned} if self.warned else {}),
+            **({"buffer_failures": self.buffer_failures} if self.buffer_failures else {}),
         }
 
     def next_due(self, now: float) -> float | None:
@@ -131,17 +135,24 @@ class ProvisioningController:
         provisionable += capacitybuffer.virtual_pods(ctx)
         # Karpenter's node trigger: a node carrying the disrupted taint opens a batch (again every 10 s while it
         # does), whose simulation moves its pods.
-        triggers = [p.uid for p in provisionable] + [f"node/{name}" for name in _disrupted_nodes(ctx)]
+        # Each CapacityBuffer's reconcile triggers a pass too, ready or not (controller.go:135), so one that stops
+        # resolving or is deleted has its Provisioning condition and the nodes holding buffer pods refreshed.
+        buffers = capacitybuffer.triggers(ctx)
+        triggers = [p.uid for p in provisionable] + [f"node/{name}" for name in _disrupted_nodes(ctx)] + buffers
         live = set(triggers)
         for uid in triggers:
             due = self.triggers.get(uid)
             if due is None or ctx.now >= due:
                 self.batcher.trigger(uid, ctx.now)
-                self.triggers[uid] = ctx.now + REQUEUE_SECONDS
+                again = capacitybuffer.REQUEUE_SECONDS if uid.startswith(capacitybuffer.TRIGGER) else REQUEUE_SECONDS
+                self.triggers[uid] = ctx.now + again
         for uid in list(self.triggers):
             if uid not in live:
                 del self.triggers[uid]
                 self.verdicts.pop(uid, None)
+                self.buffer_failures.pop(uid, None)
+                if uid.startswith(capacitybuffer.TRIGGER):
+                    self.batcher.trigger(uid, ctx.now)  # a deleted buffer's TriggerReconcile (controller.go:91)
         self.warned = {uid: until for uid, until in self.warned.items() if uid in live and until > ctx.now}
         if not self._due(ctx.now):
             return False
@@ -158,6 +169,9 @@ class ProvisioningController:
             self.failures = 0
             if ctx.buffer_nodes:
                 ctx.buffer_nodes.clear()  # no buffer left to hold capacity for
+            # Schedule's empty Results still go to updateBufferProvisioningStatus (provisioner.go:162, 400): a buffer
+            # not ready, or empty, is told so.
+            capacitybuffer.write_provisioning(ctx, {})
             return False
         try:
             changed = self.provision(ctx, pods, nodes)
@@ -215,6 +229,7 @@ class ProvisioningController:
         # A deleting node's pod has no trigger to drop its verdict with: kept while it is among the pods to move.
         moving = {p.uid for p in pods if p.node_name}
         self.verdicts = {uid: v for uid, v in self.verdicts.items() if uid in self.triggers or uid in moving}
+        self.buffer_failures = {uid: m for uid, m in self.buffer_failures.items() if uid in self.triggers}
         if not ctx.observe:  # observing, Karpenter writes its own
             self._warn_about_preferences(ctx, [p for p in pods if not p.node_name])
         request = scheduling_input(ctx, pods, nodes)
@@ -243,7 +258,8 @@ class ProvisioningController:
         placed = self._buffers(ctx, result)
         for uid, failure in result.failures.items():
             if cb.is_virtual(failure.pod):
-                continue  # a virtual pod exists nowhere: no verdict, log or event (filterVirtualPodErrors)
+                self._buffer_failure(ctx, failure, failure.pod in deferred)
+                continue
             verdict = [_verdict(reason) for reason in failure.reasons]
             if failure.pod in deferred:
                 self.verdicts[uid] = verdict  # shown as waiting, not told as a failure (no FailedScheduling)
@@ -257,6 +273,10 @@ class ProvisioningController:
         for plan in result.new_nodeclaims:
             for pod in plan.pods:
                 self.verdicts.pop(pod.uid, None)
+                self.buffer_failures.pop(pod.uid, None)
+        for placed_pods in result.placements.values():
+            for pod in placed_pods:
+                self.buffer_failures.pop(pod.uid, None)
         for node in [node for node, until in ctx.nominations.items() if until <= ctx.now]:
             del ctx.nominations[node]  # lapsed: read only as "nominated now", and a warm engine would keep them all
         # Read only when a pod gets past the rate limiter: a batch of thousands tells at most a few.
@@ -277,6 +297,22 @@ class ProvisioningController:
                 nominate(ctx, pod, where)
         capacitybuffer.write_provisioning(ctx, placed)
         return bool(result.new_nodeclaims)
+
+    def _buffer_failure(self, ctx: ClusterContext, failure: PodFailure, deferred: bool) -> None:
+        """A virtual pod that did not fit: Karpenter's Results.Record tells it as it tells a real pod (could not
+        schedule pod, a FailedScheduling event on the pod it names; scheduler.go:322-333), a deferral to a later
+        reservation excepted. Only the pods' scheduling decisions leave it out (filterVirtualPodErrors), so it has
+        no verdict."""
+        if deferred or self.buffer_failures.get(failure.pod.uid) == failure.message:
+            return
+        self.buffer_failures[failure.pod.uid] = failure.message
+        ctx.log(logs.could_not_schedule(failure.pod, failure.message))
+        involved = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": failure.pod.name, "namespace": failure.pod.namespace, "uid": failure.pod.uid},
+        }
+        ctx.event(involved, "Warning", "FailedScheduling", f"Failed to schedule pod, {failure.message}")
 
     def _warn_about_preferences(self, ctx: ClusterContext, pods: list[Pod]) -> None:
         """Karpenter's consolidationWarnings, as it reads the pending pods: each pod with a preferred anti-affinity or
