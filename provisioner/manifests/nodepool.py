@@ -421,8 +421,11 @@ def _budgets(value: Any, *, allow_reasons: bool) -> tuple[Budget, ...]:
             reasons_path = f.join(item_path, "reasons")
             reasons = tuple(
                 _enum(reason, f.join(reasons_path, i), DISRUPTION_REASONS)
-                for i, reason in enumerate(f.sequence(spec["reasons"], reasons_path))
+                for i, reason in enumerate(f.sequence(spec["reasons"], reasons_path, max_items=50))
             )
+            for i, reason in enumerate(reasons):
+                if reason in reasons[:i]:  # x-kubernetes-list-type: set
+                    raise ManifestError(f"Duplicate value: {json.dumps(reason)}", field=f.join(reasons_path, i))
         assert nodes is not None
         budgets.append(Budget(nodes=nodes, schedule=schedule, duration=duration, reasons=reasons))
     return tuple(budgets)
