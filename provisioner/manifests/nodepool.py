@@ -211,6 +211,10 @@ def _template_labels(value: Any) -> dict[str, str]:
 
 def _label_key(key: str, path: str) -> None:
     f.qualified_name(key, path)
+    # The CRD's rule (karpenter.sh_nodepools.yaml, requirements[].key and template labels): the text before the
+    # first slash must not end with "karpenter.sh", so "notkarpenter.sh/x" and a bare "karpenter.sh" are refused too.
+    if key not in (wk.CAPACITY_TYPE, wk.NODEPOOL) and key.split("/", 1)[0].endswith("karpenter.sh"):
+        raise ManifestError('label domain "karpenter.sh" is restricted', field=path)
     if key in (wk.NODEPOOL, wk.HOSTNAME):
         raise ManifestError(f'label "{key}" is restricted; Karpenter sets it', field=path)
     if wk.is_restricted_label(key):
