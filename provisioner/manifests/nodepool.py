@@ -287,7 +287,9 @@ def _taints(value: Any, path: str) -> tuple[Taint, ...]:
         f.qualified_name(key, f.join(item_path, "key"))
         taint_value = f.string(spec.get("value"), f.join(item_path, "value")) or ""
         if taint_value:
-            f.label_value(taint_value, f.join(item_path, "value"))
+            # Karpenter checks a taint's value as a qualified name (the CRD's pattern, nodeclaim_validation.go:109),
+            # not as a label value: "example.com/on" is a value it accepts.
+            f.qualified_name(taint_value, f.join(item_path, "value"), what="taint value")
         effect = _enum(spec.get("effect"), f.join(item_path, "effect"), EFFECTS)
         result.append(Taint(key=key, effect=effect, value=taint_value))
     return tuple(result)
