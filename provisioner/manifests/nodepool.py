@@ -407,10 +407,8 @@ def _budgets(value: Any, *, allow_reasons: bool) -> tuple[Budget, ...]:
     for index, item in enumerate(f.sequence(value, path, max_items=50)):
         item_path = f.join(path, index)
         spec = f.mapping(item, item_path, allowed=allowed, required=True)
-        nodes = spec.get("nodes", "10%")
-        if isinstance(nodes, int) and not isinstance(nodes, bool):
-            nodes = str(nodes)
-        nodes = f.string(nodes, f.join(item_path, "nodes"), required=True, pattern=_BUDGET_NODES)
+        # The CRD types nodes as a string: kube-apiserver refuses `nodes: 5` unquoted.
+        nodes = f.string(spec.get("nodes", "10%"), f.join(item_path, "nodes"), required=True, pattern=_BUDGET_NODES)
         schedule = f.string(spec.get("schedule"), f.join(item_path, "schedule"))
         duration = f.string(spec.get("duration"), f.join(item_path, "duration"), pattern=_BUDGET_DURATION)
         if duration is not None:
