@@ -310,6 +310,9 @@ def _no_duplicate_taints(taints: tuple[Taint, ...], startup_taints: tuple[Taint,
 def _node_class_ref(value: Any) -> NodeClassRef:
     path = "spec.template.spec.nodeClassRef"
     ref = f.mapping(value, path, allowed=("group", "kind", "name"), required=True)
+    for part in ("group", "kind", "name"):
+        if ref.get(part) == "":  # given but empty: the CRD's `self != ''` rule, where an absent one is required
+            raise ManifestError(f"{part} may not be empty", field=f.join(path, part))
     group = f.string(ref.get("group"), f.join(path, "group"), required=True)
     kind = f.string(ref.get("kind"), f.join(path, "kind"), required=True)
     name = f.string(ref.get("name"), f.join(path, "name"), required=True)
