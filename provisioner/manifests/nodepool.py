@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from croniter import croniter
@@ -52,6 +53,7 @@ _V1BETA1_SPEC_FIELDS = ("template", "disruption", "limits", "weight")
 STATIC_TRANSITION = (
     "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"
 )
+_NODE_CLASS_REF = "spec.template.spec.nodeClassRef"
 _TEMPLATE_FIELDS = ("metadata", "spec")
 _TEMPLATE_METADATA_FIELDS = ("labels", "annotations")
 _V1_TEMPLATE_SPEC_FIELDS = (
@@ -152,6 +154,22 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
         annotations=annotations,
         generation=meta["generation"] if isinstance(meta.get("generation"), int) else 1,
     )
+
+
+def update_problem(
+    stored_spec: Mapping[str, Any], nodepool: NodePool, *, keep_ref: bool = True
+) -> ManifestError | None:
+    """The CRD's transition rules (oldSelf, karpenter.sh_nodepools.yaml) on an update from the stored v1 spec: a
+    NodePool stays static or dynamic, and its nodeClassRef keeps its group and kind (`keep_ref`: False where karpui,
+    not the writer, chose the kind, as for a kind-less v1beta1 reference)."""
+    if (stored_spec.get("replicas") is not None) != nodepool.static:
+        return ManifestError(STATIC_TRANSITION, field="spec")
+    ref = ((stored_spec.get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
+    if keep_ref and ref.get("group") != nodepool.node_class_ref.group:
+        return ManifestError("nodeClassRef.group is immutable", field=_NODE_CLASS_REF)
+    if keep_ref and ref.get("kind") != nodepool.node_class_ref.kind:
+        return ManifestError("nodeClassRef.kind is immutable", field=_NODE_CLASS_REF)
+    return None
 
 
 def nodepool_to_manifest(nodepool: NodePool) -> dict[str, Any]:
