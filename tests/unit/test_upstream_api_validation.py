@@ -20,6 +20,7 @@ import pytest
 
 from provisioner.disruption.budgets import allowed_disruptions, budget_active, budget_allowed, schedule_parses
 from provisioner.manifests import ManifestError
+from provisioner.manifests.nodeclaim import validate_nodeclaim
 from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool, update_problem
 from provisioner.objects import Budget
 from tests.builders import nodepool
@@ -823,3 +824,227 @@ def test_allowed_disruptions_should_return_zero_values_if_a_nodes_value_is_inval
 def test_is_active_should_return_an_error_indicating_why_the_cron_fails_to_parse():
     # robfig/cron: "beginning of range (2) beyond end of range (1)", where croniter would wrap the range round.
     assert (schedule_parses("0 0 * * tue-mon"), schedule_parses("0 0 * * mon-tue")) == (False, True)
+
+
+# nodeclaim_validation_cel_test.go: Describe("Validation") --------------------------------------------------------
+
+
+def claim() -> dict[str, Any]:
+    """The BeforeEach NodeClaim: a node class reference and `karpenter.sh/capacity-type Exists`."""
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "default-abcde"},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.test.sh", "kind": "TestNodeClaim", "name": "default"},
+            "requirements": [{"key": CAPACITY_TYPE, "operator": "Exists"}],
+        },
+    }
+
+
+def claim_refused(doc: dict[str, Any]) -> tuple[str, str]:
+    with pytest.raises(ManifestError) as raised:
+        validate_nodeclaim(doc)
+    return raised.value.field, raised.value.message
+
+
+CLAIM_REQ = "spec.requirements"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        # Taints: should succeed for valid taints
+        [
+            {"key": "a", "value": "b", "effect": "NoSchedule"},
+            {"key": "c", "value": "d", "effect": "NoExecute"},
+            {"key": "e", "value": "f", "effect": "PreferNoSchedule"},
+            {"key": "key-only", "effect": "NoExecute"},
+        ],
+        # Taints: should not fail for same key with different effects
+        [{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}],
+    ],
+)
+def test_nodeclaim_taints_should_succeed(value):
+    validate_nodeclaim(at(claim(), "spec.taints", value))
+
+
+@pytest.mark.parametrize(
+    ("taint", "field", "message"),
+    [
+        # should fail for invalid taint keys
+        ({"key": "???"}, "spec.taints[0].key", "invalid value '???': must match"),
+        ({"effect": "NoSchedule"}, "spec.taints[0].key", "Required value"),  # should fail for missing taint key
+        # should fail for invalid taint value
+        ({"key": "invalid-value", "effect": "NoSchedule", "value": "???"}, "spec.taints[0].value", "invalid value"),
+        # should fail for invalid taint effect
+        (
+            {"key": "invalid-effect", "effect": "???"},
+            "spec.taints[0].effect",
+            'Unsupported value: "???": supported values: NoSchedule, PreferNoSchedule, NoExecute',
+        ),
+    ],
+)
+def test_nodeclaim_taints_should_fail(taint, field, message):
+    got_field, got_message = claim_refused(at(claim(), "spec.taints", [taint]))
+    assert (got_field, got_message.startswith(message)) == (field, True)
+
+
+def test_nodeclaim_node_class_ref_should_succeed_for_valid_group():
+    validate_nodeclaim(
+        at(claim(), "spec.nodeClassRef", {"group": "karpenter.test.sh", "kind": "TestNodeClass", "name": "nc"})
+    )
+
+
+def test_nodeclaim_node_class_ref_should_fail_for_invalid_group():
+    ref = {"group": "karpenter.test.sh/v1", "kind": "TestNodeClass", "name": "nodeclass-test"}
+    assert claim_refused(at(claim(), "spec.nodeClassRef", ref)) == (
+        "spec.nodeClassRef.group",
+        "group 'karpenter.test.sh/v1' must not contain '/'",
+    )
+
+
+@pytest.mark.parametrize(
+    "requirements",
+    [
+        # should allow supported ops
+        [
+            {"key": ZONE, "operator": "In", "values": ["test"]},
+            {"key": ZONE, "operator": "Gt", "values": ["1"]},
+            {"key": ZONE, "operator": "Lt", "values": ["1"]},
+            {"key": ZONE, "operator": "NotIn"},
+            {"key": ZONE, "operator": "Exists"},
+        ],
+        # should allow kubernetes domains / subdomains
+        [{"key": "kubernetes.io/test", "operator": "In", "values": ["test"]}],
+        [{"key": "k8s.io/test", "operator": "In", "values": ["test"]}],
+        [{"key": "subdomain.kubernetes.io/test", "operator": "In", "values": ["test"]}],
+        [{"key": "subdomain.k8s.io/test", "operator": "In", "values": ["test"]}],
+        # should allow well known label exceptions: a NodeClaim carries its NodePool's label
+        *(
+            [{"key": key, "operator": "In", "values": ["test"]}]
+            for key in (
+                "karpenter.sh/nodepool",
+                ZONE,
+                "topology.kubernetes.io/region",
+                INSTANCE_TYPE,
+                "kubernetes.io/arch",
+                "kubernetes.io/os",
+                "node.kubernetes.io/windows-build",
+            )
+        ),
+        # should allow non-empty set after removing overlapped value
+        [
+            {"key": ZONE, "operator": "In", "values": ["test", "foo"]},
+            {"key": ZONE, "operator": "NotIn", "values": ["test", "bar"]},
+        ],
+        [],  # should allow empty requirements
+        # should allow more than 50 values if minValues is not specified.
+        [{"key": INSTANCE_TYPE, "operator": "In", "values": [f"instance{i}" for i in range(90)]}],
+    ],
+)
+def test_nodeclaim_requirements_should_allow(requirements):
+    validate_nodeclaim(at(claim(), CLAIM_REQ, requirements))
+
+
+@pytest.mark.parametrize(
+    ("requirement", "field", "message"),
+    [
+        # should fail for unsupported ops
+        (
+            {"key": ZONE, "operator": "unknown", "values": ["test"]},
+            f"{CLAIM_REQ}[0].operator",
+            'Unsupported value: "unknown": supported values: In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte',
+        ),
+        # should fail for restricted domains / restricted labels
+        (
+            {"key": "karpenter.sh/test", "operator": "In", "values": ["test"]},
+            f"{CLAIM_REQ}[0].key",
+            'label domain "karpenter.sh" is restricted',
+        ),
+        (
+            {"key": "kubernetes.io/hostname/test", "operator": "In", "values": ["test"]},
+            f"{CLAIM_REQ}[0].key",
+            "invalid value 'kubernetes.io/hostname/test': must match",
+        ),
+        (
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["test"]},
+            f"{CLAIM_REQ}[0].key",
+            'label "kubernetes.io/hostname" is restricted',
+        ),
+        # should error when minValues is negative / zero / more than 50
+        (
+            {"key": INSTANCE_TYPE, "operator": "In", "values": ["insance-type-1"], "minValues": -1},
+            f"{CLAIM_REQ}[0].minValues",
+            "must be greater than or equal to 1, got -1",
+        ),
+        (
+            {"key": INSTANCE_TYPE, "operator": "In", "values": ["insance-type-1"], "minValues": 0},
+            f"{CLAIM_REQ}[0].minValues",
+            "must be greater than or equal to 1, got 0",
+        ),
+        (
+            {"key": INSTANCE_TYPE, "operator": "Exists", "minValues": 51},
+            f"{CLAIM_REQ}[0].minValues",
+            "must be less than or equal to 50, got 51",
+        ),
+        # should error when minValues is greater than the number of unique values specified within In operator
+        (
+            {"key": INSTANCE_TYPE, "operator": "In", "values": ["insance-type-1"], "minValues": 2},
+            CLAIM_REQ,
+            "requirements with 'minValues' must have at least that many values specified in the 'values' field",
+        ),
+    ],
+)
+def test_nodeclaim_requirements_should_fail(requirement, field, message):
+    got_field, got_message = claim_refused(at(claim(), CLAIM_REQ, [requirement]))
+    assert (got_field, got_message.startswith(message)) == (field, True)
+
+
+@pytest.mark.parametrize("operator", ["Gt", "Lt", "Gte", "Lte"])  # should fail with invalid GT or LT / GTE or LTE
+@pytest.mark.parametrize("values", [[], ["1", "2"], ["a"], ["-1"]])
+def test_nodeclaim_requirements_should_fail_with_invalid_comparison_values(operator, values):
+    field, message = claim_refused(at(claim(), CLAIM_REQ, [{"key": ZONE, "operator": operator, "values": values}]))
+    if values == ["-1"]:  # not even a label value
+        assert field == f"{CLAIM_REQ}[0].values[0]" and message.startswith("invalid label value '-1'")
+    else:
+        assert (field, message) == (
+            CLAIM_REQ,
+            "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
+        )
+
+
+def test_nodeclaim_requirements_should_error_when_requirements_is_greater_than_100():
+    requirements = [{"key": f"key-{i}", "operator": "In", "values": [f"value-{i}"]} for i in range(101)]
+    assert claim_refused(at(claim(), CLAIM_REQ, requirements)) == (CLAIM_REQ, "must have at most 100 items")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "ok"),
+    [
+        ("terminationGracePeriod", "30s", True),  # should succeed on a valid terminationGracePeriod
+        ("terminationGracePeriod", "1h30m5s", True),
+        ("terminationGracePeriod", "-1s", False),  # should fail on an invalid terminationGracePeriod
+        ("terminationGracePeriod", "1hr", False),
+        ("terminationGracePeriod", "Never", False),
+        ("terminationGracePeriod", "FooNever", False),
+        ("expireAfter", "30s", True),  # should succeed on a valid expireAfter
+        ("expireAfter", "1h30m5s", True),
+        ("expireAfter", "Never", True),
+        ("expireAfter", "-1s", False),  # should fail on an invalid expireAfter
+        ("expireAfter", "1hr", False),
+        ("expireAfter", "FooNever", False),
+    ],
+)
+def test_nodeclaim_durations(field, value, ok):
+    doc = at(claim(), f"spec.{field}", value)
+    if ok:
+        validate_nodeclaim(doc)
+    else:
+        assert claim_refused(doc)[0] == f"spec.{field}"
+
+
+def test_a_nodeclaims_long_keys_pass_the_crd_which_has_no_runtime_validation():
+    # The Its "should fail at runtime for ... too long" are NodePool ones: a NodeClaim's key is held to the CRD only.
+    key = f"test.com.test.{'a' * 250}/test"
+    validate_nodeclaim(at(claim(), CLAIM_REQ, [{"key": key, "operator": "Exists"}]))
