@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,7 @@ _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _NAMES = ({m: i + 1 for i, m in enumerate(_MONTHS)}, {d: i for i, d in enumerate(_DAYS)})
 
 
+@functools.lru_cache(maxsize=1024)  # asked per budget on every pass, of the few schedules NodePools hold
 def schedule_parses(schedule: str) -> bool:
     """Whether Karpenter's cron parser (robfig/cron ParseStandard) reads `schedule`: croniter's checks, and no range
     that runs backwards ("tue-mon": "beginning of range (2) beyond end of range (1)"), which croniter wraps."""

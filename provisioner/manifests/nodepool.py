@@ -7,8 +7,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from croniter import croniter
-
 from provisioner import labels as wk
 from provisioner.durations import DurationError, parse_duration
 from provisioner.manifests import fields as f
@@ -40,6 +38,12 @@ KUBELET_ANNOTATION = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
 NODECLASS_ANNOTATION = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
 
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+# The CRD's pattern, searched as Go's regexp does: a schedule it lets through that cron cannot read is stored, and
+# its budget then allows no disruption (provisioner.disruption.budgets.budget_allowed), as in Karpenter.
+_BUDGET_SCHEDULE = re.compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))"
+    r"|((.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+))\Z"  # RE2's \s and $
+)
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _NON_NEGATIVE_INT = re.compile(r"^[0-9]+$")
 _DOLLARS = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12})?$")
@@ -439,7 +443,7 @@ def _budgets(value: Any, *, allow_reasons: bool) -> tuple[Budget, ...]:
         if (schedule is None) != (duration is None):
             missing = "duration" if duration is None else "schedule"
             raise ManifestError("'schedule' must be set with 'duration'", field=f.join(item_path, missing))
-        if schedule is not None and not croniter.is_valid(schedule):
+        if schedule is not None and not _BUDGET_SCHEDULE.search(schedule):
             raise ManifestError(f"invalid cron schedule {schedule!r}", field=f.join(item_path, "schedule"))
         reasons = None
         if "reasons" in spec:

@@ -1048,3 +1048,11 @@ def test_a_nodeclaims_long_keys_pass_the_crd_which_has_no_runtime_validation():
     # The Its "should fail at runtime for ... too long" are NodePool ones: a NodeClaim's key is held to the CRD only.
     key = f"test.com.test.{'a' * 250}/test"
     validate_nodeclaim(at(claim(), CLAIM_REQ, [{"key": key, "operator": "Exists"}]))
+
+
+def test_a_schedule_the_crds_pattern_lets_through_is_stored_and_its_budget_allows_nothing():
+    """The CRD only matches a schedule against its pattern (five fields, or a macro at the start); Karpenter's cron
+    parser then fails on one like these, and the budget allows no disruption for its reasons."""
+    for schedule in ("foo bar baz qux quux", "@annuallyx"):
+        made = parse_nodepool(budgets({"nodes": "100%", "schedule": schedule, "duration": "1h0m0s"}))
+        assert by_reason(list(made.budgets)) == dict.fromkeys(REASONS, 0)
