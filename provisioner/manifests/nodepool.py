@@ -46,6 +46,7 @@ _BUDGET_SCHEDULE = re.compile(
 )
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _NON_NEGATIVE_INT = re.compile(r"^[0-9]+$")
+_INT64_MAX = 2**63 - 1
 _DOLLARS = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12})?$")
 # A NodePool's name is the karpenter.sh/nodepool label on its nodes, so it must fit a label value.
 _MAX_NAME = 63
@@ -281,7 +282,10 @@ def _check_operator_values(operator: str, key: str, values: list[str], min_value
     values_path = f.join(path, "values")
     if operator == IN and not values:
         raise ManifestError("requirements with operator 'In' must have a value defined", field=values_path)
-    if operator in (GT, LT, GTE, LTE) and (len(values) != 1 or not _NON_NEGATIVE_INT.match(values[0])):
+    # CEL's int() and Go's strconv.Atoi fail past int64, so a larger number is no integer to Karpenter either.
+    if operator in (GT, LT, GTE, LTE) and (
+        len(values) != 1 or not _NON_NEGATIVE_INT.match(values[0]) or int(values[0]) > _INT64_MAX
+    ):
         raise ManifestError(
             "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
             field=values_path,

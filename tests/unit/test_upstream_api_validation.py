@@ -1056,3 +1056,15 @@ def test_a_schedule_the_crds_pattern_lets_through_is_stored_and_its_budget_allow
     for schedule in ("foo bar baz qux quux", "@annuallyx"):
         made = parse_nodepool(budgets({"nodes": "100%", "schedule": schedule, "duration": "1h0m0s"}))
         assert by_reason(list(made.budgets)) == dict.fromkeys(REASONS, 0)
+
+
+@pytest.mark.parametrize(("value", "ok"), [("9223372036854775807", True), ("9223372036854775808", False)])
+def test_a_comparison_value_past_int64_is_no_integer(value, ok):  # the CRD's int(x.values[0]) >= 0
+    doc = requirements({"key": ZONE, "operator": "Gt", "values": [value]})
+    if ok:
+        assert parse_nodepool(doc).requirements[0].values == (value,)
+    else:
+        assert refused(doc) == (
+            f"{REQ}[0].values",
+            "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
+        )
