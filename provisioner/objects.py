@@ -15,7 +15,7 @@ WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
 # Karpenter v1.14: consolidates as WhenEmptyOrUnderutilized, but a move must score at least 1/k (k = 2).
 BALANCED = "Balanced"
 CONSOLIDATION_POLICIES = (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED)
-DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
+DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted", "Unhealthy")  # the CRD's enum, in its order
 
 
 @dataclass(frozen=True, slots=True)

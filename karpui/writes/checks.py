@@ -17,6 +17,8 @@ from provisioner.cluster.objects import (
 from provisioner.manifests import ManifestError
 from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
 from provisioner.manifests.fields import metadata as check_metadata
+from provisioner.manifests.nodeclaim import API_V1 as NODECLAIM_V1
+from provisioner.manifests.nodeclaim import validate_nodeclaim
 
 # kube-apiserver makes these at start (system_namespaces_ensure, here).
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
@@ -61,6 +63,8 @@ def validate(obj: Obj, resource: Resource, *, status: bool = False) -> None:
         validate_cluster_object(body)
     else:
         check_metadata(body)
+    if obj.get("kind") == "NodeClaim" and obj.get("apiVersion") == NODECLAIM_V1:
+        validate_nodeclaim(body)  # Karpenter's CRD, as kube-apiserver checks a NodeClaim someone writes
     last_applied(body)  # apply's record must stay readable by the next apply (bounded, a JSON object)
     karpenter_options.check(body)  # Karpenter's options, on its controller Deployments
     if obj.get("apiVersion") not in resource_versions(resource):

@@ -22,7 +22,7 @@ from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.manifests import Document, ManifestError
 from provisioner.manifests.cluster import VALIDATORS, validate_cluster_object
 from provisioner.manifests.nodeclass import NODE_CLASS_KINDS, nodeclass_to_manifest, parse_nodeclass
-from provisioner.manifests.nodepool import STATIC_TRANSITION, nodepool_to_manifest, parse_nodepool
+from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool, update_problem
 from provisioner.objects import NodeClass, NodePool
 from provisioner.scheduling.satisfiable import Unsatisfiable, unsatisfiable
 
@@ -276,12 +276,16 @@ def nodepool_apply(
     With `resource_version` (the version an editor was opened at), a NodePool changed since is a Conflict, as an
     update carrying metadata.resourceVersion is on a Kubernetes API server: nobody's change is lost unseen. Taking
     its approval mode from manual to an unattended one needs a decision (approval_mode_guard; `decided`)."""
+    kindless = nodeclasses.kindless(nodepool)
     nodepool = nodepool_resolve(cluster=cluster, nodepool=nodepool)
     nodepool_check(cluster=cluster, nodepool=nodepool)
     stored = models.NodePool.objects.filter(cluster=cluster, name=nodepool.name).values_list("spec", flat=True).first()
-    if stored is not None and (stored.get("replicas") is not None) != nodepool.static:
-        # The CRD's transition rule: a NodePool is static or dynamic for its whole life.
-        raise ManifestError(STATIC_TRANSITION, field="spec")
+    if stored is not None:
+        # The CRD's transition rules: static or dynamic for its whole life, and the node class's group and kind kept
+        # (but for a kind-less v1beta1 reference, whose kind karpui chose and may choose again).
+        problem = update_problem(stored, nodepool, keep_ref=not kindless)
+        if problem is not None:
+            raise problem
     manifest = nodepool_to_manifest(nodepool)
     if resource_version is not None:
         now = (

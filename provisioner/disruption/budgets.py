@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -22,6 +24,42 @@ _MACROS = {
 }
 
 
+_NODES = re.compile(r"^([0-9]+%?)$")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+# The names a cron field may give for a number: months count from 1, days of the week from Sunday, 0.
+_NAMES = ({m: i + 1 for i, m in enumerate(_MONTHS)}, {d: i for i, d in enumerate(_DAYS)})
+
+
+@functools.lru_cache(maxsize=1024)  # asked per budget on every pass, of the few schedules NodePools hold
+def schedule_parses(schedule: str) -> bool:
+    """Whether Karpenter's cron parser (robfig/cron ParseStandard) reads `schedule`: croniter's checks, and no range
+    that runs backwards ("tue-mon": "beginning of range (2) beyond end of range (1)"), which croniter wraps."""
+    expression = _MACROS.get(schedule, schedule)
+    if not croniter.is_valid(expression):
+        return False
+    fields = expression.split()
+    for index, field in enumerate(fields[:5]):
+        names = _NAMES[0] if index == 3 else _NAMES[1] if index == 4 else {}
+        for part in field.split(","):
+            low, dash, high = part.split("/", 1)[0].partition("-")
+            if dash:
+                ends = [names.get(end.lower(), end) for end in (low, high)]
+                if all(str(end).isdigit() for end in ends) and int(ends[0]) > int(ends[1]):
+                    return False
+    return True
+
+
+def budget_allowed(budget: Budget, total_nodes: int, now: float) -> int | None:
+    """Budget.GetAllowedDisruptions (nodepool.go:386-408): None while the budget is inactive (no limit), its count
+    while active, and 0 when its schedule cannot be parsed: Karpenter fails closed, that budget allows nothing."""
+    if budget.schedule is not None and budget.duration is not None and not schedule_parses(budget.schedule):
+        return 0
+    if not _NODES.match(budget.nodes):  # intstr.GetScaledValueFromIntOrPercent's error: also none
+        return 0
+    return budget.allowed(total_nodes) if budget_active(budget, now) else None
+
+
 def budget_active(budget: Budget, now: float) -> bool:
     """A budget without a schedule is always active; with one, for `duration` after each scheduled hit."""
     if budget.schedule is None or budget.duration is None:
@@ -31,7 +69,7 @@ def budget_active(budget: Budget, now: float) -> bool:
         moment = datetime.fromtimestamp(now, UTC)
         last_hit = croniter(expression, moment + timedelta(seconds=1)).get_prev(datetime)
     except (ValueError, KeyError):
-        return True  # an unparsable schedule fails closed below: treated as active with its (small) count
+        return True  # an unparsable schedule: budget_allowed makes it allow nothing
     seconds = parse_duration(budget.duration) or 0
     try:
         return bool(moment < last_hit + timedelta(seconds=seconds))
@@ -43,11 +81,10 @@ def allowed_disruptions(nodepool: NodePool, reason: str, nodes: Sequence[Claimed
     """min over active budgets that apply to `reason`, minus nodes of the pool already disrupting; never negative."""
     counted = [n for n in nodes if n.nodepool == nodepool.name and n.initialized]
     disrupting = sum(1 for n in counted if _disrupting(n, reason))
-    limits = [
-        b.allowed(len(counted))
-        for b in nodepool.budgets
-        if (b.reasons is None or reason in b.reasons) and budget_active(b, now)
-    ]
+    allowed = (
+        budget_allowed(b, len(counted), now) for b in nodepool.budgets if b.reasons is None or reason in b.reasons
+    )
+    limits = [limit for limit in allowed if limit is not None]
     if not limits:
         return len(counted)  # no active budget for this reason: unlimited
     return max(min(limits) - disrupting, 0)

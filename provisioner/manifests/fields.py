@@ -115,14 +115,17 @@ def string_map(value: Any, path: str) -> dict[str, str]:
     return result
 
 
-def qualified_name(key: str, path: str) -> None:
+def qualified_name(key: str, path: str, *, what: str = "key") -> None:
     """Kubernetes' qualified name: optional DNS-subdomain prefix, a slash, a name of at most 63 characters."""
-    prefix, _, name = key.rpartition("/")
+    prefix, slash, name = key.rpartition("/")
+    if slash and not prefix:
+        # validation.IsQualifiedName: "/name" has a slash, so a prefix, and it is empty.
+        raise ManifestError(f"invalid {what} {key!r}: prefix part must be non-empty", field=path)
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        raise ManifestError(f"invalid key {key!r}: prefix must be a DNS subdomain", field=path)
+        raise ManifestError(f"invalid {what} {key!r}: prefix must be a DNS subdomain", field=path)
     if not name or len(name) > 63 or not _NAME_PART.match(name):
         raise ManifestError(
-            f"invalid key {key!r}: name part must be at most 63 alphanumerics, '-', '_' or '.', "
+            f"invalid {what} {key!r}: name part must be at most 63 alphanumerics, '-', '_' or '.', "
             "starting and ending with an alphanumeric",
             field=path,
         )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
-
-from croniter import croniter
 
 from provisioner import labels as wk
 from provisioner.durations import DurationError, parse_duration
@@ -39,8 +38,15 @@ KUBELET_ANNOTATION = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
 NODECLASS_ANNOTATION = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
 
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+# The CRD's pattern, searched as Go's regexp does: a schedule it lets through that cron cannot read is stored, and
+# its budget then allows no disruption (provisioner.disruption.budgets.budget_allowed), as in Karpenter.
+_BUDGET_SCHEDULE = re.compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))"
+    r"|((.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+))\Z"  # RE2's \s and $
+)
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _NON_NEGATIVE_INT = re.compile(r"^[0-9]+$")
+_INT64_MAX = 2**63 - 1
 _DOLLARS = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12})?$")
 # A NodePool's name is the karpenter.sh/nodepool label on its nodes, so it must fit a label value.
 _MAX_NAME = 63
@@ -52,6 +58,7 @@ _V1BETA1_SPEC_FIELDS = ("template", "disruption", "limits", "weight")
 STATIC_TRANSITION = (
     "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"
 )
+_NODE_CLASS_REF = "spec.template.spec.nodeClassRef"
 _TEMPLATE_FIELDS = ("metadata", "spec")
 _TEMPLATE_METADATA_FIELDS = ("labels", "annotations")
 _V1_TEMPLATE_SPEC_FIELDS = (
@@ -154,6 +161,22 @@ def parse_nodepool(doc: dict[str, Any]) -> NodePool:
     )
 
 
+def update_problem(
+    stored_spec: Mapping[str, Any], nodepool: NodePool, *, keep_ref: bool = True
+) -> ManifestError | None:
+    """The CRD's transition rules (oldSelf, karpenter.sh_nodepools.yaml) on an update from the stored v1 spec: a
+    NodePool stays static or dynamic, and its nodeClassRef keeps its group and kind (`keep_ref`: False where karpui,
+    not the writer, chose the kind, as for a kind-less v1beta1 reference)."""
+    if (stored_spec.get("replicas") is not None) != nodepool.static:
+        return ManifestError(STATIC_TRANSITION, field="spec")
+    ref = ((stored_spec.get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
+    if keep_ref and ref.get("group") != nodepool.node_class_ref.group:
+        return ManifestError("nodeClassRef.group is immutable", field=_NODE_CLASS_REF)
+    if keep_ref and ref.get("kind") != nodepool.node_class_ref.kind:
+        return ManifestError("nodeClassRef.kind is immutable", field=_NODE_CLASS_REF)
+    return None
+
+
 def nodepool_to_manifest(nodepool: NodePool) -> dict[str, Any]:
     """The karpenter.sh/v1 manifest of a NodePool, defaults written out as the API server would."""
     metadata: dict[str, Any] = {"name": nodepool.name}
@@ -211,6 +234,10 @@ def _template_labels(value: Any) -> dict[str, str]:
 
 def _label_key(key: str, path: str) -> None:
     f.qualified_name(key, path)
+    # The CRD's rule (karpenter.sh_nodepools.yaml, requirements[].key and template labels): the text before the
+    # first slash must not end with "karpenter.sh", so "notkarpenter.sh/x" and a bare "karpenter.sh" are refused too.
+    if key not in (wk.CAPACITY_TYPE, wk.NODEPOOL) and key.split("/", 1)[0].endswith("karpenter.sh"):
+        raise ManifestError('label domain "karpenter.sh" is restricted', field=path)
     if key in (wk.NODEPOOL, wk.HOSTNAME):
         raise ManifestError(f'label "{key}" is restricted; Karpenter sets it', field=path)
     if wk.is_restricted_label(key):
@@ -255,7 +282,10 @@ def _check_operator_values(operator: str, key: str, values: list[str], min_value
     values_path = f.join(path, "values")
     if operator == IN and not values:
         raise ManifestError("requirements with operator 'In' must have a value defined", field=values_path)
-    if operator in (GT, LT, GTE, LTE) and (len(values) != 1 or not _NON_NEGATIVE_INT.match(values[0])):
+    # CEL's int() and Go's strconv.Atoi fail past int64, so a larger number is no integer to Karpenter either.
+    if operator in (GT, LT, GTE, LTE) and (
+        len(values) != 1 or not _NON_NEGATIVE_INT.match(values[0]) or int(values[0]) > _INT64_MAX
+    ):
         raise ManifestError(
             "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
             field=values_path,
@@ -283,7 +313,9 @@ def _taints(value: Any, path: str) -> tuple[Taint, ...]:
         f.qualified_name(key, f.join(item_path, "key"))
         taint_value = f.string(spec.get("value"), f.join(item_path, "value")) or ""
         if taint_value:
-            f.label_value(taint_value, f.join(item_path, "value"))
+            # Karpenter checks a taint's value as a qualified name (the CRD's pattern, nodeclaim_validation.go:109),
+            # not as a label value: "example.com/on" is a value it accepts.
+            f.qualified_name(taint_value, f.join(item_path, "value"), what="taint value")
         effect = _enum(spec.get("effect"), f.join(item_path, "effect"), EFFECTS)
         result.append(Taint(key=key, effect=effect, value=taint_value))
     return tuple(result)
@@ -304,6 +336,9 @@ def _no_duplicate_taints(taints: tuple[Taint, ...], startup_taints: tuple[Taint,
 def _node_class_ref(value: Any) -> NodeClassRef:
     path = "spec.template.spec.nodeClassRef"
     ref = f.mapping(value, path, allowed=("group", "kind", "name"), required=True)
+    for part in ("group", "kind", "name"):
+        if ref.get(part) == "":  # given but empty: the CRD's `self != ''` rule, where an absent one is required
+            raise ManifestError(f"{part} may not be empty", field=f.join(path, part))
     group = f.string(ref.get("group"), f.join(path, "group"), required=True)
     kind = f.string(ref.get("kind"), f.join(path, "kind"), required=True)
     name = f.string(ref.get("name"), f.join(path, "name"), required=True)
@@ -401,10 +436,8 @@ def _budgets(value: Any, *, allow_reasons: bool) -> tuple[Budget, ...]:
     for index, item in enumerate(f.sequence(value, path, max_items=50)):
         item_path = f.join(path, index)
         spec = f.mapping(item, item_path, allowed=allowed, required=True)
-        nodes = spec.get("nodes", "10%")
-        if isinstance(nodes, int) and not isinstance(nodes, bool):
-            nodes = str(nodes)
-        nodes = f.string(nodes, f.join(item_path, "nodes"), required=True, pattern=_BUDGET_NODES)
+        # The CRD types nodes as a string: kube-apiserver refuses `nodes: 5` unquoted.
+        nodes = f.string(spec.get("nodes", "10%"), f.join(item_path, "nodes"), required=True, pattern=_BUDGET_NODES)
         schedule = f.string(spec.get("schedule"), f.join(item_path, "schedule"))
         duration = f.string(spec.get("duration"), f.join(item_path, "duration"), pattern=_BUDGET_DURATION)
         if duration is not None:
@@ -414,15 +447,18 @@ def _budgets(value: Any, *, allow_reasons: bool) -> tuple[Budget, ...]:
         if (schedule is None) != (duration is None):
             missing = "duration" if duration is None else "schedule"
             raise ManifestError("'schedule' must be set with 'duration'", field=f.join(item_path, missing))
-        if schedule is not None and not croniter.is_valid(schedule):
+        if schedule is not None and not _BUDGET_SCHEDULE.search(schedule):
             raise ManifestError(f"invalid cron schedule {schedule!r}", field=f.join(item_path, "schedule"))
         reasons = None
         if "reasons" in spec:
             reasons_path = f.join(item_path, "reasons")
             reasons = tuple(
                 _enum(reason, f.join(reasons_path, i), DISRUPTION_REASONS)
-                for i, reason in enumerate(f.sequence(spec["reasons"], reasons_path))
+                for i, reason in enumerate(f.sequence(spec["reasons"], reasons_path, max_items=50))
             )
+            for i, reason in enumerate(reasons):
+                if reason in reasons[:i]:  # x-kubernetes-list-type: set
+                    raise ManifestError(f"Duplicate value: {json.dumps(reason)}", field=f.join(reasons_path, i))
         assert nodes is not None
         budgets.append(Budget(nodes=nodes, schedule=schedule, duration=duration, reasons=reasons))
     return tuple(budgets)
