@@ -14,6 +14,7 @@ from provisioner.cloudprovider.types import RepairPolicy
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
 from provisioner.durations import format_duration
+from provisioner.repairpolicies import repair_policy_matcher, resolve
 from provisioner.scheduling.logs import LogRecord
 
 UNHEALTHY = "Unhealthy"  # the command's reason (Karpenter's metrics say "unhealthy")
@@ -50,17 +51,22 @@ def _condition(node: Obj, kind: str) -> dict[str, str] | None:
 
 
 def unhealthy(node: Obj, policies: Sequence[RepairPolicy]) -> Unhealthy | None:
-    """findUnhealthyConditions: of the node's conditions a policy matches, the one whose toleration ends first."""
-    found: Unhealthy | None = None
-    for policy in policies:
-        condition = _condition(node, policy.condition_type)
-        if condition is None or condition.get("status") != policy.condition_status:
-            continue
-        since = parse_timestamp(condition["lastTransitionTime"]) if condition.get("lastTransitionTime") else 0.0
-        candidate = Unhealthy(policy.condition_type, policy.condition_status, since, policy.toleration_seconds)
-        if found is None or candidate.due < found.due:
-            found = candidate
-    return found
+    """The condition whose repair becomes eligible first, as Karpenter's policy matcher resolves it then: a
+    reason-specific policy whose regex finds the reason, else the set's default fallback (policy.go:316). None when
+    no condition's type and status is one the set covers."""
+    matches = repair_policy_matcher(policies).match(node)
+    if not matches:
+        return None
+    due = min(m.eligible_at for m in matches)
+    result = resolve(matches, due)
+    chosen = next(
+        m
+        for m in matches
+        if (m.condition_type, m.policy.reason_regex, m.eligible_at)
+        == (result.condition, result.reason_regex, result.selected_eligible_at)
+    )
+    toleration = chosen.policy.toleration_seconds
+    return Unhealthy(chosen.condition_type, chosen.condition_status, chosen.eligible_at - toleration, toleration)
 
 
 def allowed_unhealthy(total: int) -> int:

@@ -159,7 +159,8 @@ def test_the_condition_whose_toleration_ends_first_decides():
     """should return the requeue interval for the condition closest to its terminationDuration"""
     policies = (
         RepairPolicy("BadNode", "False", 60 * 60.0),
-        RepairPolicy("ValidUnhealthyCondition", "False", 30 * 60.0),
+        # v1.15 allows one default fallback (policy.go:128): the other policy names a reason regex.
+        RepairPolicy("ValidUnhealthyCondition", "False", 30 * 60.0, reason_regex=".*"),
     )
     node = {
         "status": {
