@@ -1,7 +1,7 @@
 """What the disruption queue does with a node repair (reason Unhealthy): whether it still holds, whether the
 NodePool is too unhealthy to repair, and the repair itself, as Karpenter's node health controller
-(pkg/controllers/node/health) makes it: the NodeClaim's termination timestamp set to now, then the NodeClaim
-deleted, so its pods leave at once whatever their PDBs and do-not-disrupt."""
+(pkg/controllers/node/health) makes it: the NodeClaim's termination timestamp set to now + the drain bound, then
+the NodeClaim deleted, so its pods leave by then whatever their PDBs and do-not-disrupt."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from provisioner import labels as wk
 from provisioner.cloudprovider.types import RepairPolicy
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
-from provisioner.durations import format_duration
+from provisioner.durations import format_duration, parse_duration
 from provisioner.repairpolicies import repair_policy_matcher, resolve
 from provisioner.scheduling.logs import LogRecord
 
@@ -67,6 +67,20 @@ def unhealthy(node: Obj, policies: Sequence[RepairPolicy]) -> Unhealthy | None:
     )
     toleration = chosen.policy.toleration_seconds
     return Unhealthy(chosen.condition_type, chosen.condition_status, chosen.eligible_at - toleration, toleration)
+
+
+def drain_bound(claim: Obj, node: Obj, policies: Sequence[RepairPolicy], now: float) -> float | None:
+    """effectiveDrainBound (repair.go:350): the shortest bound of the policies eligible by `now` (or when the first
+    is, for a repair approved sooner), capped by the NodeClaim's terminationGracePeriod; None inherits the
+    NodeClaim's own."""
+    matches = repair_policy_matcher(policies).match(node)
+    if not matches:
+        return None
+    bound = resolve(matches, max(now, min(m.eligible_at for m in matches))).termination_grace_period
+    if bound is None:
+        return None
+    own = (claim.get("spec") or {}).get("terminationGracePeriod")
+    return min(bound, float(parse_duration(own) or 0)) if own else bound
 
 
 def allowed_unhealthy(total: int) -> int:
@@ -132,22 +146,24 @@ def hold_for_health(ctx: ClusterContext, command: Obj) -> str | None:
 
 
 def begin(ctx: ClusterContext, command: Obj) -> None:
-    """annotateTerminationGracePeriod then deleteNodeClaim: the drain's deadline is now (a deadline already past is
-    kept), so termination deletes the pods at once."""
-    candidate, claim, _ = _subjects(ctx, command)
+    """Stamp the drain's deadline, now + the policies' drain bound, unless a sooner one is set
+    (TightenTerminationTimestampAnnotation, queue.go:239), then delete the NodeClaim. A policy with no bound stamps
+    nothing: the NodeClaim's own terminationGracePeriod holds (kwok's bound is 0: its pods leave at once)."""
+    candidate, claim, node = _subjects(ctx, command)
     if claim is None:
         return
-    # Karpenter's node.health controller reconciles the Node: its lines name the Node and the NodeClaim.
+    # The repair's lines name the Node and the NodeClaim.
     subjects = {"Node": {"name": candidate["node"]}, "NodeClaim": {"name": claim["metadata"]["name"]}}
+    bound = None if node is None else drain_bound(claim, node, ctx.cloud.repair_policies(), ctx.now)
     annotations = claim["metadata"].setdefault("annotations", {})
     current = annotations.get(wk.TERMINATION_TIMESTAMP)
-    if current is None or not _before(current, ctx.now):
-        annotations[wk.TERMINATION_TIMESTAMP] = timestamp(ctx.now)
+    if bound is not None and (current is None or not _at_or_before(current, ctx.now + bound)):
+        annotations[wk.TERMINATION_TIMESTAMP] = timestamp(ctx.now + bound)
         ctx.api.update(claim)
         ctx.log(
             LogRecord(
                 "annotated nodeclaim",
-                {**subjects, wk.TERMINATION_TIMESTAMP: timestamp(ctx.now)},
+                {**subjects, wk.TERMINATION_TIMESTAMP: timestamp(ctx.now + bound)},
                 logger=LOGGER,
             )
         )
@@ -156,8 +172,8 @@ def begin(ctx: ClusterContext, command: Obj) -> None:
         ctx.log(LogRecord("deleting unhealthy node", subjects, logger=LOGGER))
 
 
-def _before(stamp: str, now: float) -> bool:
+def _at_or_before(stamp: str, deadline: float) -> bool:
     try:
-        return parse_timestamp(stamp) < now
+        return parse_timestamp(stamp) <= deadline
     except ValueError:
         return False

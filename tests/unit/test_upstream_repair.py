@@ -27,7 +27,6 @@ from tests.lab_builders import deployment, lab, nodepool_doc, reconfigure
 # Differences found by the port, each fixed in a commit of its own.
 PENDING_REASON = pytest.mark.xfail(strict=True, reason="a live repair keeps the force time it was proposed with")
 PENDING_VETO = pytest.mark.xfail(strict=True, reason="karpui has no do-not-repair veto")
-PENDING_BOUND = pytest.mark.xfail(strict=True, reason="karpui stamps now, not now + the policy's drain bound")
 PENDING_BREAKER = pytest.mark.xfail(strict=True, reason="v1.14's breaker message, on the Node only")
 PENDING_BUDGET = pytest.mark.xfail(strict=True, reason="karpui's repairs ride no disruption budget")
 PENDING_STANDALONE = pytest.mark.xfail(strict=True, reason="karpui repairs a NodeClaim of no NodePool")
@@ -730,7 +729,6 @@ def test_should_still_repair_a_node_whose_do_not_repair_annotation_is_not_true()
     assert deleting(made, claim)
 
 
-@PENDING_BOUND
 def test_should_stamp_min_policy_tgp_nodeclaim_tgp_before_requesting_deletion():
     pool = nodepool_doc(disruption={"consolidateAfter": "Never"}, template_spec={"terminationGracePeriod": "5m"})
     made, claim, node = one_node(
@@ -746,7 +744,6 @@ def test_should_stamp_min_policy_tgp_nodeclaim_tgp_before_requesting_deletion():
     )
 
 
-@PENDING_BOUND
 def test_should_act_on_the_highest_priority_eligible_condition():
     """should act on and meter the highest-priority eligible condition (its drain bound; karpui has no metric)"""
     made, claim, node = one_node(
