@@ -116,9 +116,14 @@ def problem(ctx: ClusterContext, command: Obj) -> str | None:
         return f"churn (NodeClaim {candidate['nodeclaim']} is gone or being deleted)"
     if node is None or node["metadata"].get("deletionTimestamp"):
         return f"churn (Node {candidate['node']} is gone or being deleted)"
-    if unhealthy(node, ctx.cloud.repair_policies()) is None:
+    found = unhealthy(node, ctx.cloud.repair_policies())
+    if found is None:
         ready = _condition(node, "Ready") or {}
         return f"churn (Node {candidate['node']} is healthy again: Ready={ready.get('status', 'Unknown')})"
+    if timestamp(found.due) != command["spec"].get("forceAt", timestamp(found.due)):
+        # Eligibility is resolved from the conditions as they are now (policy.go:535): a reason change can bring
+        # the repair forward or back, so the health controller proposes it again with the new time.
+        return f"churn (Node {candidate['node']}'s repair is now due at {timestamp(found.due)})"
     return None
 
 

@@ -25,7 +25,6 @@ from provisioner.repairpolicies import (
 from tests.lab_builders import deployment, lab, nodepool_doc, reconfigure
 
 # Differences found by the port, each fixed in a commit of its own.
-PENDING_REASON = pytest.mark.xfail(strict=True, reason="a live repair keeps the force time it was proposed with")
 PENDING_VETO = pytest.mark.xfail(strict=True, reason="karpui has no do-not-repair veto")
 PENDING_BREAKER = pytest.mark.xfail(strict=True, reason="v1.14's breaker message, on the Node only")
 PENDING_BUDGET = pytest.mark.xfail(strict=True, reason="karpui's repairs ride no disruption budget")
@@ -635,7 +634,6 @@ def test_should_use_a_matching_reason_specific_policy_instead_of_the_fallback():
     assert deleting(made, claim)
 
 
-@PENDING_REASON
 def test_should_preserve_condition_age_across_a_reason_only_change():
     made, claim, node = one_node(
         policies=[
