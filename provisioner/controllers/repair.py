@@ -25,6 +25,9 @@ BLOCKED_RETRY_SECONDS = 5 * 60.0  # a blocked repair is looked at again after fi
 NODE_REPAIR_BLOCKED = "NodeRepairBlocked"
 BLOCKED_DEDUPE_SECONDS = 15 * 60.0
 LOGGER = "controller.node.health"
+DO_NOT_REPAIR = "karpenter.sh/do-not-repair"
+STANDALONE = "repair requires a NodePool to construct and budget a safe replacement"
+VETOED = f'repair is blocked through the "{DO_NOT_REPAIR}" annotation'
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,11 @@ def drain_bound(claim: Obj, node: Obj, policies: Sequence[RepairPolicy], now: fl
     return min(bound, float(parse_duration(own) or 0)) if own else bound
 
 
+def vetoed(node: Obj) -> bool:
+    """do-not-repair, on the literal value "true" only, on the registered Node (StateNode.Annotations)."""
+    return (node["metadata"].get("annotations") or {}).get(DO_NOT_REPAIR) == "true"
+
+
 def allowed_unhealthy(total: int) -> int:
     """20% of `total` nodes, rounded up (as a PDB's percentage is): one of three nodes may be unhealthy."""
     return math.ceil(total * ALLOWED_UNHEALTHY_PERCENT / 100)
@@ -116,6 +124,8 @@ def problem(ctx: ClusterContext, command: Obj) -> str | None:
         return f"churn (NodeClaim {candidate['nodeclaim']} is gone or being deleted)"
     if node is None or node["metadata"].get("deletionTimestamp"):
         return f"churn (Node {candidate['node']} is gone or being deleted)"
+    if vetoed(node):
+        return f"churn (Node {candidate['node']}: {VETOED})"
     found = unhealthy(node, ctx.cloud.repair_policies())
     if found is None:
         ready = _condition(node, "Ready") or {}

@@ -25,10 +25,8 @@ from provisioner.repairpolicies import (
 from tests.lab_builders import deployment, lab, nodepool_doc, reconfigure
 
 # Differences found by the port, each fixed in a commit of its own.
-PENDING_VETO = pytest.mark.xfail(strict=True, reason="karpui has no do-not-repair veto")
 PENDING_BREAKER = pytest.mark.xfail(strict=True, reason="v1.14's breaker message, on the Node only")
 PENDING_BUDGET = pytest.mark.xfail(strict=True, reason="karpui's repairs ride no disruption budget")
-PENDING_STANDALONE = pytest.mark.xfail(strict=True, reason="karpui repairs a NodeClaim of no NodePool")
 
 MINUTE = 60.0
 HOUR = 3600.0
@@ -682,7 +680,6 @@ def test_should_use_the_condition_fallback_for_an_unknown_reason():
     assert deleting(made, claim)
 
 
-@PENDING_VETO
 def test_should_not_repair_a_node_carrying_the_do_not_repair_annotation():
     made, claim, node = one_node()
     annotate(made, "Node", node, **{DO_NOT_REPAIR: "true"})
@@ -695,7 +692,6 @@ def test_should_not_repair_a_node_carrying_the_do_not_repair_annotation():
     ]
 
 
-@PENDING_VETO
 def test_should_report_the_do_not_repair_veto_ahead_of_an_unbounded_drain():
     """karpui runs consolidation beside repair: its Blocked event for the do-not-disrupt pod takes the recorder's
     dedupe slot (reason and object, as Karpenter's), so only the absence of the drain-bound event is asserted."""
@@ -848,7 +844,6 @@ def test_should_repair_the_higher_priority_condition_first():
     assert [deleting(made, high_claim), deleting(made, low_claim)] == [True, False]
 
 
-@PENDING_STANDALONE
 def test_should_explicitly_exclude_standalone_nodeclaims_that_have_no_safe_replacement_template():
     made, claim, node = one_node()
     for kind, name in (("NodeClaim", claim), ("Node", node)):
