@@ -97,19 +97,17 @@ def allowed_unhealthy(total: int) -> int:
 
 
 def blocked(ctx: ClusterContext, claim: Obj) -> str | None:
-    """isNodePoolHealthy (or isClusterHealthy for a NodeClaim of no NodePool): more unhealthy nodes than allowed
-    blocks the repair, in Karpenter's words."""
+    """breakerTrippedPools (repair.go:314): more of its NodePool's nodes than allowed have a condition the policies
+    cover, however fresh, so no repair in the pool goes ahead."""
     pool = (claim["metadata"].get("labels") or {}).get(wk.NODEPOOL)
-    policies = ctx.cloud.repair_policies()
-    nodes = [
-        n for n in ctx.api.list("Node") if not pool or (n["metadata"].get("labels") or {}).get(wk.NODEPOOL) == pool
-    ]
-    sick = sum(1 for n in nodes if unhealthy(n, policies) is not None)
+    if not pool:
+        return None  # a standalone NodeClaim is never repaired (health.py)
+    matcher = repair_policy_matcher(ctx.cloud.repair_policies())
+    nodes = [n for n in ctx.api.list("Node") if (n["metadata"].get("labels") or {}).get(wk.NODEPOOL) == pool]
+    sick = sum(1 for n in nodes if any(matcher.matches(c) for c in (n.get("status") or {}).get("conditions") or []))
     if sick <= allowed_unhealthy(len(nodes)):
         return None
-    if pool:
-        return f"more than {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the nodepool"
-    return f"more then {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the cluster"  # sic, Karpenter's event
+    return f'more than {ALLOWED_UNHEALTHY_PERCENT}% of nodes in nodepool "{pool}" are unhealthy'
 
 
 def _subjects(ctx: ClusterContext, command: Obj) -> tuple[dict[str, str], Obj | None, Obj | None]:
@@ -150,13 +148,16 @@ def forced_message(command: Obj, denial: str = "") -> str:
 
 
 def hold_for_health(ctx: ClusterContext, command: Obj) -> str | None:
-    """The 20% rule, said on the node as Karpenter's NodeRepairBlocked event (at most every 15 minutes)."""
+    """The 20% rule, said on the Node, its NodeClaim and its NodePool as Karpenter's NodeRepairBlocked events (each
+    at most every 15 minutes, events.go:32)."""
     _, claim, node = _subjects(ctx, command)
     if claim is None or node is None:
         return None
     reason = blocked(ctx, claim)
     if reason is not None:
-        ctx.event(node, "Warning", NODE_REPAIR_BLOCKED, reason, dedupe_seconds=BLOCKED_DEDUPE_SECONDS)
+        pool = ctx.nodepool_object((claim["metadata"].get("labels") or {}).get(wk.NODEPOOL, ""))
+        for obj in (node, claim, pool):
+            ctx.publish(obj, "Warning", NODE_REPAIR_BLOCKED, reason, dedupe_seconds=BLOCKED_DEDUPE_SECONDS)
     return reason
 
 

@@ -243,13 +243,17 @@ def test_more_than_a_fifth_unhealthy_blocks_every_repair_in_the_nodepool():
     assert not any(deleting(made, claim) for claim, _ in pairs)
     commands = repairs(made)
     assert len(commands) == 3
-    assert {c["status"]["message"] for c in commands} == {"blocked: more than 20% nodes are unhealthy in the nodepool"}
+    message = 'more than 20% of nodes in nodepool "static" are unhealthy'  # v1.15, repair.go:148
+    assert {c["status"]["message"] for c in commands} == {f"blocked: {message}"}
     assert {c["status"]["retryAt"] for c in commands} == {timestamp(made.ctx.now - 1 + 5 * 60)}
     blocked = [e for e in made.store.list("Event", "default") if e["reason"] == "NodeRepairBlocked"]
-    assert sorted(e["involvedObject"]["name"] for e in blocked) == sorted(node for _, node in pairs[:3])
-    assert {(e["type"], e["message"]) for e in blocked} == {
-        ("Warning", "more than 20% nodes are unhealthy in the nodepool")
-    }
+    # On the Node, the NodeClaim and the NodePool (once: it dedupes for 15 minutes), events.go:32.
+    assert sorted((e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in blocked) == sorted(
+        [("Node", node) for _, node in pairs[:3]]
+        + [("NodeClaim", claim) for claim, _ in pairs[:3]]
+        + [("NodePool", "static")]
+    )
+    assert {(e["type"], e["message"]) for e in blocked} == {("Warning", message)}
     # One node recovers: two of ten is within the 20%, and the two are repaired at the next look.
     sicken(made, pairs[2][1], status="True")
     made.advance(5 * 60)

@@ -25,7 +25,6 @@ from provisioner.repairpolicies import (
 from tests.lab_builders import deployment, lab, nodepool_doc, reconfigure
 
 # Differences found by the port, each fixed in a commit of its own.
-PENDING_BREAKER = pytest.mark.xfail(strict=True, reason="v1.14's breaker message, on the Node only")
 PENDING_BUDGET = pytest.mark.xfail(strict=True, reason="karpui's repairs ride no disruption budget")
 
 MINUTE = 60.0
@@ -773,7 +772,6 @@ def static_nodes(count, policies=SUITE):
     return made, [(c["metadata"]["name"], c["status"]["nodeName"]) for c in claims]
 
 
-@PENDING_BREAKER
 def test_should_stop_repairing_a_nodepool_when_more_than_20_percent_of_its_nodes_are_unhealthy():
     made, pairs = static_nodes(10)
     made.advance(31 * MINUTE)  # a condition cannot predate its Node
