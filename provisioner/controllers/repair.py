@@ -13,6 +13,8 @@ from provisioner import labels as wk
 from provisioner.cloudprovider.types import RepairPolicy
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.snapshot import cluster_view
+from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.durations import format_duration, parse_duration
 from provisioner.repairpolicies import repair_policy_matcher, resolve
 from provisioner.scheduling.logs import LogRecord
@@ -22,6 +24,7 @@ METHOD = "repair"
 # Karpenter's allowedUnhealthyPercent: more unhealthy nodes than this share (rounded up) blocks every repair.
 ALLOWED_UNHEALTHY_PERCENT = 20
 BLOCKED_RETRY_SECONDS = 5 * 60.0  # a blocked repair is looked at again after five minutes, as Karpenter requeues
+BUDGET_RETRY_SECONDS = 10.0  # one held by its budget at the disruption controller's next pass
 NODE_REPAIR_BLOCKED = "NodeRepairBlocked"
 BLOCKED_DEDUPE_SECONDS = 15 * 60.0
 LOGGER = "controller.node.health"
@@ -86,6 +89,20 @@ def drain_bound(claim: Obj, node: Obj, policies: Sequence[RepairPolicy], now: fl
     return min(bound, float(parse_duration(own) or 0)) if own else bound
 
 
+def hold_for_budget(ctx: ClusterContext, command: Obj) -> str | None:
+    """computeCommands (repair.go:152): an initialized node's repair rides its NodePool's budget for Unhealthy and
+    waits while it allows none; an uninitialized node runs no workload to protect and needs none."""
+    node = command["spec"]["candidates"][0]["node"]
+    _, claimed = cluster_view(ctx)
+    mine = next((c for c in claimed if c.name == node), None)
+    pool = None if mine is None else next((p for p in ctx.nodepools if p.name == mine.nodepool), None)
+    if mine is None or pool is None or not mine.initialized:
+        return None
+    if allowed_disruptions(pool, UNHEALTHY, claimed, ctx.now) > 0:
+        return None
+    return f'NodePool "{pool.name}" allows no more nodes to be disrupted for {UNHEALTHY} now'
+
+
 def vetoed(node: Obj) -> bool:
     """do-not-repair, on the literal value "true" only, on the registered Node (StateNode.Annotations)."""
     return (node["metadata"].get("annotations") or {}).get(DO_NOT_REPAIR) == "true"
@@ -143,7 +160,7 @@ def forced_message(command: Obj, denial: str = "") -> str:
     return (
         f"forced: Node {spec['candidates'][0]['node']} has had {spec['condition']} since {spec['unhealthySince']}, "
         f"past the cloud provider's {toleration} repair toleration; Karpenter repairs an unhealthy node then, "
-        f"whatever the approval mode, budgets, do-not-disrupt or a pause{held}"
+        f"whatever the approval mode, do-not-disrupt or a pause{held}"
     )
 
 

@@ -24,9 +24,6 @@ from provisioner.repairpolicies import (
 )
 from tests.lab_builders import deployment, lab, nodepool_doc, reconfigure
 
-# Differences found by the port, each fixed in a commit of its own.
-PENDING_BUDGET = pytest.mark.xfail(strict=True, reason="karpui's repairs ride no disruption budget")
-
 MINUTE = 60.0
 HOUR = 3600.0
 ON = KarpenterOptions(feature_gates=parse_feature_gates("NodeRepair=true"))
@@ -789,7 +786,6 @@ def test_should_stop_repairing_a_nodepool_when_more_than_20_percent_of_its_nodes
     ]
 
 
-@PENDING_BUDGET
 def test_should_not_repair_when_the_disruption_budget_is_zero():
     made, claim, node = one_node(
         pool=nodepool_doc(disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]})
@@ -804,7 +800,6 @@ def test_should_not_repair_when_the_disruption_budget_is_zero():
     )
 
 
-@PENDING_BUDGET
 def test_should_repair_with_the_full_policy_decision_once_a_blocking_budget_lifts():
     made, claim, node = one_node(
         pool=nodepool_doc(disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]}),
