@@ -452,12 +452,13 @@ def _force(ctx: ClusterContext, command: Obj) -> bool:
 
 
 def _start_repair(ctx: ClusterContext, command: Obj) -> bool:
-    """Repair the node unless too many of its NodePool's are unhealthy (then look again in five minutes) or its
-    budget allows no more (then at the next pass)."""
+    """Repair the node unless its pods block a drain it has no bound for, too many of its NodePool's are unhealthy
+    (then look again in five minutes) or its budget allows no more (otherwise at the next pass)."""
     status = command["status"]
     if status.get("retryAt") and ctx.now < parse_timestamp(status["retryAt"]):
         return False
     for hold, retry in (
+        (repair.hold_for_drain, repair.BUDGET_RETRY_SECONDS),
         (repair.hold_for_health, repair.BLOCKED_RETRY_SECONDS),
         (repair.hold_for_budget, repair.BUDGET_RETRY_SECONDS),
     ):

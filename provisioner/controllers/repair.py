@@ -15,6 +15,7 @@ from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.snapshot import cluster_view
 from provisioner.disruption.budgets import allowed_disruptions
+from provisioner.disruption.candidates import blockers, node_blockers
 from provisioner.durations import format_duration, parse_duration
 from provisioner.repairpolicies import repair_policy_matcher, resolve
 from provisioner.scheduling.logs import LogRecord
@@ -30,6 +31,7 @@ BLOCKED_DEDUPE_SECONDS = 15 * 60.0
 LOGGER = "controller.node.health"
 DO_NOT_REPAIR = "karpenter.sh/do-not-repair"
 STANDALONE = "repair requires a NodePool to construct and budget a safe replacement"
+UNBOUNDED = "repair requires a termination grace period to bypass blocking pods"
 VETOED = f'repair is blocked through the "{DO_NOT_REPAIR}" annotation'
 
 
@@ -87,6 +89,27 @@ def drain_bound(claim: Obj, node: Obj, policies: Sequence[RepairPolicy], now: fl
         return None
     own = (claim.get("spec") or {}).get("terminationGracePeriod")
     return min(bound, float(parse_duration(own) or 0)) if own else bound
+
+
+def hold_for_drain(ctx: ClusterContext, command: Obj) -> str | None:
+    """Repair.ShouldDisrupt (repair.go:102): a node whose pods block eviction (do-not-disrupt, a PDB) is repaired
+    only on the promise of a drain bound, the policies' or the NodeClaim's; without one it waits, said on the Node
+    and the NodeClaim."""
+    _, claim, node = _subjects(ctx, command)
+    if claim is None or node is None or (claim.get("spec") or {}).get("terminationGracePeriod"):
+        return None
+    if drain_bound(claim, node, ctx.cloud.repair_policies(), ctx.now) is not None:
+        return None
+    view, claimed = cluster_view(ctx)
+    mine = next((c for c in claimed if c.name == node["metadata"]["name"]), None)
+    if mine is None:
+        return None
+    pool = next((p for p in ctx.nodepools if p.name == mine.nodepool), None)
+    if not set(blockers(mine, pool, view.pdbs, ctx.now)) - set(node_blockers(mine, pool, ctx.now)):
+        return None
+    for obj in (node, claim):
+        ctx.publish(obj, "Normal", "DisruptionBlocked", UNBOUNDED)
+    return UNBOUNDED
 
 
 def hold_for_budget(ctx: ClusterContext, command: Obj) -> str | None:

@@ -769,6 +769,32 @@ def static_nodes(count, policies=SUITE):
     return made, [(c["metadata"]["name"], c["status"]["nodeName"]) for c in claims]
 
 
+def test_should_not_bypass_a_blocking_pod_without_a_bounded_drain():
+    """karpui runs consolidation beside repair, whose Blocked event for the pod takes the recorder's dedupe slot
+    (reason and object, as Karpenter's): the repair's own words are asserted on its command."""
+    made, claim, node = one_node()
+    pod = made.store.list("Pod")[0]
+    annotate(made, "Pod", pod["metadata"]["name"], **{"karpenter.sh/do-not-disrupt": "true"})
+    sicken(made, node)
+    made.advance(31 * MINUTE)
+    assert not deleting(made, claim)
+    [command] = [c for c in made.store.list("DisruptionCommand") if c["spec"]["reason"] == "Unhealthy"]
+    assert command["status"]["message"] == "blocked: repair requires a termination grace period to bypass blocking pods"
+
+
+def test_a_blocking_pod_is_bypassed_with_a_bounded_drain():
+    """the other side of "should not bypass a blocking pod without a bounded drain": a policy's bound (the
+    replacement sizing of "should size replacement capacity for a blocking pod" is karpui's provisioner's)"""
+    made, claim, node = one_node(
+        policies=[RepairPolicy("BadNode", "False", 30 * MINUTE, termination_grace_period_seconds=300.0)]
+    )
+    pod = made.store.list("Pod")[0]
+    annotate(made, "Pod", pod["metadata"]["name"], **{"karpenter.sh/do-not-disrupt": "true"})
+    sicken(made, node)
+    made.advance(30 * MINUTE)
+    assert deleting(made, claim)
+
+
 def test_should_stop_repairing_a_nodepool_when_more_than_20_percent_of_its_nodes_are_unhealthy():
     made, pairs = static_nodes(10)
     made.advance(31 * MINUTE)  # a condition cannot predate its Node
