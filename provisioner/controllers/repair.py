@@ -15,8 +15,10 @@ from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.snapshot import cluster_view
 from provisioner.disruption.budgets import allowed_disruptions
-from provisioner.disruption.candidates import blockers, node_blockers
+from provisioner.disruption.candidates import blockers, disruption_cost, node_blockers
+from provisioner.disruption.types import ClaimedNode
 from provisioner.durations import format_duration, parse_duration
+from provisioner.objects import NodePool
 from provisioner.repairpolicies import repair_policy_matcher, resolve
 from provisioner.scheduling.logs import LogRecord
 
@@ -113,17 +115,48 @@ def hold_for_drain(ctx: ClusterContext, command: Obj) -> str | None:
 
 
 def hold_for_budget(ctx: ClusterContext, command: Obj) -> str | None:
-    """computeCommands (repair.go:152): an initialized node's repair rides its NodePool's budget for Unhealthy and
-    waits while it allows none; an uninitialized node runs no workload to protect and needs none."""
-    node = command["spec"]["candidates"][0]["node"]
+    """computeCommands (repair.go:126-156): an initialized node's repair rides its NodePool's budget for Unhealthy,
+    which the repairs due with it take in order of their score (then the lower disruption cost, then the node's
+    name); it waits while the budget is spent or taken by those ranked ahead. An uninitialized node runs no workload
+    to protect and needs none."""
     _, claimed = cluster_view(ctx)
-    mine = next((c for c in claimed if c.name == node), None)
+    by_name = {c.name: c for c in claimed}
+    mine = by_name.get(command["spec"]["candidates"][0]["node"])
     pool = None if mine is None else next((p for p in ctx.nodepools if p.name == mine.nodepool), None)
     if mine is None or pool is None or not mine.initialized:
         return None
-    if allowed_disruptions(pool, UNHEALTHY, claimed, ctx.now) > 0:
-        return None
+    allowed = allowed_disruptions(pool, UNHEALTHY, claimed, ctx.now)
+    if allowed > 0:
+        rivals = [
+            by_name[c["spec"]["candidates"][0]["node"]]
+            for c in ctx.api.list("DisruptionCommand")
+            if c["spec"]["reason"] == UNHEALTHY
+            and c["metadata"]["name"] != command["metadata"]["name"]
+            and c["status"].get("phase") in ("Proposed", "AwaitingApproval", "Approved")
+            and ctx.now >= parse_timestamp(c["spec"]["forceAt"])
+            and c["spec"]["candidates"][0]["node"] in by_name
+        ]
+        policies = ctx.cloud.repair_policies()
+        order = _repair_order(ctx, pool, policies, mine)
+        ahead = sum(
+            1
+            for r in rivals
+            if r.nodepool == pool.name and r.initialized and _repair_order(ctx, pool, policies, r) < order
+        )
+        if ahead < allowed:
+            return None
     return f'NodePool "{pool.name}" allows no more nodes to be disrupted for {UNHEALTHY} now'
+
+
+def _repair_order(
+    ctx: ClusterContext, pool: NodePool, policies: Sequence[RepairPolicy], claimed: ClaimedNode
+) -> tuple[float, float, str]:
+    """The repair sort (repair.go:131): the higher score as of now first, then the lower disruption cost, then the
+    node's name."""
+    node = ctx.api.get("Node", claimed.name) or {}
+    score = resolve(repair_policy_matcher(policies).match(node), ctx.now).score_at(ctx.now)
+    pods = [p for p in claimed.node.pods if p.is_reschedulable()]
+    return (-score, disruption_cost(claimed, pool, pods, ctx.now), claimed.name)
 
 
 def vetoed(node: Obj) -> bool:

@@ -812,6 +812,64 @@ def test_should_stop_repairing_a_nodepool_when_more_than_20_percent_of_its_nodes
     ]
 
 
+def test_should_break_a_tie_by_node_name_between_candidates_resolved_at_different_times():
+    made, pairs = ten_nodes(SUITE)
+    first, second = sorted(pairs[:2], key=lambda pair: pair[1])
+    for _, node in (second, first):
+        sicken(made, node)
+    made.advance(30 * MINUTE)
+    assert [deleting(made, first[0]), deleting(made, second[0])] == [True, False]
+
+
+DIAGNOSTIC = [
+    RepairPolicy("Diagnostic", "False", 30 * MINUTE, reason_regex="^Critical$", priority=90),
+    RepairPolicy("Diagnostic", "False", 30 * MINUTE, priority=10),
+    RepairPolicy("MediumPriority", "False", 30 * MINUTE, reason_regex=".*", priority=50),
+]
+
+
+def test_should_not_score_a_node_using_a_reason_specific_policy_that_does_not_match():
+    made, pairs = ten_nodes(DIAGNOSTIC)
+    (fallback_claim, fallback), (medium_claim, medium) = pairs[:2]
+    sicken(made, fallback, kind="Diagnostic", reason="Unknown")
+    sicken(made, medium, kind="MediumPriority")
+    made.advance(30 * MINUTE)
+    assert [deleting(made, medium_claim), deleting(made, fallback_claim)] == [True, False]
+
+
+def test_should_not_score_a_node_using_a_matching_policy_whose_toleration_has_not_elapsed():
+    made, pairs = ten_nodes(
+        [
+            RepairPolicy("Diagnostic", "False", HOUR, reason_regex="^failure$", priority=100),
+            RepairPolicy("Diagnostic", "False", 0.0, reason_regex="failure", priority=0),
+            RepairPolicy("Diagnostic", "False", 0.0, priority=0),
+            RepairPolicy("MediumPriority", "False", 0.0, reason_regex=".*", priority=50),
+        ]
+    )
+    (waiting_claim, waiting), (medium_claim, medium) = pairs[:2]
+    sicken(made, waiting, kind="Diagnostic", reason="failure")
+    sicken(made, medium, kind="MediumPriority")
+    made.advance(5)
+    assert [deleting(made, medium_claim), deleting(made, waiting_claim)] == [True, False]
+
+
+def test_should_order_a_node_by_its_most_urgent_condition_not_just_its_highest_priority_one():
+    made, pairs = ten_nodes(
+        [
+            RepairPolicy("LowPriority", "False", 30 * MINUTE, priority=10),
+            RepairPolicy("HighPriority", "False", 30 * MINUTE, reason_regex=".*", priority=90),
+        ]
+    )
+    made.advance(181 * MINUTE)  # a condition cannot predate its Node
+    (a_claim, a), (b_claim, b) = pairs[:2]
+    # A: low priority starving for 5 aging constants (score 5), high priority fresh (1.1); B: high for 3 (4).
+    sicken(made, a, kind="LowPriority", since=made.ctx.now - 180 * MINUTE)
+    sicken(made, b, kind="HighPriority", since=made.ctx.now - 120 * MINUTE)
+    sicken(made, a, kind="HighPriority", since=made.ctx.now - 33 * MINUTE)
+    made.advance(5)
+    assert [deleting(made, a_claim), deleting(made, b_claim)] == [True, False]
+
+
 def test_should_not_repair_when_the_disruption_budget_is_zero():
     made, claim, node = one_node(
         pool=nodepool_doc(disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]})
@@ -843,23 +901,26 @@ def test_should_repair_with_the_full_policy_decision_once_a_blocking_budget_lift
     assert parse_timestamp(stamped) - made.ctx.now in range(290, 301)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="karpui's repairs ride no budget, so nothing orders them by score: both are repaired"
-)
-def test_should_repair_the_higher_priority_condition_first():
-    made = running(
-        deployment(replicas=10, cpu="1500m"),
-        policies=[
-            RepairPolicy("LowPriority", "False", 30 * MINUTE, priority=10),
-            RepairPolicy("HighPriority", "False", 30 * MINUTE, reason_regex=".*", priority=90),
-        ],
-    )
+def ten_nodes(policies):
+    """Ten nodes of one pod each in a NodePool of the default budget (10%: one node at a time)."""
+    pool = nodepool_doc(disruption={"consolidateAfter": "Never"}, template_spec={"requirements": C2X})
+    made = running(deployment(replicas=10, cpu="1500m"), pool=pool, policies=policies)
     claims = sorted(made.store.list("NodeClaim"), key=lambda c: c["metadata"]["name"])
     assert len(claims) == 10
-    (low_claim, low), (high_claim, high) = [(c["metadata"]["name"], c["status"]["nodeName"]) for c in claims[:2]]
+    return made, [(c["metadata"]["name"], c["status"]["nodeName"]) for c in claims]
+
+
+def test_should_repair_the_higher_priority_condition_first():
+    made, pairs = ten_nodes(
+        [
+            RepairPolicy("LowPriority", "False", 30 * MINUTE, priority=10),
+            RepairPolicy("HighPriority", "False", 30 * MINUTE, reason_regex=".*", priority=90),
+        ]
+    )
+    (low_claim, low), (high_claim, high) = pairs[:2]
     sicken(made, low, kind="LowPriority")
     sicken(made, high, kind="HighPriority")
-    made.advance(31 * MINUTE)
+    made.advance(30 * MINUTE)
     assert [deleting(made, high_claim), deleting(made, low_claim)] == [True, False]
 
 
