@@ -759,6 +759,36 @@ def test_should_act_on_the_highest_priority_eligible_condition():
     )
 
 
+def test_should_resolve_the_governing_condition_using_only_policies_matching_its_reason():
+    made, claim, node = one_node(
+        policies=[
+            RepairPolicy(
+                "Diagnostic",
+                "False",
+                30 * MINUTE,
+                reason_regex="^Critical$",
+                termination_grace_period_seconds=0.0,
+                priority=90,
+            ),
+            RepairPolicy("Diagnostic", "False", 30 * MINUTE, termination_grace_period_seconds=600.0, priority=10),
+            RepairPolicy(
+                "MediumPriority",
+                "False",
+                30 * MINUTE,
+                reason_regex=".*",
+                termination_grace_period_seconds=300.0,
+                priority=50,
+            ),
+        ]
+    )
+    sicken(made, node, kind="Diagnostic", reason="Unknown")
+    sicken(made, node, kind="MediumPriority")
+    made.advance(30 * MINUTE)
+    assert stored_claim(made, claim)["metadata"]["annotations"][TERMINATION_TIMESTAMP] == timestamp(
+        made.ctx.now + 5 * MINUTE
+    )
+
+
 def static_nodes(count, policies=SUITE):
     pool = nodepool_doc("static", replicas=count, template_spec={"requirements": C2X})
     made = lab(pool, options=STATIC_ON)
