@@ -968,3 +968,80 @@ def test_should_explicitly_exclude_standalone_nodeclaims_that_have_no_safe_repla
         ("Node", node, "Normal", standalone),
         ("NodeClaim", claim, "Normal", standalone),
     ]
+
+
+# Context "uninitialized nodes": registered, never initialized (a known ephemeral taint stays, as Karpenter's
+# registerNode leaves the Node without the initialized label).
+
+
+def uninitialize(made, claim, node):
+    stored = made.store.get("Node", node)
+    stored["metadata"]["labels"].pop("karpenter.sh/initialized", None)
+    taint = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
+    stored["spec"].setdefault("taints", []).append(taint)
+    made.store.update(stored)
+    stored = made.store.get("NodeClaim", claim)
+    for condition in stored["status"]["conditions"]:
+        if condition["type"] == "Initialized":
+            condition["status"] = "Unknown"
+    made.store.update(stored)
+    made.advance(5)
+    assert "karpenter.sh/initialized" not in made.store.get("Node", node)["metadata"]["labels"]
+
+
+def test_uninitialized_should_repair_an_unhealthy_node_that_never_initialized():
+    made, claim, node = one_node()
+    uninitialize(made, claim, node)
+    sicken(made, node)
+    made.advance(31 * MINUTE)
+    assert deleting(made, claim)
+
+
+def test_uninitialized_should_not_repair_before_the_toleration_duration_elapses():
+    made, claim, node = one_node()
+    uninitialize(made, claim, node)
+    sicken(made, node)
+    made.advance(29 * MINUTE)
+    assert not deleting(made, claim)
+
+
+def test_uninitialized_should_repair_without_disruption_budget():
+    made, claim, node = one_node(
+        pool=nodepool_doc(disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]})
+    )
+    uninitialize(made, claim, node)
+    sicken(made, node)
+    made.advance(31 * MINUTE)
+    assert deleting(made, claim)
+
+
+def test_uninitialized_should_not_consume_disruption_budget_for_initialized_nodes():
+    pool = nodepool_doc(
+        disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "1"}]}, template_spec={"requirements": C2X}
+    )
+    made = running(deployment(replicas=6, cpu="1500m"), pool=pool)
+    pairs = sorted((c["metadata"]["name"], c["status"]["nodeName"]) for c in made.store.list("NodeClaim"))
+    assert len(pairs) == 6
+    uninitialize(made, *pairs[0])
+    sicken(made, pairs[0][1])
+    sicken(made, pairs[1][1])
+    made.advance(30 * MINUTE)  # both due now: the initialized one's repair takes the budget, the other needs none
+    assert [deleting(made, claim) for claim, _ in pairs[:2]] == [True, True]
+
+
+def test_uninitialized_should_not_repair_a_node_carrying_the_do_not_repair_annotation():
+    made, claim, node = one_node()
+    annotate(made, "Node", node, **{DO_NOT_REPAIR: "true"})
+    uninitialize(made, claim, node)
+    sicken(made, node)
+    made.advance(31 * MINUTE)
+    assert not deleting(made, claim)
+
+
+def test_uninitialized_should_stop_repairing_a_nodepool_when_more_than_20_percent_of_its_nodes_are_unhealthy():
+    made, pairs = static_nodes(3)
+    for claim, node in pairs[:2]:
+        uninitialize(made, claim, node)
+        sicken(made, node)
+    made.advance(31 * MINUTE)
+    assert not any(deleting(made, claim) for claim, _ in pairs)
