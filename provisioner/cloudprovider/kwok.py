@@ -37,9 +37,11 @@ from provisioner.taints import UNREGISTERED
 
 PROVIDER_ID_PREFIX = "kwok://"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# kwok/cloudprovider/cloudprovider.go:197 (v1.15): Ready=False is the set's default fallback; both drain forcefully
+# (bound 0). The simulated KWOKUnhealthy/KWOKRebootRequired faults are left out: karpui's kwok raises neither.
 KWOK_REPAIR_POLICIES = (
-    RepairPolicy("Ready", "False", 10 * 60.0),
-    RepairPolicy("Ready", "Unknown", 10 * 60.0),
+    RepairPolicy("Ready", "False", 10 * 60.0, termination_grace_period_seconds=0.0),
+    RepairPolicy("Ready", "Unknown", 10 * 60.0, reason_regex=".*", termination_grace_period_seconds=0.0),
 )
 
 

@@ -34,12 +34,18 @@ class NodeClaimNotFoundError(CloudProviderError):
 
 @dataclass(frozen=True)
 class RepairPolicy:
-    """Karpenter's cloudprovider.RepairPolicy: a Node whose condition `condition_type` has had `condition_status`
-    for `toleration_seconds` is unhealthy past repair and is replaced (node auto-repair)."""
+    """Karpenter's cloudprovider.RepairPolicy (v1.15): a Node whose condition `condition_type` has had
+    `condition_status` (and a reason `reason_regex` finds; "" is the set's one default fallback) for
+    `toleration_seconds` is repaired by `action`, its drain bounded by `termination_grace_period_seconds` (None:
+    the NodeClaim's own; 0: forceful), `priority` (0-100) ordering repairs."""
 
     condition_type: str
     condition_status: str
     toleration_seconds: float
+    reason_regex: str = ""
+    termination_grace_period_seconds: float | None = None
+    priority: int = 0
+    action: str = "ReplaceNode"
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,7 @@ def validate(ctx: ClusterContext, command: Obj) -> Recheck:
     gone = departing(ctx, command)
     if command["spec"]["reason"] in (OVERPROVISIONED, repair.UNHEALTHY):
         # A static NodePool's scale-down is no simulation: it holds while it still has more nodes than replicas. A
-        # repair ignores budgets and do-not-disrupt: it holds while the node is still sick.
+        # repair ignores do-not-disrupt: it holds while the node is still sick (its budget is read as it starts).
         def still() -> Recheck:
             if command["spec"]["reason"] == repair.UNHEALTHY:
                 return Recheck(None, repair.problem(ctx, command))
@@ -452,15 +452,21 @@ def _force(ctx: ClusterContext, command: Obj) -> bool:
 
 
 def _start_repair(ctx: ClusterContext, command: Obj) -> bool:
-    """Repair the node unless too many of its NodePool's are unhealthy (then look again in five minutes)."""
+    """Repair the node unless its pods block a drain it has no bound for, too many of its NodePool's are unhealthy
+    (then look again in five minutes) or its budget allows no more (otherwise at the next pass)."""
     status = command["status"]
     if status.get("retryAt") and ctx.now < parse_timestamp(status["retryAt"]):
         return False
-    blocked = repair.hold_for_health(ctx, command)
-    if blocked:
-        status.update(message=f"blocked: {blocked}", retryAt=timestamp(ctx.now + repair.BLOCKED_RETRY_SECONDS))
-        ctx.api.update(command)
-        return True
+    for hold, retry in (
+        (repair.hold_for_drain, repair.BUDGET_RETRY_SECONDS),
+        (repair.hold_for_health, repair.BLOCKED_RETRY_SECONDS),
+        (repair.hold_for_budget, repair.BUDGET_RETRY_SECONDS),
+    ):
+        blocked = hold(ctx, command)
+        if blocked:
+            status.update(message=f"blocked: {blocked}", retryAt=timestamp(ctx.now + retry))
+            ctx.api.update(command)
+            return True
     for key in ("message", "retryAt"):
         status.pop(key, None)
     ctx.log(

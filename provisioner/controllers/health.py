@@ -15,7 +15,8 @@ from provisioner.cluster.objects import Obj, timestamp
 from provisioner.controllers.commands import live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.records import fingerprint_of, node_entry, record_command
-from provisioner.controllers.repair import METHOD, UNHEALTHY, unhealthy
+from provisioner.controllers.repair import METHOD, STANDALONE, UNHEALTHY, VETOED, unhealthy, vetoed
+from provisioner.labels import NODEPOOL
 from provisioner.options import NODE_REPAIR
 
 WATCHED = ("Node", "NodeClaim", "DisruptionCommand")
@@ -58,6 +59,21 @@ class NodeHealthController:
                 continue
             found = unhealthy(node, policies)
             if found is None:
+                continue
+            if not (claim["metadata"].get("labels") or {}).get(NODEPOOL):
+                # No NodePool to replace it from or budget it against (types.go:157): a standalone NodeClaim is
+                # never repaired.
+                for obj in (node, claim):
+                    ctx.publish(obj, "Normal", "DisruptionBlocked", STANDALONE)
+                continue
+            if vetoed(node):
+                # The operator's escape hatch holds every repair of the node; said once a policy is eligible
+                # (repair.go:97), and looked at again then.
+                if ctx.now >= found.due:
+                    for obj in (node, claim):
+                        ctx.publish(obj, "Normal", "DisruptionBlocked", VETOED)
+                else:
+                    dues.append(found.due)
                 continue
             fingerprint = fingerprint_of(UNHEALTHY, claim["metadata"]["name"], found.text, timestamp(found.since))
             earlier = decided.get(fingerprint)

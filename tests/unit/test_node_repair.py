@@ -68,7 +68,7 @@ def test_an_unhealthy_node_is_repaired_when_its_toleration_ends():
     assert command["status"]["forced"] == (
         f"forced: Node {node} has had Ready=False since {command['spec']['unhealthySince']}, past the cloud "
         "provider's 10m repair toleration; Karpenter repairs an unhealthy node then, whatever the approval mode, "
-        "budgets, do-not-disrupt or a pause"
+        "do-not-disrupt or a pause"
     )
 
 
@@ -159,7 +159,8 @@ def test_the_condition_whose_toleration_ends_first_decides():
     """should return the requeue interval for the condition closest to its terminationDuration"""
     policies = (
         RepairPolicy("BadNode", "False", 60 * 60.0),
-        RepairPolicy("ValidUnhealthyCondition", "False", 30 * 60.0),
+        # v1.15 allows one default fallback (policy.go:128): the other policy names a reason regex.
+        RepairPolicy("ValidUnhealthyCondition", "False", 30 * 60.0, reason_regex=".*"),
     )
     node = {
         "status": {
@@ -184,16 +185,6 @@ def test_the_queue_wakes_when_the_toleration_ends():
 
 
 # Forceful termination ---------------------------------------------------------------------------------------------
-
-
-def test_budgets_do_not_hold_a_repair():
-    """should ignore node disruption budgets"""
-    made, claim, node = one_node(
-        pool=nodepool_doc(disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]})
-    )
-    sicken(made, node)
-    made.advance(10 * 60 + 1)
-    assert deleting(made, claim)
 
 
 def test_do_not_disrupt_does_not_hold_a_repair():
@@ -242,16 +233,21 @@ def test_more_than_a_fifth_unhealthy_blocks_every_repair_in_the_nodepool():
     assert not any(deleting(made, claim) for claim, _ in pairs)
     commands = repairs(made)
     assert len(commands) == 3
-    assert {c["status"]["message"] for c in commands} == {"blocked: more than 20% nodes are unhealthy in the nodepool"}
+    message = 'more than 20% of nodes in nodepool "static" are unhealthy'  # v1.15, repair.go:148
+    assert {c["status"]["message"] for c in commands} == {f"blocked: {message}"}
     assert {c["status"]["retryAt"] for c in commands} == {timestamp(made.ctx.now - 1 + 5 * 60)}
     blocked = [e for e in made.store.list("Event", "default") if e["reason"] == "NodeRepairBlocked"]
-    assert sorted(e["involvedObject"]["name"] for e in blocked) == sorted(node for _, node in pairs[:3])
-    assert {(e["type"], e["message"]) for e in blocked} == {
-        ("Warning", "more than 20% nodes are unhealthy in the nodepool")
-    }
-    # One node recovers: two of ten is within the 20%, and the two are repaired at the next look.
+    # On the Node, the NodeClaim and the NodePool (once: it dedupes for 15 minutes), events.go:32.
+    assert sorted((e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in blocked) == sorted(
+        [("Node", node) for _, node in pairs[:3]]
+        + [("NodeClaim", claim) for claim, _ in pairs[:3]]
+        + [("NodePool", "static")]
+    )
+    assert {(e["type"], e["message"]) for e in blocked} == {("Warning", message)}
+    # One node recovers: two of ten is within the 20%, and the two are repaired from the next look, one at a time
+    # as the NodePool's default budget (10%) allows (v1.15, repair.go:154).
     sicken(made, pairs[2][1], status="True")
-    made.advance(5 * 60)
+    made.advance(6 * 60)
     assert [deleting(made, claim) for claim, _ in pairs[:3]] == [True, True, False]
 
 
