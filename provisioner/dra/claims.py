@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from provisioner.dra.cel import CELError, Device, evaluate, validate
@@ -28,9 +28,22 @@ class DeviceRequest:
     count: int = 1
     all: bool = False  # allocationMode: All
     selectors: tuple[str, ...] = ()
+    # firstAvailable: the subrequests after this one, tried in order when this one cannot be met; every name is
+    # qualified "<request>/<subrequest>", as allocation results name the subrequest that was chosen.
+    alternatives: tuple[DeviceRequest, ...] = ()
 
     def describe(self) -> str:
         return f'request "{self.name}" of claim "{self.claim}" (DeviceClass {self.device_class})'
+
+    def shape(self) -> tuple[object, ...]:
+        """What allocation depends on, leaving out the names (pods of one shape share their verdicts)."""
+        return (
+            self.device_class,
+            self.count,
+            self.all,
+            self.selectors,
+            tuple(alternative.shape() for alternative in self.alternatives),
+        )
 
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
@@ -80,46 +93,59 @@ def requests_from_claim_spec(spec: Mapping[str, Any], claim: str, path: str) -> 
         request = f.mapping(item, item_path, allowed=("name", "exactly", "firstAvailable"), required=True)
         name = f.string(request.get("name"), f"{item_path}.name", required=True) or ""
         if "exactly" in request:
-            exact_path, exact = f"{item_path}.exactly", request["exactly"]
+            requests.append(_exact_request(request["exactly"], f"{item_path}.exactly", claim, name, _EXACT_FIELDS))
         elif request.get("firstAvailable"):
-            exact_path, exact = f"{item_path}.firstAvailable[0]", request["firstAvailable"][0]
+            options = [
+                _exact_request(
+                    sub,
+                    f"{item_path}.firstAvailable[{sub_index}]",
+                    claim,
+                    f"{name}/{_subrequest_name(sub, f'{item_path}.firstAvailable[{sub_index}]')}",
+                    _SUBREQUEST_FIELDS,
+                )
+                for sub_index, sub in enumerate(
+                    f.sequence(request["firstAvailable"], f"{item_path}.firstAvailable", max_items=8)
+                )
+            ]
+            requests.append(replace(options[0], alternatives=tuple(options[1:])))
         else:
             raise ManifestError("one of exactly or firstAvailable is required", field=f"{item_path}.exactly")
-        exact = f.mapping(
-            exact,
-            exact_path,
-            allowed=(
-                "deviceClassName",
-                "selectors",
-                "allocationMode",
-                "count",
-                "capacity",
-                "adminAccess",
-                "tolerations",
-                "name",
-            ),
-            required=True,
-        )
-        device_class = f.string(exact.get("deviceClassName"), f"{exact_path}.deviceClassName", required=True) or ""
-        mode = exact.get("allocationMode", "ExactCount")
-        if mode not in ("ExactCount", "All"):
-            raise ManifestError(
-                f'Unsupported value: "{mode}": supported values: ExactCount, All', field=f"{exact_path}.allocationMode"
-            )
-        count = f.integer(exact.get("count", 1), f"{exact_path}.count", minimum=1, maximum=MAX_DEVICES_PER_CLAIM)
-        if mode == "All" and "count" in exact:
-            raise ManifestError("count may only be set with allocationMode ExactCount", field=f"{exact_path}.count")
-        requests.append(
-            DeviceRequest(
-                claim,
-                name,
-                device_class,
-                count or 1,
-                mode == "All",
-                _selectors(exact.get("selectors"), f"{exact_path}.selectors"),
-            )
-        )
     return requests
+
+
+def _subrequest_name(item: Any, path: str) -> str:
+    return f.string(f.mapping(item, path, required=True).get("name"), f"{path}.name", required=True) or ""
+
+
+# ExactDeviceRequest's fields ("name" is tolerated there as it always was) and DeviceSubRequest's.
+_EXACT_FIELDS = (
+    "name",
+    "deviceClassName",
+    "selectors",
+    "allocationMode",
+    "count",
+    "capacity",
+    "adminAccess",
+    "tolerations",
+)
+_SUBREQUEST_FIELDS = ("name", "deviceClassName", "selectors", "allocationMode", "count", "capacity", "tolerations")
+
+
+def _exact_request(item: Any, path: str, claim: str, name: str, allowed: tuple[str, ...]) -> DeviceRequest:
+    """An ExactDeviceRequest or a firstAvailable DeviceSubRequest, validated."""
+    exact = f.mapping(item, path, allowed=allowed, required=True)
+    device_class = f.string(exact.get("deviceClassName"), f"{path}.deviceClassName", required=True) or ""
+    mode = exact.get("allocationMode", "ExactCount")
+    if mode not in ("ExactCount", "All"):
+        raise ManifestError(
+            f'Unsupported value: "{mode}": supported values: ExactCount, All', field=f"{path}.allocationMode"
+        )
+    count = f.integer(exact.get("count", 1), f"{path}.count", minimum=1, maximum=MAX_DEVICES_PER_CLAIM)
+    if mode == "All" and "count" in exact:
+        raise ManifestError("count may only be set with allocationMode ExactCount", field=f"{path}.count")
+    return DeviceRequest(
+        claim, name, device_class, count or 1, mode == "All", _selectors(exact.get("selectors"), f"{path}.selectors")
+    )
 
 
 def validate_claim(doc: Mapping[str, Any]) -> None:
@@ -222,17 +248,33 @@ def allocate(
     chosen: list[tuple[DeviceRequest, Device]] = []
     used: set[DeviceKey] = set()
     for request in requests:
-        device_class = classes.get(request.device_class)
-        if device_class is None:
-            return f'DeviceClass "{request.device_class}" not found ({request.describe()})'
-        selectors = (*device_class.selectors, *request.selectors)
-        errors: list[str] = []
-        fitting = [d for d in available if key(d) not in used and _selected(selectors, d, errors)]
-        wanted = len(fitting) if request.all else request.count
-        if not fitting or len(fitting) < wanted:
-            why = f"; {errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "") if errors else ""
-            return f"cannot allocate {request.describe()}: {len(fitting)} matching device(s) free, {wanted} needed{why}"
-        for device in fitting[:wanted]:
+        # firstAvailable: the first subrequest that can be met wins (allocator.go tries them in order).
+        outcome = ""
+        for option in (request, *request.alternatives):
+            picked = _pick(option, available, used, classes)
+            if not isinstance(picked, str):
+                break
+            outcome = outcome or picked  # why the preferred one could not be met
+        if isinstance(picked, str):
+            return outcome
+        for device in picked:
             used.add(key(device))
-            chosen.append((request, device))
+            chosen.append((option, device))
     return chosen
+
+
+def _pick(
+    request: DeviceRequest, available: Sequence[Device], used: set[DeviceKey], classes: Mapping[str, DeviceClass]
+) -> list[Device] | str:
+    """The free devices one request takes, or why it cannot be met."""
+    device_class = classes.get(request.device_class)
+    if device_class is None:
+        return f'DeviceClass "{request.device_class}" not found ({request.describe()})'
+    selectors = (*device_class.selectors, *request.selectors)
+    errors: list[str] = []
+    fitting = [d for d in available if key(d) not in used and _selected(selectors, d, errors)]
+    wanted = len(fitting) if request.all else request.count
+    if not fitting or len(fitting) < wanted:
+        why = f"; {errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "") if errors else ""
+        return f"cannot allocate {request.describe()}: {len(fitting)} matching device(s) free, {wanted} needed{why}"
+    return fitting[:wanted]

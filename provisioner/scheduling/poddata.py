@@ -51,7 +51,7 @@ class PodState:
             strict=strict,
             tolerations=self.tolerations,
             node_filter=tuple(strict.merged(term) for term in self.required_terms) or (strict,),
-            devices=tuple((r.device_class, r.count, r.all, r.selectors) for r in self.pod.device_requests),
+            devices=tuple(r.shape() for r in self.pod.device_requests),
             host_ports=self.pod.host_ports,
             volumes=self.pod.volume_requirements,
         )

@@ -308,7 +308,6 @@ def test_f2_a_match_attribute_constraint_across_two_requests() -> None:
 # Context("Prioritized alternatives / FirstAvailable (H)") ------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="karpui reads only firstAvailable[0]")
 def test_h1_falls_back_to_the_next_subrequest_and_binds_its_qualified_name() -> None:
     """ "should bind the selected sub-request with a qualified reference when falling back (H1)": only 2 GPUs, so
     prefer-4 cannot be met and the claim is given fallback-2's, each result naming "req/fallback-2"."""
@@ -325,7 +324,6 @@ def test_h1_falls_back_to_the_next_subrequest_and_binds_its_qualified_name() -> 
     assert request_refs(made, "gpu-claim") == ["req/fallback-2", "req/fallback-2"]
 
 
-@pytest.mark.xfail(strict=True, reason='karpui names results by the request, not "<request>/<subrequest>"')
 def test_h2_binds_the_preferred_subrequest_when_it_fits() -> None:
     """ "should bind the preferred sub-request with a qualified reference when it fits (H2)"."""
     made = dra_lab(
