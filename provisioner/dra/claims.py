@@ -46,6 +46,13 @@ class DeviceRequest:
         )
 
 
+def merged(held: Sequence[DeviceRequest], added: Sequence[DeviceRequest]) -> tuple[DeviceRequest, ...]:
+    """The requests of pods sharing a node: a claim two pods share is allocated once (Karpenter's allocator
+    allocates each ResourceClaim once per scheduling loop), so its requests count once."""
+    seen = {(r.claim, r.name) for r in held}
+    return (*held, *(r for r in added if (r.claim, r.name) not in seen))
+
+
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 
 

@@ -584,7 +584,6 @@ def test_e2_a_second_pod_of_a_template_allocated_shared_claim_lands_on_the_same_
     assert len(nodeclaims(made)) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="karpui counts a claim two pods share once per pod")
 def test_e2_the_shared_claim_needs_one_device_not_one_per_pod() -> None:
     """E2 on a one-GPU type: the claim is allocated once (its one device), so both pods fit one NodeClaim."""
     made = dra_lab(
