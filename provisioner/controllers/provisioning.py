@@ -152,8 +152,7 @@ class ProvisioningController:
         pending = self._with_usable_volumes(ctx, provisionable)
         moving = [read for pod in deleting_pods(ctx, nodes) if (read := with_volume_requirements(ctx, pod))]
         pods = pending + moving
-        if ctx.ignore_dra_requests:
-            pods = self._without_dra(ctx, pods)
+        pods = self._without_dra(ctx, pods) if ctx.ignore_dra_requests else self._with_claims(ctx, pods)
         if not pods:
             self.failures = 0
             if ctx.buffer_nodes:
@@ -176,6 +175,23 @@ class ProvisioningController:
         for pod in pods:
             obj = ctx.api.get("Pod", pod.name, pod.namespace)
             if obj is not None and has_dra_requirements(obj["spec"]):
+                verdict = [{"nodepool": "", "kind": "devices", "message": message}]
+                if self.verdicts.get(pod.uid) != verdict:
+                    self.verdicts[pod.uid] = verdict
+                    ctx.log(logs.could_not_schedule(pod, message))
+                continue
+            kept.append(pod)
+        return kept
+
+    def _with_claims(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
+        """Karpenter's scheduler fails a pod one of whose ResourceClaims does not exist yet (scheduler.go add, from
+        dra.go resolvePodClaims), so it is deferred to a later loop; the others go on."""
+        kept = []
+        for pod in pods:
+            obj = ctx.api.get("Pod", pod.name, pod.namespace) if pod.resource_claims else None
+            missing = dra.missing_claim(ctx.api, obj) if obj is not None else None
+            if missing is not None:
+                message = f'resourceclaim "{missing}" not found'
                 verdict = [{"nodepool": "", "kind": "devices", "message": message}]
                 if self.verdicts.get(pod.uid) != verdict:
                     self.verdicts[pod.uid] = verdict

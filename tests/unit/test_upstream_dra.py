@@ -419,7 +419,6 @@ def test_runs_h2_a_claim_allocated_in_an_earlier_run_stays_as_it_is() -> None:
     assert allocated(made, "shared-claim") == run1
 
 
-@pytest.mark.xfail(strict=True, reason="karpui provisions a pod whose ResourceClaim is missing as if it had none")
 def test_runs_h3_a_pod_schedules_once_its_missing_claim_is_created() -> None:
     """ "should schedule on a later run once a missing claim is created (H3)"."""
     made = dra_lab(nodepool_doc(), draconfig(1), device_class(), dra_pod("p", ("gpu", "late-claim")))
@@ -435,7 +434,6 @@ def test_runs_h3_a_pod_schedules_once_its_missing_claim_is_created() -> None:
 # Context("Unsatisfiable / deferred (U)") -----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="karpui provisions a pod whose ResourceClaim is missing as if it had none")
 def test_u1_a_pod_whose_claim_does_not_exist_is_deferred() -> None:
     """ "should defer a pod whose ResourceClaim does not exist yet (U1)"."""
     made = dra_lab(nodepool_doc(), draconfig(1), device_class(), dra_pod("p", ("gpu", "missing-claim")))
@@ -465,7 +463,6 @@ def test_u3_the_device_class_is_missing() -> None:
     assert nodeclaims(made) == []
 
 
-@pytest.mark.xfail(strict=True, reason="karpui waits for a claim a null resourceClaimStatuses name says is not needed")
 def test_u4_a_template_reference_with_no_generated_claim_is_skipped() -> None:
     """ "should skip a claim-template reference whose generated name is nil (U4)": a resourceClaimStatuses entry
     with no claim name means no claim is needed (dra.go resourceClaimName), so the pod schedules as a plain pod."""
