@@ -30,6 +30,7 @@ from provisioner.controllers.attribution import attribute_launch
 from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.consolidation import currently_reschedulable
+from provisioner.dra.claims import DeviceRequest, allocate, merged
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.objects import NodePool
@@ -566,11 +567,17 @@ def _daemon_pod(obj: Obj, template_spec: Mapping[str, Any], namespace: str) -> P
         return None
 
 
-def _requested_drivers(plan: NodeClaimPlan) -> dict[str, str]:
-    """Karpenter's `karpenter.sh/requested-dra-drivers`: initialization waits for these drivers' slices."""
-    if not any(pod.device_requests for pod in plan.pods) or not plan.options:
+def _requested_drivers(ctx: ClusterContext, plan: NodeClaimPlan) -> dict[str, str]:
+    """Karpenter's `karpenter.sh/requested-dra-drivers`: initialization waits for these drivers' slices. They are
+    the drivers of the devices allocated to the NodeClaim's pods (scheduling/dra.go draDriversForNodeClaim), not
+    every driver its instance type has."""
+    requests: tuple[DeviceRequest, ...] = ()
+    for pod in plan.pods:
+        requests = merged(requests, pod.device_requests)
+    if not requests or not plan.options:
         return {}
-    drivers = sorted({d.driver for d in declared_devices(plan.options[0].instance_type)})
+    outcome = allocate(requests, declared_devices(plan.options[0].instance_type), dra.device_classes(ctx.api))
+    drivers = sorted({device.driver for _, device in outcome}) if not isinstance(outcome, str) else []
     return {"karpenter.sh/requested-dra-drivers": ",".join(drivers)} if drivers else {}
 
 
@@ -621,7 +628,7 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
                             "karpenter.sh/nodeclaim-min-values-relaxed": "true" if plan.min_values_relaxed else "false"
                         }
                     ),
-                    **_requested_drivers(plan),
+                    **_requested_drivers(ctx, plan),
                     **_overlays_applied(plan),
                 },
                 "ownerReferences": [

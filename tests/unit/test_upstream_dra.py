@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner.lab import Lab
 from provisioner.options import KarpenterOptions
 from tests.lab_builders import KWOK_CLASS, START, config_of, nodepool_doc
@@ -360,7 +358,6 @@ def test_g1_lists_every_driver_whose_devices_were_allocated() -> None:
     assert nodeclaim["metadata"]["annotations"][DRIVERS] == f"{GPU_DRIVER},{NIC_DRIVER}"
 
 
-@pytest.mark.xfail(strict=True, reason="karpui annotates every driver the instance type declares")
 def test_g1_lists_only_the_drivers_whose_devices_were_allocated() -> None:
     """G1's rule from the other side: the type also publishes a NIC, but the pod claims only a GPU, so only the GPU
     driver is annotated (nodeclaim.go FinalizeScheduling records the drivers of the allocated devices)."""
