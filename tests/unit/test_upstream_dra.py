@@ -6,12 +6,20 @@ instance types carry ResourceSlice templates; here a DRAConfig declares the same
 name ("gpu-it" is c-2x-amd64-linux), and the lab's driver publishes them once a node of that type exists. Karpenter's
 ExpectResourceClaimAllocated reads the allocation kube-scheduler writes at binding; the lab's kube-scheduler writes it
 the same way, once the driver has published the node's slices (every 30 s).
+
+The matchAttribute cases at the end follow pkg/scheduling/dynamicresources/allocator_test.go (Describe "Constraint
+satisfaction", "Constraint scoped to request subset") and constraint_test.go (Describe "MatchAttributeConstraint"),
+through karpui's allocate.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from provisioner.dra.cel import Device
+from provisioner.dra.claims import DeviceClass, allocate, requests_from_claim_spec
 from provisioner.lab import Lab
 from provisioner.options import KarpenterOptions
 from tests.lab_builders import KWOK_CLASS, START, config_of, nodepool_doc
@@ -303,6 +311,24 @@ def test_f2_a_match_attribute_constraint_across_two_requests() -> None:
     assert len(allocated(made, "gpu-claim")) == 2
 
 
+@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
+def test_f2_a_match_attribute_constraint_no_pair_of_devices_meets() -> None:
+    """F2 from the other side: the type's two GPUs sit on different PCIe roots, so no NodeClaim can serve the claim
+    (karpui ignored constraints and launched one)."""
+    pcie_root = f"{GPU_DRIVER}/pcieRoot"
+    devices = [{"name": f"gpu-{i}", "attributes": {pcie_root: {"string": f"root-{i}"}}} for i in range(2)]
+    made = dra_lab(
+        nodepool_doc(),
+        draconfig(devices),
+        device_class(),
+        claim("gpu-claim", exact("req-a"), exact("req-b"), constraints=[{"matchAttribute": pcie_root}]),
+        dra_pod("p", ("gpu", "gpu-claim")),
+    )
+    made.advance(PUBLISHED)
+    assert not_scheduled(made, "p")
+    assert nodeclaims(made) == []
+
+
 # Context("Prioritized alternatives / FirstAvailable (H)") ------------------------------------------------------------
 
 
@@ -590,3 +616,165 @@ def test_e2_the_shared_claim_needs_one_device_not_one_per_pod() -> None:
     )
     made.advance(2)
     assert len(nodeclaims(made)) == 1
+
+
+# allocator_test.go Describe("Constraint satisfaction") and Describe("Constraint scoped to request subset") ---------
+
+CLASSES = {"gpu": DeviceClass("gpu", ('device.driver == "gpu.example.com"',))}
+NUMA = f"{GPU_DRIVER}/numa"
+
+
+def numa_devices(*nodes: str) -> list[Device]:
+    return [
+        Device.from_spec({"name": f"gpu-{i}", "attributes": {NUMA: {"string": node}}}, GPU_DRIVER, "pool-a")
+        for i, node in enumerate(nodes)
+    ]
+
+
+def claim_requests(name: str, *requests: dict[str, Any], constraints: list[dict[str, Any]]) -> list[Any]:
+    spec = {"devices": {"requests": list(requests), "constraints": constraints}}
+    return requests_from_claim_spec(spec, name, "spec")
+
+
+def allocation(outcome: Any) -> list[tuple[str, str]] | str:
+    """(request, device) of each allocated device, or allocate's reason."""
+    return outcome if isinstance(outcome, str) else [(request.name, device.name) for request, device in outcome]
+
+
+NO_CHOICE = 'cannot allocate the devices of claim "c1": no choice of devices satisfies its matchAttribute constraints'
+
+
+def test_allocator_satisfies_match_attribute_constraints() -> None:
+    """ "Constraint satisfaction" / "should satisfy MatchAttribute constraints"."""
+    requests = claim_requests("c1", exact("req-1", count=2), constraints=[{"matchAttribute": NUMA}])
+    outcome = allocate(requests, numa_devices("node-0", "node-0", "node-1", "node-1"), CLASSES)
+    assert allocation(outcome) == [("req-1", "gpu-0"), ("req-1", "gpu-1")]
+
+
+@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
+def test_allocator_backtracks_and_fails_when_no_numa_node_has_three() -> None:
+    """ "Constraint satisfaction" / "should backtrack to satisfy constraints": 3 devices on one NUMA node, of 2+2."""
+    requests = claim_requests("c1", exact("req-1", count=3), constraints=[{"matchAttribute": NUMA}])
+    assert allocate(requests, numa_devices("node-0", "node-0", "node-1", "node-1"), CLASSES) == NO_CHOICE
+
+
+@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
+def test_allocator_backtracks_past_a_first_device_that_pins_the_wrong_value() -> None:
+    """The DFS of "should backtrack to satisfy constraints" where it matters: the first device's NUMA node has no
+    second device, so the pair is the next two."""
+    requests = claim_requests("c1", exact("req-1", count=2), constraints=[{"matchAttribute": NUMA}])
+    outcome = allocate(requests, numa_devices("node-0", "node-1", "node-1"), CLASSES)
+    assert allocation(outcome) == [("req-1", "gpu-1"), ("req-1", "gpu-2")]
+
+
+@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
+def test_allocator_satisfies_constraints_with_backtracking_across_requests() -> None:
+    """ "Constraint satisfaction" / "should satisfy constraints with backtracking across requests"."""
+    requests = claim_requests(
+        "c1",
+        exact("req-1", count=2),
+        exact("req-2", count=2),
+        constraints=[
+            {"matchAttribute": NUMA, "requests": ["req-1"]},
+            {"matchAttribute": NUMA, "requests": ["req-2"]},
+        ],
+    )
+    outcome = allocate(requests, numa_devices("node-0", "node-1", "node-0", "node-1"), CLASSES)
+    assert allocation(outcome) == [("req-1", "gpu-0"), ("req-1", "gpu-2"), ("req-2", "gpu-1"), ("req-2", "gpu-3")]
+
+
+def test_allocator_lets_unscoped_requests_cross_constraint_boundaries() -> None:
+    """ "Constraint scoped to request subset" / "should allow non-scoped requests to cross constraint boundaries"."""
+    requests = claim_requests(
+        "c1",
+        exact("req-a"),
+        exact("req-b"),
+        exact("req-c"),
+        constraints=[{"matchAttribute": NUMA, "requests": ["req-a", "req-b"]}],
+    )
+    outcome = allocate(requests, numa_devices("node-0", "node-0", "node-1"), CLASSES)
+    assert allocation(outcome) == [("req-a", "gpu-0"), ("req-b", "gpu-1"), ("req-c", "gpu-2")]
+
+
+# constraint_test.go Describe("MatchAttributeConstraint") / Describe("direct comparison (concrete attribute values)")
+
+ZONE_ATTRIBUTE = "topology.kubernetes.io/zone"
+
+
+def zoned(*zones: str | None) -> list[Device]:
+    return [
+        Device.from_spec(
+            {"name": f"dev-{'abc'[i]}", "attributes": {ZONE_ATTRIBUTE: {"string": zone}} if zone else {}},
+            GPU_DRIVER,
+            "pool-a",
+        )
+        for i, zone in enumerate(zones)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("zones", "expected"),
+    [
+        (("us-west-2a", "us-west-2a"), [("req-a", "dev-a"), ("req-b", "dev-b")]),
+        pytest.param(
+            ("us-west-2a", "us-east-1a"),
+            NO_CHOICE,
+            marks=pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints"),
+        ),
+    ],
+    ids=[
+        "should accept a second device with the same attribute value",
+        "should reject a device with a different attribute value",
+    ],
+)
+def test_constraint_compares_the_attribute_across_requests(zones: tuple[str, ...], expected: Any) -> None:
+    """ "direct comparison": with no requestNames the constraint applies to all requests."""
+    requests = claim_requests("c1", exact("req-a"), exact("req-b"), constraints=[{"matchAttribute": ZONE_ATTRIBUTE}])
+    assert allocation(allocate(requests, zoned(*zones), CLASSES)) == expected
+
+
+@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
+def test_constraint_rejects_a_device_missing_the_attribute() -> None:
+    """ "should reject a device missing the attribute"."""
+    requests = claim_requests("c1", exact("req-a"), constraints=[{"matchAttribute": ZONE_ATTRIBUTE}])
+    assert allocate(requests, zoned(None), CLASSES) == NO_CHOICE
+
+
+def test_constraint_applies_only_to_the_requests_it_names() -> None:
+    """ "should only apply to named requests when requestNames is set"."""
+    requests = claim_requests(
+        "c1", exact("req-a"), exact("req-b"), constraints=[{"matchAttribute": ZONE_ATTRIBUTE, "requests": ["req-a"]}]
+    )
+    assert allocation(allocate(requests, zoned("us-west-2a", "us-east-1a"), CLASSES)) == [
+        ("req-a", "dev-a"),
+        ("req-b", "dev-b"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        pytest.param(
+            ["gpu"], NO_CHOICE, marks=pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
+        ),
+        pytest.param(
+            ["gpu/a100"],
+            NO_CHOICE,
+            marks=pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints"),
+        ),
+        (["gpu/h100"], [("gpu/a100", "dev-a"), ("gpu/a100", "dev-b")]),
+    ],
+    ids=[
+        "should apply to sub-requests when requestNames contains the parent",
+        "should apply to sub-requests when requestNames contains the qualified name",
+        "should skip sub-requests when requestNames contains a different qualified name",
+    ],
+)
+def test_constraint_on_subrequests(names: list[str], expected: Any) -> None:
+    """A firstAvailable subrequest is under a constraint naming its parent or its own qualified name."""
+    requests = claim_requests(
+        "c1",
+        first_available("gpu", ("a100", 2)),
+        constraints=[{"matchAttribute": ZONE_ATTRIBUTE, "requests": names}],
+    )
+    assert allocation(allocate(requests, zoned("us-west-2a", "us-east-1a"), CLASSES)) == expected
