@@ -31,6 +31,8 @@ class DeviceRequest:
     # firstAvailable: the subrequests after this one, tried in order when this one cannot be met; every name is
     # qualified "<request>/<subrequest>", as allocation results name the subrequest that was chosen.
     alternatives: tuple[DeviceRequest, ...] = ()
+    # The claim's matchAttribute constraints this request is under: (constraint's index in the claim, attribute).
+    match: tuple[tuple[int, str], ...] = ()
 
     def describe(self) -> str:
         return f'request "{self.name}" of claim "{self.claim}" (DeviceClass {self.device_class})'
@@ -43,6 +45,7 @@ class DeviceRequest:
             self.all,
             self.selectors,
             tuple(alternative.shape() for alternative in self.alternatives),
+            self.match,
         )
 
 
@@ -92,6 +95,7 @@ def requests_from_claim_spec(spec: Mapping[str, Any], claim: str, path: str) -> 
     devices = f.mapping(
         f.mapping(spec, path).get("devices"), f"{path}.devices", allowed=("requests", "constraints", "config")
     )
+    constraints = _constraints(devices.get("constraints"), f"{path}.devices.constraints")
     requests = []
     for index, item in enumerate(
         f.sequence(devices.get("requests"), f"{path}.devices.requests", max_items=MAX_DEVICES_PER_CLAIM)
@@ -100,7 +104,8 @@ def requests_from_claim_spec(spec: Mapping[str, Any], claim: str, path: str) -> 
         request = f.mapping(item, item_path, allowed=("name", "exactly", "firstAvailable"), required=True)
         name = f.string(request.get("name"), f"{item_path}.name", required=True) or ""
         if "exactly" in request:
-            requests.append(_exact_request(request["exactly"], f"{item_path}.exactly", claim, name, _EXACT_FIELDS))
+            exact = _exact_request(request["exactly"], f"{item_path}.exactly", claim, name, _EXACT_FIELDS)
+            requests.append(_constrained(exact, name, constraints))
         elif request.get("firstAvailable"):
             options = [
                 _exact_request(
@@ -114,10 +119,38 @@ def requests_from_claim_spec(spec: Mapping[str, Any], claim: str, path: str) -> 
                     f.sequence(request["firstAvailable"], f"{item_path}.firstAvailable", max_items=8)
                 )
             ]
+            options = [_constrained(option, name, constraints) for option in options]
             requests.append(replace(options[0], alternatives=tuple(options[1:])))
         else:
             raise ManifestError("one of exactly or firstAvailable is required", field=f"{item_path}.exactly")
     return requests
+
+
+def _constraints(items: Any, path: str) -> list[tuple[int, str, frozenset[str]]]:
+    """A claim's matchAttribute constraints: (index, fully qualified attribute, the requests it names, or none for
+    all). distinctAttribute is left as it was: read by nothing."""
+    constraints = []
+    for index, item in enumerate(f.sequence(items, path)):
+        item_path = f"{path}[{index}]"
+        constraint = f.mapping(item, item_path, required=True)
+        attribute = f.string(constraint.get("matchAttribute"), f"{item_path}.matchAttribute")
+        if attribute:
+            names = f.sequence(constraint.get("requests"), f"{item_path}.requests")
+            constraints.append((index, attribute, frozenset(str(n) for n in names)))
+    return constraints
+
+
+def _constrained(
+    request: DeviceRequest, parent: str, constraints: Sequence[tuple[int, str, frozenset[str]]]
+) -> DeviceRequest:
+    """The request under the constraints that name it, by its own name or (a subrequest) its parent's, or name none
+    (constraint.go matches)."""
+    match = tuple(
+        (index, attribute)
+        for index, attribute, names in constraints
+        if not names or parent in names or request.name in names
+    )
+    return replace(request, match=match) if match else request
 
 
 def _subrequest_name(item: Any, path: str) -> str:
@@ -250,7 +283,8 @@ def allocate(
     classes: Mapping[str, DeviceClass],
     taken: set[DeviceKey] | frozenset[DeviceKey] = frozenset(),
 ) -> list[tuple[DeviceRequest, Device]] | str:
-    """Devices for every request (each device used once), or why not. Requests are filled in order, greedily."""
+    """Devices for every request (each device used once), or why not. Requests are filled in order, greedily; where
+    that breaks a claim's matchAttribute constraint, a search backtracks."""
     available = [d for d in devices if key(d) not in taken]
     chosen: list[tuple[DeviceRequest, Device]] = []
     used: set[DeviceKey] = set()
@@ -267,7 +301,108 @@ def allocate(
         for device in picked:
             used.add(key(device))
             chosen.append((option, device))
-    return chosen
+    if not any(option.match for request in requests for option in (request, *request.alternatives)):
+        return chosen
+    if _pins(chosen) is not None:
+        return chosen
+    # The greedy choice breaks a matchAttribute constraint: search as Karpenter's allocator does (a DFS that
+    # backtracks over devices and subrequests, allocator.go), within a budget.
+    found = _search(requests, available, classes)
+    if found is not None:
+        return found
+    claims = sorted(
+        {request.claim for request in requests if request.match or any(a.match for a in request.alternatives)}
+    )
+    return f'cannot allocate the devices of claim "{claims[0]}": no choice of devices satisfies its matchAttribute constraints'
+
+
+# Devices tried before a constrained search gives up: a deterministic stand-in for allocator.go's 5 s allocateTimeout.
+_SEARCH_BUDGET = 20_000
+Pins = dict[tuple[str, int], tuple[str, Any]]
+
+
+def _attribute(device: Device, name: str) -> tuple[str, Any] | None:
+    """A device's attribute by its fully qualified name (typed, so "1" and 1 differ), or None (constraint.go
+    LookupAttribute: an unqualified device attribute is the driver's)."""
+    domain, _, short = name.rpartition("/")
+    values = device.attributes.get(domain or device.driver) or {}
+    return (type(values[short]).__name__, values[short]) if short in values else None
+
+
+def _pin(request: DeviceRequest, device: Device, pins: Pins) -> Pins | None:
+    """The pins with the device's values for the request's constraints added, or None when it breaks one: the
+    first device pins a constraint's value, a device lacking the attribute never fits (MatchAttributeConstraint)."""
+    for index, attribute in request.match:
+        value = _attribute(device, attribute)
+        pinned = pins.get((request.claim, index))
+        if value is None or (pinned is not None and pinned != value):
+            return None
+        if pinned is None:
+            pins = {**pins, (request.claim, index): value}
+    return pins
+
+
+def _pins(chosen: Sequence[tuple[DeviceRequest, Device]]) -> Pins | None:
+    pins: Pins | None = {}
+    for request, device in chosen:
+        pins = _pin(request, device, pins) if pins is not None else None
+    return pins
+
+
+def _search(
+    requests: Sequence[DeviceRequest], available: Sequence[Device], classes: Mapping[str, DeviceClass]
+) -> list[tuple[DeviceRequest, Device]] | None:
+    """Devices for every request meeting every constraint, trying subrequests in order; None if there are none (or
+    the budget ran out)."""
+    budget = [_SEARCH_BUDGET]
+    matching: dict[DeviceRequest, list[Device]] = {}
+
+    def candidates(option: DeviceRequest) -> list[Device]:
+        if option not in matching:
+            device_class = classes.get(option.device_class)
+            selectors = (*device_class.selectors, *option.selectors) if device_class else ()
+            matching[option] = [d for d in available if device_class and _selected(selectors, d, [])]
+        return matching[option]
+
+    def place(index: int, used: frozenset[DeviceKey], pins: Pins) -> list[tuple[DeviceRequest, Device]] | None:
+        if index == len(requests):
+            return []
+        for option in (requests[index], *requests[index].alternatives):
+            free = [d for d in candidates(option) if key(d) not in used]
+            need = len(free) if option.all else option.count
+            if free and need <= len(free):
+                found = choose(option, free, 0, need, (), used, pins, index)
+                if found is not None:
+                    return found
+        return None
+
+    def choose(
+        option: DeviceRequest,
+        free: list[Device],
+        start: int,
+        need: int,
+        picked: tuple[Device, ...],
+        used: frozenset[DeviceKey],
+        pins: Pins,
+        index: int,
+    ) -> list[tuple[DeviceRequest, Device]] | None:
+        if need == 0:
+            rest = place(index + 1, used, pins)
+            return None if rest is None else [(option, d) for d in picked] + rest
+        for position in range(start, len(free) - need + 1):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            pinned = _pin(option, free[position], pins)
+            if pinned is None:
+                continue
+            device = free[position]
+            found = choose(option, free, position + 1, need - 1, (*picked, device), used | {key(device)}, pinned, index)
+            if found is not None:
+                return found
+        return None
+
+    return place(0, frozenset(), {})
 
 
 def _pick(

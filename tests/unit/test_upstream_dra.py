@@ -311,7 +311,6 @@ def test_f2_a_match_attribute_constraint_across_two_requests() -> None:
     assert len(allocated(made, "gpu-claim")) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
 def test_f2_a_match_attribute_constraint_no_pair_of_devices_meets() -> None:
     """F2 from the other side: the type's two GPUs sit on different PCIe roots, so no NodeClaim can serve the claim
     (karpui ignored constraints and launched one)."""
@@ -651,14 +650,12 @@ def test_allocator_satisfies_match_attribute_constraints() -> None:
     assert allocation(outcome) == [("req-1", "gpu-0"), ("req-1", "gpu-1")]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
 def test_allocator_backtracks_and_fails_when_no_numa_node_has_three() -> None:
     """ "Constraint satisfaction" / "should backtrack to satisfy constraints": 3 devices on one NUMA node, of 2+2."""
     requests = claim_requests("c1", exact("req-1", count=3), constraints=[{"matchAttribute": NUMA}])
     assert allocate(requests, numa_devices("node-0", "node-0", "node-1", "node-1"), CLASSES) == NO_CHOICE
 
 
-@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
 def test_allocator_backtracks_past_a_first_device_that_pins_the_wrong_value() -> None:
     """The DFS of "should backtrack to satisfy constraints" where it matters: the first device's NUMA node has no
     second device, so the pair is the next two."""
@@ -667,7 +664,6 @@ def test_allocator_backtracks_past_a_first_device_that_pins_the_wrong_value() ->
     assert allocation(outcome) == [("req-1", "gpu-1"), ("req-1", "gpu-2")]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
 def test_allocator_satisfies_constraints_with_backtracking_across_requests() -> None:
     """ "Constraint satisfaction" / "should satisfy constraints with backtracking across requests"."""
     requests = claim_requests(
@@ -716,11 +712,7 @@ def zoned(*zones: str | None) -> list[Device]:
     ("zones", "expected"),
     [
         (("us-west-2a", "us-west-2a"), [("req-a", "dev-a"), ("req-b", "dev-b")]),
-        pytest.param(
-            ("us-west-2a", "us-east-1a"),
-            NO_CHOICE,
-            marks=pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints"),
-        ),
+        (("us-west-2a", "us-east-1a"), NO_CHOICE),
     ],
     ids=[
         "should accept a second device with the same attribute value",
@@ -733,7 +725,6 @@ def test_constraint_compares_the_attribute_across_requests(zones: tuple[str, ...
     assert allocation(allocate(requests, zoned(*zones), CLASSES)) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
 def test_constraint_rejects_a_device_missing_the_attribute() -> None:
     """ "should reject a device missing the attribute"."""
     requests = claim_requests("c1", exact("req-a"), constraints=[{"matchAttribute": ZONE_ATTRIBUTE}])
@@ -754,14 +745,8 @@ def test_constraint_applies_only_to_the_requests_it_names() -> None:
 @pytest.mark.parametrize(
     ("names", "expected"),
     [
-        pytest.param(
-            ["gpu"], NO_CHOICE, marks=pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints")
-        ),
-        pytest.param(
-            ["gpu/a100"],
-            NO_CHOICE,
-            marks=pytest.mark.xfail(strict=True, reason="karpui ignores matchAttribute constraints"),
-        ),
+        (["gpu"], NO_CHOICE),
+        (["gpu/a100"], NO_CHOICE),
         (["gpu/h100"], [("gpu/a100", "dev-a"), ("gpu/a100", "dev-b")]),
     ],
     ids=[
