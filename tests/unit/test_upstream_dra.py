@@ -763,3 +763,222 @@ def test_constraint_on_subrequests(names: list[str], expected: Any) -> None:
         constraints=[{"matchAttribute": ZONE_ATTRIBUTE, "requests": names}],
     )
     assert allocation(allocate(requests, zoned("us-west-2a", "us-east-1a"), CLASSES)) == expected
+
+
+# allocator_test.go Describe("CEL selector filtering"), ("Combined class and request selectors"),
+# ("All-mode allocation") and ("FirstAvailable DFS") ---------------------------------------------------------------
+
+
+def devices_with(driver: str, **attributes: dict[str, Any]) -> list[Device]:
+    """Devices of one pool by name, each with its (driver-domain) attributes."""
+    return [
+        Device.from_spec({"name": name, "attributes": attrs}, driver, "pool-a") for name, attrs in attributes.items()
+    ]
+
+
+def selector_class(name: str, expression: str) -> DeviceClass:
+    return DeviceClass(name, (expression,))
+
+
+def request(name: str, device_class_name: str, count: int | None = 1, selector: str | None = None) -> dict[str, Any]:
+    """An exactly request (count None: All mode), with a request-level CEL selector if given."""
+    spec = exact(name, device_class_name, count)
+    if selector:
+        spec["exactly"]["selectors"] = [{"cel": {"expression": selector}}]
+    return spec
+
+
+def subrequest(name: str, device_class_name: str, count: int | None = 1, selector: str | None = None) -> dict[str, Any]:
+    return {"name": name, **request(name, device_class_name, count, selector)["exactly"]}
+
+
+def plain_claim(name: str, *requests: dict[str, Any], constraints: list[dict[str, Any]] | None = None) -> list[Any]:
+    return claim_requests(name, *requests, constraints=constraints or [])
+
+
+MODELS = devices_with(
+    GPU_DRIVER,
+    **{
+        "gpu-0": {"model": {"string": "H100"}},
+        "gpu-1": {"model": {"string": "A100"}},
+        "gpu-2": {"model": {"string": "H100"}},
+    },
+)
+H100 = selector_class("h100", f'device.attributes["{GPU_DRIVER}"].model == "H100"')
+
+
+def test_cel_selector_filtering_allocates_only_matching_devices() -> None:
+    """ "CEL selector filtering" / "should only allocate devices matching the selector"."""
+    outcome = allocate(plain_claim("c1", request("req-1", "h100", 2)), MODELS, {"h100": H100})
+    assert allocation(outcome) == [("req-1", "gpu-0"), ("req-1", "gpu-2")]
+
+
+def test_cel_selector_filtering_fails_when_too_few_devices_match() -> None:
+    """ "CEL selector filtering" / "should fail when not enough devices match the selector"."""
+    outcome = allocate(plain_claim("c1", request("req-1", "h100", 3)), MODELS, {"h100": H100})
+    assert (
+        outcome
+        == 'cannot allocate request "req-1" of claim "c1" (DeviceClass h100): 2 matching device(s) free, 3 needed'
+    )
+
+
+def test_cel_selector_filtering_with_request_level_selectors() -> None:
+    """ "CEL selector filtering" / "should filter with request-level selectors"."""
+    selector = f'device.attributes["{GPU_DRIVER}"].model == "A100"'
+    outcome = allocate(plain_claim("c1", request("req-1", "gpu", 1, selector)), MODELS, CLASSES)
+    assert allocation(outcome) == [("req-1", "gpu-1")]
+
+
+def test_both_class_and_request_selectors_must_match() -> None:
+    """ "Combined class and request selectors" / "should require both class and request selectors to match"."""
+    devices = devices_with(
+        GPU_DRIVER,
+        **{
+            "gpu-0": {"model": {"string": "H100"}, "memory": {"int": 80}},
+            "gpu-1": {"model": {"string": "H100"}, "memory": {"int": 40}},
+            "gpu-2": {"model": {"string": "A100"}, "memory": {"int": 80}},
+        },
+    )
+    classes = {"h100-class": H100}
+    memory = f'device.attributes["{GPU_DRIVER}"].memory > 60'
+    outcome = allocate(plain_claim("c1", request("req-1", "h100-class", 1, memory)), devices, classes)
+    assert allocation(outcome) == [("req-1", "gpu-0")]
+    outcome = allocate(plain_claim("c2", request("req-1", "h100-class", 2, memory)), devices, classes)
+    assert outcome == (
+        'cannot allocate request "req-1" of claim "c2" (DeviceClass h100-class): 1 matching device(s) free, 2 needed'
+    )
+
+
+def test_all_mode_fails_when_it_matches_no_device() -> None:
+    """ "All-mode allocation" / "should fail when an All-mode request matches zero devices"."""
+    nics = devices_with(NIC_DRIVER, **{"nic-0": {}})
+    outcome = allocate(plain_claim("c1", request("req-1", "gpu", None)), nics, CLASSES)
+    assert (
+        outcome
+        == 'cannot allocate request "req-1" of claim "c1" (DeviceClass gpu): 0 matching device(s) free, 0 needed'
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="karpui gives All mode the free matching devices only")
+def test_all_mode_fails_when_a_matching_device_is_already_allocated() -> None:
+    """ "All-mode allocation" / "should fail when an already-allocated device is in the all set": All mode needs
+    every eligible device, and gpu-0 is taken."""
+    gpus = devices_with(GPU_DRIVER, **{"gpu-0": {}, "gpu-1": {}})
+    taken = {(GPU_DRIVER, "pool-a", "gpu-0")}
+    outcome = allocate(plain_claim("c1", request("req-1", "gpu", None)), gpus, CLASSES, taken)
+    assert outcome == (
+        'cannot allocate request "req-1" of claim "c1" (DeviceClass gpu): allocationMode All needs every matching '
+        "device, and 1 of 2 are allocated already"
+    )
+
+
+def test_all_mode_and_exact_count_mixed_in_one_claim() -> None:
+    """ "All-mode allocation" / "should work with All-mode and ExactCount mixed in the same claim"."""
+    devices = devices_with(
+        GPU_DRIVER,
+        **{
+            "gpu-0": {"type": {"string": "compute"}},
+            "gpu-1": {"type": {"string": "compute"}},
+            "nic-0": {"type": {"string": "network"}},
+        },
+    )
+    classes = {
+        kind: selector_class(kind, f'device.attributes["{GPU_DRIVER}"].type == "{kind}"')
+        for kind in ("compute", "network")
+    }
+    outcome = allocate(
+        plain_claim("c1", request("all-compute", "compute", None), request("one-nic", "network")), devices, classes
+    )
+    assert allocation(outcome) == [("all-compute", "gpu-0"), ("all-compute", "gpu-1"), ("one-nic", "nic-0")]
+
+
+def test_all_mode_satisfies_match_attribute_constraints() -> None:
+    """ "All-mode allocation" / "should satisfy MatchAttribute constraints in All mode"."""
+    requests = claim_requests("c1", request("req-1", "gpu", None), constraints=[{"matchAttribute": NUMA}])
+    outcome = allocate(requests, numa_devices("node-0", "node-0"), CLASSES)
+    assert allocation(outcome) == [("req-1", "gpu-0"), ("req-1", "gpu-1")]
+
+
+def test_first_available_falls_back_to_a_lower_priority_subrequest() -> None:
+    """ "FirstAvailable DFS" / "should fall back to lower-priority sub-request when higher fails"."""
+    gpus = devices_with(GPU_DRIVER, **{"gpu-0": {}, "gpu-1": {}})
+    requests = plain_claim("c1", first_available("gpu-req", ("prefer-4", 4), ("fallback-2", 2)))
+    assert allocation(allocate(requests, gpus, CLASSES)) == [
+        ("gpu-req/fallback-2", "gpu-0"),
+        ("gpu-req/fallback-2", "gpu-1"),
+    ]
+
+
+def test_first_available_fails_when_no_subrequest_is_satisfiable() -> None:
+    """ "FirstAvailable DFS" / "should fail when no sub-request is satisfiable": the preferred one's reason."""
+    gpus = devices_with(GPU_DRIVER, **{"gpu-0": {}})
+    requests = plain_claim("c1", first_available("gpu-req", ("prefer-4", 4), ("fallback-2", 2)))
+    assert allocate(requests, gpus, CLASSES) == (
+        'cannot allocate request "gpu-req/prefer-4" of claim "c1" (DeviceClass gpu): 1 matching device(s) free, 4 needed'
+    )
+
+
+ZONE_PARENT = [{"requests": ["gpu-req"], "matchAttribute": f"{GPU_DRIVER}/zone"}]
+
+
+def test_first_available_constraint_scoped_to_the_parent_applies_to_every_subrequest() -> None:
+    """ "FirstAvailable DFS" / "should handle constraints scoped to parent name applying to all sub-requests":
+    prefer-3 cannot have three same-zone GPUs, so fallback-2 wins with the two in zone-a."""
+    devices = devices_with(
+        GPU_DRIVER,
+        **{
+            "gpu-0": {"zone": {"string": "zone-a"}},
+            "gpu-1": {"zone": {"string": "zone-a"}},
+            "gpu-2": {"zone": {"string": "zone-b"}},
+        },
+    )
+    requests = claim_requests(
+        "c1", first_available("gpu-req", ("prefer-3", 3), ("fallback-2", 2)), constraints=ZONE_PARENT
+    )
+    assert allocation(allocate(requests, devices, CLASSES)) == [
+        ("gpu-req/fallback-2", "gpu-0"),
+        ("gpu-req/fallback-2", "gpu-1"),
+    ]
+
+
+def test_first_available_resets_a_failed_subrequests_pin() -> None:
+    """ "FirstAvailable DFS" / "should reset a constraint pin from a failed sub-request before the winning
+    sub-request needs a different value"."""
+    devices = devices_with(
+        GPU_DRIVER,
+        **{
+            "gpu-0": {"model": {"string": "A"}, "zone": {"string": "zone-a"}},
+            "gpu-1": {"model": {"string": "B"}, "zone": {"string": "zone-b"}},
+            "gpu-2": {"model": {"string": "B"}, "zone": {"string": "zone-b"}},
+        },
+    )
+    model = 'device.attributes["gpu.example.com"].model == "{}"'
+    requests = claim_requests(
+        "c1",
+        {
+            "name": "gpu-req",
+            "firstAvailable": [
+                subrequest("prefer-2", "gpu", 2, model.format("A")),
+                subrequest("fallback-2", "gpu", 2, model.format("B")),
+            ],
+        },
+        constraints=ZONE_PARENT,
+    )
+    assert allocation(allocate(requests, devices, CLASSES)) == [
+        ("gpu-req/fallback-2", "gpu-1"),
+        ("gpu-req/fallback-2", "gpu-2"),
+    ]
+
+
+def test_first_available_falls_back_from_an_all_mode_subrequest_matching_nothing() -> None:
+    """ "FirstAvailable DFS" / "should fall back from All-mode to ExactCount when All-mode matches zero devices"."""
+    nics = devices_with(NIC_DRIVER, **{"nic-0": {}})
+    classes = {**CLASSES, "nic": DeviceClass("nic", (f'device.driver == "{NIC_DRIVER}"',))}
+    requests = plain_claim(
+        "c1",
+        {
+            "name": "device-req",
+            "firstAvailable": [subrequest("all-gpus", "gpu", None), subrequest("fallback-nic", "nic")],
+        },
+    )
+    assert allocation(allocate(requests, nics, classes)) == [("device-req/fallback-nic", "nic-0")]
