@@ -285,14 +285,16 @@ def allocate(
 ) -> list[tuple[DeviceRequest, Device]] | str:
     """Devices for every request (each device used once), or why not. Requests are filled in order, greedily; where
     that breaks a claim's matchAttribute constraint, a search backtracks."""
+    devices = list(devices)
     available = [d for d in devices if key(d) not in taken]
+    held = [d for d in devices if key(d) in taken]
     chosen: list[tuple[DeviceRequest, Device]] = []
     used: set[DeviceKey] = set()
     for request in requests:
         # firstAvailable: the first subrequest that can be met wins (allocator.go tries them in order).
         outcome = ""
         for option in (request, *request.alternatives):
-            picked = _pick(option, available, used, classes)
+            picked = _pick(option, available, held, used, classes)
             if not isinstance(picked, str):
                 break
             outcome = outcome or picked  # why the preferred one could not be met
@@ -307,7 +309,7 @@ def allocate(
         return chosen
     # The greedy choice breaks a matchAttribute constraint: search as Karpenter's allocator does (a DFS that
     # backtracks over devices and subrequests, allocator.go), within a budget.
-    found = _search(requests, available, classes)
+    found = _search(requests, available, held, classes)
     if found is not None:
         return found
     claims = sorted(
@@ -350,7 +352,10 @@ def _pins(chosen: Sequence[tuple[DeviceRequest, Device]]) -> Pins | None:
 
 
 def _search(
-    requests: Sequence[DeviceRequest], available: Sequence[Device], classes: Mapping[str, DeviceClass]
+    requests: Sequence[DeviceRequest],
+    available: Sequence[Device],
+    held: Sequence[Device],
+    classes: Mapping[str, DeviceClass],
 ) -> list[tuple[DeviceRequest, Device]] | None:
     """Devices for every request meeting every constraint, trying subrequests in order; None if there are none (or
     the budget ran out)."""
@@ -362,6 +367,9 @@ def _search(
             device_class = classes.get(option.device_class)
             selectors = (*device_class.selectors, *option.selectors) if device_class else ()
             matching[option] = [d for d in available if device_class and _selected(selectors, d, [])]
+            # All mode cannot be met while a matching device is allocated already: leave it no candidates.
+            if option.all and any(_selected(selectors, d, []) for d in held):
+                matching[option] = []
         return matching[option]
 
     def place(index: int, used: frozenset[DeviceKey], pins: Pins) -> list[tuple[DeviceRequest, Device]] | None:
@@ -369,6 +377,8 @@ def _search(
             return []
         for option in (requests[index], *requests[index].alternatives):
             free = [d for d in candidates(option) if key(d) not in used]
+            if option.all and len(free) < len(candidates(option)):
+                continue  # an earlier request here took one of the devices All mode needs
             need = len(free) if option.all else option.count
             if free and need <= len(free):
                 found = choose(option, free, 0, need, (), used, pins, index)
@@ -406,7 +416,11 @@ def _search(
 
 
 def _pick(
-    request: DeviceRequest, available: Sequence[Device], used: set[DeviceKey], classes: Mapping[str, DeviceClass]
+    request: DeviceRequest,
+    available: Sequence[Device],
+    held: Sequence[Device],
+    used: set[DeviceKey],
+    classes: Mapping[str, DeviceClass],
 ) -> list[Device] | str:
     """The free devices one request takes, or why it cannot be met."""
     device_class = classes.get(request.device_class)
@@ -414,7 +428,18 @@ def _pick(
         return f'DeviceClass "{request.device_class}" not found ({request.describe()})'
     selectors = (*device_class.selectors, *request.selectors)
     errors: list[str] = []
-    fitting = [d for d in available if key(d) not in used and _selected(selectors, d, errors)]
+    matching = [d for d in available if _selected(selectors, d, errors)]
+    fitting = [d for d in matching if key(d) not in used]
+    if request.all:
+        # All mode takes every matching device, so one allocated already (by a claim, or by an earlier request
+        # here) makes it unsatisfiable (allocator.go dfsAllMode: each matching device is a slot to fill).
+        busy = len(matching) - len(fitting) + sum(1 for d in held if _selected(selectors, d, []))
+        if busy:
+            total = len(fitting) + busy
+            return (
+                f"cannot allocate {request.describe()}: allocationMode All needs every matching device, and {busy} "
+                f"of {total} are allocated already"
+            )
     wanted = len(fitting) if request.all else request.count
     if not fitting or len(fitting) < wanted:
         why = f"; {errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "") if errors else ""

@@ -859,7 +859,6 @@ def test_all_mode_fails_when_it_matches_no_device() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="karpui gives All mode the free matching devices only")
 def test_all_mode_fails_when_a_matching_device_is_already_allocated() -> None:
     """ "All-mode allocation" / "should fail when an already-allocated device is in the all set": All mode needs
     every eligible device, and gpu-0 is taken."""
