@@ -7,21 +7,24 @@ name ("gpu-it" is c-2x-amd64-linux), and the lab's driver publishes them once a 
 ExpectResourceClaimAllocated reads the allocation kube-scheduler writes at binding; the lab's kube-scheduler writes it
 the same way, once the driver has published the node's slices (every 30 s).
 
-The matchAttribute cases at the end follow pkg/scheduling/dynamicresources/allocator_test.go (Describe "Constraint
-satisfaction", "Constraint scoped to request subset") and constraint_test.go (Describe "MatchAttributeConstraint"),
-through karpui's allocate.
+The cases at the end follow pkg/scheduling/dynamicresources/allocator_test.go (Describe "Constraint satisfaction",
+"Constraint scoped to request subset", "CEL selector filtering", "Combined class and request selectors", "All-mode
+allocation", "FirstAvailable DFS") and constraint_test.go (Describe "MatchAttributeConstraint"), through karpui's
+allocate.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from provisioner.dra.cel import Device
-from provisioner.dra.claims import DeviceClass, allocate, requests_from_claim_spec
+from provisioner.dra.claims import DeviceClass, DeviceRequest, allocate, requests_from_claim_spec
 from provisioner.lab import Lab
 from provisioner.options import KarpenterOptions
+from tests.builders import instance_type, node, pod, schedule
 from tests.lab_builders import KWOK_CLASS, START, config_of, nodepool_doc
 
 GPU_DRIVER = "gpu.example.com"
@@ -615,6 +618,28 @@ def test_e2_the_shared_claim_needs_one_device_not_one_per_pod() -> None:
     )
     made.advance(2)
     assert len(nodeclaims(made)) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="an existing node allocates a shared claim again for each pod")
+def test_e_a_claim_two_pods_share_is_allocated_once_on_an_existing_node() -> None:
+    """ "Cross-loop in-memory claim reuse (E)" on an existing node: the node has one free published GPU; the first
+    pod's claim takes it this round and the second pod of the same claim is served by that allocation, so both
+    stay on the node and nothing is launched (allocator.go ClassifyClaims: an in-memory allocated claim)."""
+    shared = DeviceRequest("shared-claim", "req", "gpu")
+    pods = [replace(pod(cpu="10m", name=name), device_requests=(shared,)) for name in ("a", "b")]
+    gpu_it = replace(
+        instance_type("gpu-it", "4", "16Gi"), devices=({"driver": GPU_DRIVER, "devices": [{"name": "gpu-0"}]},)
+    )
+    free = Device.from_spec({"name": "gpu-1"}, GPU_DRIVER, f"{GPU_DRIVER}/gpu-node")
+    result = schedule(
+        pods,
+        types=[gpu_it],
+        nodes=[node("gpu-node", cpu="8", memory="16Gi")],
+        node_devices={"gpu-node": [free]},
+        device_classes=CLASSES,
+    )
+    assert [p.name for p in result.placements["gpu-node"]] == ["a", "b"]
+    assert result.new_nodeclaims == []
 
 
 # allocator_test.go Describe("Constraint satisfaction") and Describe("Constraint scoped to request subset") ---------
