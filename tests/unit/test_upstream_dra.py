@@ -620,7 +620,6 @@ def test_e2_the_shared_claim_needs_one_device_not_one_per_pod() -> None:
     assert len(nodeclaims(made)) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="an existing node allocates a shared claim again for each pod")
 def test_e_a_claim_two_pods_share_is_allocated_once_on_an_existing_node() -> None:
     """ "Cross-loop in-memory claim reuse (E)" on an existing node: the node has one free published GPU; the first
     pod's claim takes it this round and the second pod of the same claim is served by that allocation, so both
