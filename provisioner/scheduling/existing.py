@@ -104,7 +104,7 @@ class ExistingNode:
         classes: Mapping[str, DeviceClass] | None = None,
     ) -> Requirements:
         pod = state.pod
-        wanted = self._unclaimed(pod.device_requests)
+        wanted = self._unclaimed(pod.device_requests) if pod.device_requests else ()
         if wanted:
             outcome = allocate(wanted, self.devices, classes or {}, self.taken)
             if isinstance(outcome, str):
@@ -167,7 +167,7 @@ class ExistingNode:
         topology: Topology,
         classes: Mapping[str, DeviceClass] | None = None,
     ) -> None:
-        wanted = self._unclaimed(state.pod.device_requests)
+        wanted = self._unclaimed(state.pod.device_requests) if state.pod.device_requests else ()
         if wanted:
             outcome = allocate(wanted, self.devices, classes or {}, self.taken)
             if not isinstance(outcome, str):
