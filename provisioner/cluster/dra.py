@@ -66,15 +66,15 @@ def declare(catalogs: Mapping[str, list[InstanceType]], pools: Sequence[DriverPo
     return result
 
 
-def pod_claims(store: ClusterReader, pod: Obj) -> list[Obj] | None:
-    """The pod's ResourceClaims, or None while one is still missing (then the pod cannot be scheduled yet)."""
+def pod_claims(store: ClusterReader, pod: Obj, *, karpenter: bool = False) -> list[Obj] | None:
+    """The pod's ResourceClaims, or None while one is still missing (then the pod cannot be scheduled yet).
+
+    A reference whose status entry names no claim needs none (as kube-scheduler and Karpenter both read it).
+    `karpenter`: Karpenter's reading (scheduling/dra.go resourceClaimName), where a template reference with no status
+    entry yet needs no claim either, rather than kube-scheduler's, which waits for the claim to be made."""
     namespace = pod["metadata"]["namespace"]
-    statuses = {
-        s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-    }
     claims = []
-    for entry in pod["spec"].get("resourceClaims") or []:
-        name = entry.get("resourceClaimName") or statuses.get(entry["name"])
+    for name in _claim_names(pod, karpenter):
         claim = store.get("ResourceClaim", name, namespace) if name else None
         if claim is None:
             return None
@@ -82,8 +82,37 @@ def pod_claims(store: ClusterReader, pod: Obj) -> list[Obj] | None:
     return claims
 
 
-def unallocated_requests(store: ClusterReader, pod: Obj) -> tuple[DeviceRequest, ...] | None:
-    claims = pod_claims(store, pod)
+def _claim_names(pod: Obj, karpenter: bool) -> list[str | None]:
+    """The claim behind each reference that needs one; None for a claim still to be made."""
+    statuses = {
+        s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    names: list[str | None] = []
+    for entry in pod["spec"].get("resourceClaims") or []:
+        if entry.get("resourceClaimName"):
+            names.append(entry["resourceClaimName"])
+        elif entry["name"] in statuses:
+            if statuses[entry["name"]]:
+                names.append(statuses[entry["name"]])
+        elif not karpenter:
+            names.append(None)
+    return names
+
+
+def missing_claim(store: ClusterReader, pod: Obj) -> str | None:
+    """The first ResourceClaim the pod names that does not exist ("namespace/name"): Karpenter defers such a pod
+    (scheduling/dra.go resolvePodClaims) until the claim is created."""
+    namespace = pod["metadata"]["namespace"]
+    for name in _claim_names(pod, karpenter=True):
+        if name and store.get("ResourceClaim", name, namespace) is None:
+            return f"{namespace}/{name}"
+    return None
+
+
+def unallocated_requests(
+    store: ClusterReader, pod: Obj, *, karpenter: bool = False
+) -> tuple[DeviceRequest, ...] | None:
+    claims = pod_claims(store, pod, karpenter=karpenter)
     if claims is None:
         return None
     requests: list[DeviceRequest] = []
@@ -94,10 +123,11 @@ def unallocated_requests(store: ClusterReader, pod: Obj) -> tuple[DeviceRequest,
 
 
 def with_devices(store: ClusterReader, obj: Obj, pod: Pod) -> Pod:
-    """The scheduler's pod with the device requests of its claims not yet allocated."""
+    """The scheduler's pod with the device requests of its claims not yet allocated (one with a claim missing is
+    left out of provisioning: see `missing_claim`)."""
     if not obj["spec"].get("resourceClaims"):
         return pod
-    requests = unallocated_requests(store, obj)
+    requests = unallocated_requests(store, obj, karpenter=True)
     return replace(pod, device_requests=requests or ())
 
 

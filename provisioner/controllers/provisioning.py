@@ -30,6 +30,7 @@ from provisioner.controllers.attribution import attribute_launch
 from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.consolidation import currently_reschedulable
+from provisioner.dra.claims import DeviceRequest, allocate, merged
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.objects import NodePool
@@ -163,8 +164,7 @@ class ProvisioningController:
         pending = self._with_usable_volumes(ctx, provisionable)
         moving = [read for pod in deleting_pods(ctx, nodes) if (read := with_volume_requirements(ctx, pod))]
         pods = pending + moving
-        if ctx.ignore_dra_requests:
-            pods = self._without_dra(ctx, pods)
+        pods = self._without_dra(ctx, pods) if ctx.ignore_dra_requests else self._with_claims(ctx, pods)
         if not pods:
             self.failures = 0
             if ctx.buffer_nodes:
@@ -190,6 +190,23 @@ class ProvisioningController:
         for pod in pods:
             obj = ctx.api.get("Pod", pod.name, pod.namespace)
             if obj is not None and has_dra_requirements(obj["spec"]):
+                verdict = [{"nodepool": "", "kind": "devices", "message": message}]
+                if self.verdicts.get(pod.uid) != verdict:
+                    self.verdicts[pod.uid] = verdict
+                    ctx.log(logs.could_not_schedule(pod, message))
+                continue
+            kept.append(pod)
+        return kept
+
+    def _with_claims(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
+        """Karpenter's scheduler fails a pod one of whose ResourceClaims does not exist yet (scheduler.go add, from
+        dra.go resolvePodClaims), so it is deferred to a later loop; the others go on."""
+        kept = []
+        for pod in pods:
+            obj = ctx.api.get("Pod", pod.name, pod.namespace) if pod.resource_claims else None
+            missing = dra.missing_claim(ctx.api, obj) if obj is not None else None
+            if missing is not None:
+                message = f'resourceclaim "{missing}" not found'
                 verdict = [{"nodepool": "", "kind": "devices", "message": message}]
                 if self.verdicts.get(pod.uid) != verdict:
                     self.verdicts[pod.uid] = verdict
@@ -586,11 +603,17 @@ def _daemon_pod(obj: Obj, template_spec: Mapping[str, Any], namespace: str) -> P
         return None
 
 
-def _requested_drivers(plan: NodeClaimPlan) -> dict[str, str]:
-    """Karpenter's `karpenter.sh/requested-dra-drivers`: initialization waits for these drivers' slices."""
-    if not any(pod.device_requests for pod in plan.pods) or not plan.options:
+def _requested_drivers(ctx: ClusterContext, plan: NodeClaimPlan) -> dict[str, str]:
+    """Karpenter's `karpenter.sh/requested-dra-drivers`: initialization waits for these drivers' slices. They are
+    the drivers of the devices allocated to the NodeClaim's pods (scheduling/dra.go draDriversForNodeClaim), not
+    every driver its instance type has."""
+    requests: tuple[DeviceRequest, ...] = ()
+    for pod in plan.pods:
+        requests = merged(requests, pod.device_requests)
+    if not requests or not plan.options:
         return {}
-    drivers = sorted({d.driver for d in declared_devices(plan.options[0].instance_type)})
+    outcome = allocate(requests, declared_devices(plan.options[0].instance_type), dra.device_classes(ctx.api))
+    drivers = sorted({device.driver for _, device in outcome}) if not isinstance(outcome, str) else []
     return {"karpenter.sh/requested-dra-drivers": ",".join(drivers)} if drivers else {}
 
 
@@ -641,7 +664,7 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
                             "karpenter.sh/nodeclaim-min-values-relaxed": "true" if plan.min_values_relaxed else "false"
                         }
                     ),
-                    **_requested_drivers(plan),
+                    **_requested_drivers(ctx, plan),
                     **_overlays_applied(plan),
                 },
                 "ownerReferences": [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from provisioner.dra.cel import Device
-from provisioner.dra.claims import DeviceClass, DeviceKey, allocate, key
+from provisioner.dra.claims import DeviceClass, DeviceKey, DeviceRequest, allocate, key
 from provisioner.nodes import DaemonSet, Node
 from provisioner.pods import Pod
 from provisioner.quantity import MILLI, Resources, add, exceeded, fits, subtract
@@ -64,6 +64,7 @@ class ExistingNode:
     # as the simulations.
     __slots__ = (
         "available",
+        "claimed",
         "devices",
         "hostname",
         "name",
@@ -90,6 +91,9 @@ class ExistingNode:
         self.pods: tuple[Pod, ...] = ()
         self.devices = devices  # free devices: published (or, before initialization, declared)
         self.taken: frozenset[DeviceKey] = frozenset()
+        # (claim, request) allocated here this round: a later pod of the same claim is served by that allocation
+        # (allocator.go ClassifyClaims, in-memory allocated claims).
+        self.claimed: frozenset[tuple[str, str]] = frozenset()
 
     def fit(
         self,
@@ -100,8 +104,9 @@ class ExistingNode:
         classes: Mapping[str, DeviceClass] | None = None,
     ) -> Requirements:
         pod = state.pod
-        if pod.device_requests:
-            outcome = allocate(pod.device_requests, self.devices, classes or {}, self.taken)
+        wanted = self._unclaimed(pod.device_requests) if pod.device_requests else ()
+        if wanted:
+            outcome = allocate(wanted, self.devices, classes or {}, self.taken)
             if isinstance(outcome, str):
                 raise Unfit(r.DEVICES, outcome)
         blocking = untolerated(self.taints, data.tolerations)
@@ -125,6 +130,9 @@ class ExistingNode:
         return first_fitting(
             data.volumes, lambda volume: self._with_topology(pod, data, topology, groups, requirements, volume)
         )
+
+    def _unclaimed(self, requests: tuple[DeviceRequest, ...]) -> tuple[DeviceRequest, ...]:
+        return tuple(r for r in requests if (r.claim, r.name) not in self.claimed) if self.claimed else requests
 
     @staticmethod
     def _with_topology(
@@ -159,10 +167,12 @@ class ExistingNode:
         topology: Topology,
         classes: Mapping[str, DeviceClass] | None = None,
     ) -> None:
-        if state.pod.device_requests:
-            outcome = allocate(state.pod.device_requests, self.devices, classes or {}, self.taken)
+        wanted = self._unclaimed(state.pod.device_requests) if state.pod.device_requests else ()
+        if wanted:
+            outcome = allocate(wanted, self.devices, classes or {}, self.taken)
             if not isinstance(outcome, str):
                 self.taken = self.taken.union(key(device) for _, device in outcome)
+                self.claimed = self.claimed.union((r.claim, r.name) for r in wanted)
         self.pods = (*self.pods, state.pod)
         self.requests = add(self.requests, data.requests)
         self.requirements = requirements

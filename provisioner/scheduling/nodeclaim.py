@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType, Offering
-from provisioner.dra.claims import DeviceClass, DeviceRequest, allocate
+from provisioner.dra.claims import DeviceClass, DeviceRequest, allocate, merged
 from provisioner.nodes import DaemonSet
 from provisioner.objects import NodePool
 from provisioner.options import STRICT
@@ -348,8 +348,9 @@ class PlannedNodeClaim:
         if not mask:
             raise self._unfit_for_resources(needed, compatible, pod.host_ports)
         if pod.device_requests:
-            # Devices already promised to this NodeClaim's pods count: one device serves one request.
-            wanted = (*self.device_requests, *pod.device_requests)
+            # Devices already promised to this NodeClaim's pods count: one device serves one request (and a claim
+            # two pods share, once).
+            wanted = merged(self.device_requests, pod.device_requests)
             fitting = mask
             mask &= index.device_mask(wanted, classes or {})
             if not mask:
@@ -439,7 +440,7 @@ class PlannedNodeClaim:
             self.reservations.release(self.hostname, [o for o in self.reserved if o.reservation_id not in kept])
         self.reserved = offerings
         self.pods.append(state.pod)
-        self.device_requests.extend(state.pod.device_requests)
+        self.device_requests = list(merged(self.device_requests, state.pod.device_requests))
         self.requests = add(self.requests, data.requests)
         self.requirements = requirements
         self.mask = mask

@@ -51,7 +51,8 @@ class PodState:
             strict=strict,
             tolerations=self.tolerations,
             node_filter=tuple(strict.merged(term) for term in self.required_terms) or (strict,),
-            devices=tuple((r.device_class, r.count, r.all, r.selectors) for r in self.pod.device_requests),
+            # With the claims' names: two pods of one claim share its devices, so a pod's claims decide where it fits.
+            devices=tuple((r.claim, r.name, r.shape()) for r in self.pod.device_requests),
             host_ports=self.pod.host_ports,
             volumes=self.pod.volume_requirements,
         )
@@ -87,7 +88,7 @@ class PodData:
     strict: Requirements  # without the preferred term
     tolerations: tuple[Toleration, ...]
     node_filter: tuple[Requirements, ...]  # each ORed required term with the nodeSelector (spread node filter)
-    devices: tuple[object, ...] = ()  # what the pod's device requests ask for (claim names aside)
+    devices: tuple[object, ...] = ()  # what the pod's device requests ask for, and of which claims
     host_ports: tuple[HostPort, ...] = ()
     volumes: tuple[Requirements, ...] = ()  # the pod's volume alternatives, for the node's requirements only
 
