@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner.cloudprovider.kwok import node_for
 from provisioner.cluster.conditions import set_claim_condition
 from provisioner.cluster.objects import timestamp
@@ -151,7 +149,6 @@ def test_registration_should_ignore_nodeclaims_not_managed_by_this_karpenter_ins
     assert claim["status"].get("nodeName", "") == ""
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_registration_should_add_the_owner_reference_to_the_node_when_the_node_comes_online():
     made = _lab()
     _nodeclaim(made)
@@ -195,7 +192,6 @@ def test_registration_should_sync_the_registered_label_and_remove_the_unregister
     assert UNREGISTERED_TAINT not in stored["spec"]["taints"]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_registration_should_succeed_if_the_unregistered_taint_is_not_present_and_emit_an_event():
     made = _lab()
     _nodeclaim(made)
@@ -251,7 +247,6 @@ def test_registration_should_sync_the_taints_if_node_label_do_not_sync_taints_is
     assert _taints(made, node) == TAINTS
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_registration_should_not_sync_the_taints_with_node_label_do_not_sync_taints():
     made = _lab()
     _nodeclaim(made, taints=TAINTS)
@@ -265,7 +260,6 @@ def test_registration_should_not_sync_the_taints_with_node_label_do_not_sync_tai
     assert condition(claim, "Registered") == ("True", "Registered", "")
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_registration_should_not_sync_the_startup_taints_with_node_label_do_not_sync_taints():
     made = _lab()
     _nodeclaim(made, taints=TAINTS, startup_taints=STARTUP_TAINTS)
@@ -348,7 +342,6 @@ def test_initialization_should_consider_the_nodeclaim_initialized_when_all_initi
     assert condition(claim, "Initialized") == ("True", "Initialized", "")
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_initialization_should_ignore_nodeclaims_which_arent_managed_by_this_karpenter_instance():
     made = _lab()
     _nodeclaim(made, node_class_ref=UNMANAGED_REF, requests=REQUESTS)
@@ -360,7 +353,6 @@ def test_initialization_should_ignore_nodeclaims_which_arent_managed_by_this_kar
     assert claim["metadata"].get("deletionTimestamp") is None
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_initialization_shouldnt_consider_the_nodeclaim_initialized_when_it_has_not_registered():
     """Two Nodes with the NodeClaim's providerID: Registered False (MultipleNodesFound), never Initialized."""
     made = _lab()
@@ -390,7 +382,6 @@ def test_initialization_should_add_the_initialization_label_to_the_node_when_the
     assert made.store.get("Node", node["metadata"]["name"])["metadata"]["labels"][INITIALIZED] == "true"
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_initialization_should_not_consider_the_node_to_be_initialized_when_the_status_of_the_node_is_not_ready():
     made = _lab()
     _nodeclaim(made, requests=REQUESTS)
@@ -434,7 +425,6 @@ STARTUP = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_initialization_should_not_consider_the_node_to_be_initialized_when_all_startup_taints_arent_removed():
     made = _lab()
     claim, node = _registered(made, startup_taints=STARTUP)
@@ -448,7 +438,6 @@ def test_initialization_should_not_consider_the_node_to_be_initialized_when_all_
     )
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_initialization_should_consider_the_node_to_be_initialized_once_the_startup_taints_are_removed():
     made = _lab()
     claim, node = _registered(made, startup_taints=STARTUP)
@@ -521,7 +510,6 @@ def test_liveness_should_delete_the_nodeclaim_when_the_node_hasnt_registered_pas
     assert _retry(made) is None
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_liveness_should_ignore_nodeclaims_not_managed_by_this_karpenter_instance():
     made = _lab()
     claim = _nodeclaim(made, node_class_ref=UNMANAGED_REF)
@@ -534,7 +522,6 @@ def test_liveness_should_ignore_nodeclaims_not_managed_by_this_karpenter_instanc
     assert claim["metadata"].get("deletionTimestamp") is None
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_liveness_shouldnt_delete_the_nodeclaim_when_the_node_has_registered_past_the_registration_timeout():
     made = _lab()
     _nodeclaim(made)
@@ -544,7 +531,6 @@ def test_liveness_shouldnt_delete_the_nodeclaim_when_the_node_has_registered_pas
     assert made.store.get("Node", node["metadata"]["name"]) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_liveness_should_delete_the_nodeclaim_when_the_nodeclaim_hasnt_launched_past_the_launch_timeout():
     made = _lab()
     claim = _launch_fails(made)
@@ -566,7 +552,6 @@ def test_liveness_should_not_delete_the_nodeclaim_when_the_nodeclaim_hasnt_launc
     assert claim["metadata"].get("deletionTimestamp") is None
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_liveness_should_use_the_status_condition_transition_time_for_launch_timeout_not_the_creation_timestamp():
     made = _lab()
     claim = _launch_fails(made)
@@ -607,7 +592,6 @@ def test_launch_should_launch_an_instance_when_a_new_nodeclaim_is_created():
     assert claim["status"]["providerID"].startswith("kwok://kwok-default-x7k2p-")
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_launch_should_ignore_nodeclaims_which_arent_managed_by_this_karpenter_instance():
     made = _lab()
     _nodeclaim(made, node_class_ref=UNMANAGED_REF)
@@ -619,7 +603,6 @@ def test_launch_should_ignore_nodeclaims_which_arent_managed_by_this_karpenter_i
 # Finalizer (suite_test.go)
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_finalizer_should_add_the_finalizer_if_it_doesnt_exist():
     made = _lab()
     claim = _nodeclaim(made)
@@ -629,7 +612,6 @@ def test_finalizer_should_add_the_finalizer_if_it_doesnt_exist():
     assert claim["metadata"]["finalizers"] == [lifecycle.TERMINATION_FINALIZER]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_finalizer_shouldnt_add_the_finalizer_to_nodeclaims_not_managed_by_this_instance_of_karpenter():
     made = _lab()
     claim = _nodeclaim(made, node_class_ref=UNMANAGED_REF)
