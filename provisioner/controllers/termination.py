@@ -16,7 +16,9 @@ from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.durations import parse_duration
 from provisioner.scheduling.logs import LogRecord
-from provisioner.taints import DISRUPTED, has_disrupted_taint
+from provisioner.taints import DISRUPTED, Taint, Toleration, has_disrupted_taint
+
+DISRUPTED_TAINT = Taint(DISRUPTED, "NoSchedule")
 
 DRAIN_RETRY_SECONDS = 1.0
 # Karpenter's eviction queue retries a refused pod after 100 ms, doubling each time, at most every 10 s
@@ -25,6 +27,8 @@ DRAIN_RETRY_SECONDS = 1.0
 EVICTION_RETRY_SECONDS = 0.1
 EVICTION_RETRY_MAX_SECONDS = 10.0
 MIN_DRAIN_SECONDS = 5.0
+# A pod deleted longer ago than this no longer holds its node's drain (IsStuckTerminating).
+STUCK_TERMINATING_SECONDS = 60.0
 CRITICAL = ("system-cluster-critical", "system-node-critical")
 LOGGER = "controller.node.termination"
 # The NodeClaim status conditions termination sets (Karpenter v1.2 / v1.6).
@@ -182,14 +186,8 @@ class TerminationController:
         With a terminationGracePeriod, a pod is deleted regardless of PDBs and do-not-disrupt once
         `now > deadline - its terminationGracePeriodSeconds`, and such pods are not held behind earlier tiers.
         """
-        pods = [
-            p
-            for p in ctx.api.list("Pod", fields={"spec.nodeName": node})
-            if not p["metadata"].get("deletionTimestamp")
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            and not _tolerates_disrupted(p)
-        ]
-        present = {p["metadata"].get("uid") for p in pods}
+        pods = [p for p in ctx.api.list("Pod", fields={"spec.nodeName": node}) if _waiting_eviction(p, ctx.now)]
+        present = {p["metadata"].get("uid") for p in pods if not p["metadata"].get("deletionTimestamp")}
         for uid in [uid for uid, entry in self.refused.items() if entry[0] == node and uid not in present]:
             del self.refused[uid]  # gone (or terminating): nothing left to retry
         if not pods:
@@ -197,7 +195,7 @@ class TerminationController:
         waiting = len(pods)
         evicted = False
         if deadline is not None:
-            for pod in list(pods):
+            for pod in [p for p in pods if not p["metadata"].get("deletionTimestamp")]:
                 grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
                 if ctx.now > deadline - grace:
                     ctx.event(pod, "Normal", "Disrupted", _deleting_message(deadline, ctx.now, grace))
@@ -208,6 +206,8 @@ class TerminationController:
                 return 0, evicted
         first = min(_tier(p) for p in pods)
         for pod in [p for p in pods if _tier(p) == first]:
+            if pod["metadata"].get("deletionTimestamp"):
+                continue  # going already: waited on until it is gone, as Karpenter's drain does
             if pod_blocks(ctx.views.pod(pod), ctx.now):
                 continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
             uid = pod["metadata"].get("uid", "")
@@ -274,8 +274,20 @@ def _tier(pod: Obj) -> int:
     return (2 if critical else 0) + (1 if daemon else 0)
 
 
+def _waiting_eviction(pod: Obj, now: float) -> bool:
+    """Karpenter's IsWaitingEviction (utils/pod/scheduling.go:69-86): a pod the drain waits for is not terminal, does
+    not tolerate the disrupted taint, is not a mirror pod (owned by its Node, which only the kubelet can delete) and
+    is not stuck terminating (deleted more than a minute ago); a pod terminating for less is waited on."""
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or _tolerates_disrupted(pod):
+        return False
+    if any(
+        o.get("kind") == "Node" and o.get("apiVersion") == "v1" for o in pod["metadata"].get("ownerReferences") or []
+    ):
+        return False
+    deleted = pod["metadata"].get("deletionTimestamp")
+    return not deleted or now - parse_timestamp(deleted) <= STUCK_TERMINATING_SECONDS
+
+
 def _tolerates_disrupted(pod: Obj) -> bool:
-    return any(
-        t.get("key") == DISRUPTED or (t.get("operator") == "Exists" and not t.get("key"))
-        for t in pod["spec"].get("tolerations") or []
-    )
+    """ToleratesDisruptedNoScheduleTaint: Kubernetes' toleration match against karpenter.sh/disrupted:NoSchedule."""
+    return any(Toleration.from_spec(t).tolerates(DISRUPTED_TAINT) for t in pod["spec"].get("tolerations") or [])

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner import labels as wk
 from provisioner.controllers import lifecycle
 from provisioner.controllers.termination import TerminationController
@@ -151,7 +149,6 @@ def test_reconciliation_should_evict_pods_that_tolerate_the_node_unschedulable_t
     assert terminating.node_gone()
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_reconciliation_should_evict_a_pod_whose_disrupted_toleration_is_for_another_effect():
     """ToleratesDisruptedNoScheduleTaint is Kubernetes' toleration match against karpenter.sh/disrupted:NoSchedule: a
     toleration of the key for NoExecute does not tolerate it, so the pod is drained (utils/pod/scheduling.go:283)."""
@@ -203,7 +200,6 @@ def test_reconciliation_should_evict_non_critical_pods_first():
     assert terminating.node_gone()
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_reconciliation_should_not_evict_static_pods():
     made = _lab()
     node = _registered_node(made)
@@ -217,7 +213,6 @@ def test_reconciliation_should_not_evict_static_pods():
     assert terminating.node_gone()
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_reconciliation_should_evict_pods_in_order_and_wait_until_pods_are_fully_deleted():
     """A terminating pod (a finalizer holds it) is waited on: the next tier is not evicted, nor the Node drained,
     until it is gone."""
@@ -242,7 +237,6 @@ def test_reconciliation_should_evict_pods_in_order_and_wait_until_pods_are_fully
     assert terminating.node_gone()
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_reconciliation_should_bypass_pods_which_are_stuck_terminating_past_their_grace_period():
     made = _lab()
     node = _registered_node(made)
