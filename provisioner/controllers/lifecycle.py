@@ -506,18 +506,21 @@ def _annotate_termination(ctx: ClusterContext, claim: Obj) -> bool:
 def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
     """Once termination has drained the Node, delete the instance (its Node goes with it), then release the
     NodeClaim. Pods left on the Node (DaemonSets, pods tolerating the disruption taint) are removed by the
-    cluster's pod garbage collector once the Node is gone."""
+    cluster's pod garbage collector once the Node is gone. A NodeClaim that never registered has no Node of its own
+    to drain: its instance is deleted at once (controller.go:213), and one never launched has none to delete."""
     name = claim["metadata"]["name"]
     node = node_of(ctx, claim)
     node_name = node["metadata"]["name"] if node is not None else ""
-    if node is not None:
+    if node is not None and is_true(claim, "Registered"):
         drained = (node["metadata"].get("annotations") or {}).get(wk.DRAINED) == "true"
         if not drained and is_ready(node):
             return False  # the termination controller is still draining
+    if (claim.get("status") or {}).get("providerID"):
         with contextlib.suppress(NodeClaimNotFoundError):  # already gone: deleting it again is done
             ctx.cloud.delete(claim)
         if set_claim_condition(claim, INSTANCE_TERMINATING, "True", ctx.now, INSTANCE_TERMINATING):
             ctx.api.update(claim)
+    if node is not None:
         node = ctx.api.get("Node", node["metadata"]["name"])
         if node is not None:
             held = TERMINATION_FINALIZER in (node["metadata"].get("finalizers") or [])

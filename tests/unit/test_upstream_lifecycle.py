@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner.cloudprovider.kwok import node_for
 from provisioner.cluster.conditions import set_claim_condition
 from provisioner.cluster.objects import timestamp
@@ -754,7 +752,6 @@ def test_termination_should_not_change_the_annotation_if_the_nodeclaim_has_a_gra
     assert annotations["karpenter.sh/nodeclaim-termination-timestamp"] == "2024-04-01T12:00:00-05:00"
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_termination_should_not_delete_nodes_if_the_nodeclaim_is_not_registered():
     """An unregistered NodeClaim's instance is deleted at once, without waiting for a drain of a Node it never
     registered (controller.go:213): here a Node carrying its providerID that registration refused (a second one)."""
