@@ -41,7 +41,6 @@ def has(rm: ReservationManager, hostname: str, offering: Offering) -> bool:
     return offering.reservation_id in rm.reservations.get(hostname, set())
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_can_reserve_error_cases_should_panic_with_non_existent_reservation_id(rm):
     with pytest.raises(
         ValueError, match='attempted to reserve non-existent offering with reservation id "i-dont-exist"'
