@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from provisioner import labels as wk
+from provisioner.cluster.objects import timestamp
 from provisioner.controllers import lifecycle
 from provisioner.controllers.termination import TerminationController
 from provisioner.lab import Lab
@@ -272,3 +273,66 @@ def test_reconciliation_should_fail_to_evict_pods_that_violate_a_pdb():
     [claim] = made.store.list("NodeClaim")
     assert condition(claim, "Drained") == ("Unknown", "Draining", "Draining")
     assert not terminating.node_gone()
+
+
+def _with_grace_period(made: Lab) -> dict[str, Any]:
+    """The registered Node of a NodeClaim with a 300 s terminationGracePeriod, annotated to end 300 s from now."""
+    node = _registered_node(made)
+    [claim] = made.store.list("NodeClaim")
+    claim["spec"]["terminationGracePeriod"] = "300s"
+    claim["metadata"]["annotations"][wk.TERMINATION_TIMESTAMP] = timestamp(made.now + 300)
+    made.store.update(claim)
+    return node
+
+
+def test_reconciliation_should_preemptively_delete_pods_to_satisfy_their_termination_grace_period_seconds():
+    made = _lab()
+    node = _with_grace_period(made)
+    _pod(made, "held", node, terminationGracePeriodSeconds=300)
+    held = made.store.get("Pod", "held", "default")
+    held["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    made.store.update(held)
+    terminating = _Terminating(made, node)
+    _step(made, 10)  # 2 * MinDrainTime
+    terminating.run()
+    assert not terminating.node_gone()
+    assert _pods(made) == []
+
+
+def test_reconciliation_should_not_gate_past_deadline_pods_behind_graceful_eviction_of_earlier_tiers():
+    made = _lab()
+    node = _with_grace_period(made)
+    _pod(made, "non-critical", node, terminationGracePeriodSeconds=30)
+    _pod(made, "critical", node, priorityClassName="system-node-critical", terminationGracePeriodSeconds=600)
+    made.store.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb", "namespace": "default"},
+            "spec": {"maxUnavailable": 0, "selector": {}},
+        }
+    )
+    terminating = _Terminating(made, node)
+    _step(made, 10)
+    terminating.run()
+    assert _pods(made) == ["non-critical"]  # the PDB holds the graceful one; the past-deadline one is deleted
+
+
+def test_reconciliation_should_only_delete_pods_when_their_grace_period_is_less_than_the_nodes_remaining_one():
+    """ "should only delete pods when their terminationGracePeriodSeconds is less than the the node's remaining
+    terminationGracePeriod"."""
+    made = _lab()
+    node = _with_grace_period(made)
+    _pod(made, "held", node, terminationGracePeriodSeconds=60)
+    held = made.store.get("Pod", "held", "default")
+    held["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    made.store.update(held)
+    terminating = _Terminating(made, node)
+    _step(made, 90)
+    terminating.run()
+    assert _pods(made) == ["held"]
+    [claim] = made.store.list("NodeClaim")
+    assert condition(claim, "Drained") == ("Unknown", "Draining", "Draining")
+    _step(made, 175)  # 265 s in: less than the pod's 60 s is left of the node's 300 s
+    terminating.run()
+    assert _pods(made) == []
