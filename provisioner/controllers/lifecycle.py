@@ -18,20 +18,22 @@ from provisioner.cluster.conditions import is_true, set_claim_condition, transit
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
-from provisioner.controllers.termination import GRACE_EXPIRING, INSTANCE_TERMINATING, grace_deadline
+from provisioner.controllers.termination import (
+    GRACE_EXPIRING,
+    INSTANCE_TERMINATING,
+    MANAGED_NODE_CLASSES,
+    TERMINATION_FINALIZER,
+    grace_deadline,
+)
 from provisioner.controllers.termination import LOGGER as TERMINATION_LOGGER
 from provisioner.quantity import parse_quantity
 from provisioner.scheduling.logs import LogRecord, go_duration
 from provisioner.taints import UNREGISTERED, Taint, is_known_ephemeral
 
 LIFECYCLE = "controller.nodeclaim.lifecycle"
-TERMINATION_FINALIZER = "karpenter.sh/termination"
 # Karpenter's liveness: a NodeClaim not launched within LaunchTimeout of its creation, or not registered within
 # registrationTimeout of its Registered condition first being set (at launch), is deleted and retried.
 LAUNCH_TIMEOUT = 5 * 60.0
-# The node classes karpui's cloud providers launch (Karpenter's GetSupportedNodeClasses); a NodeClaim of any other is
-# another Karpenter's, and the lifecycle controller leaves it alone (nodeclaimutils.IsManaged).
-MANAGED_NODE_CLASSES = frozenset({("karpenter.kwok.sh", "KWOKNodeClass"), ("karpenter.k8s.aws", "EC2NodeClass")})
 DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
 UNREGISTERED_TAINT_MISSING = "UnregisteredTaintMissing"
 DRA_DRIVERS = "karpenter.sh/requested-dra-drivers"

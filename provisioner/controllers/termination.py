@@ -34,6 +34,10 @@ LOGGER = "controller.node.termination"
 # The NodeClaim status conditions termination sets (Karpenter v1.2 / v1.6).
 DRAINED, VOLUMES_DETACHED, INSTANCE_TERMINATING = "Drained", "VolumesDetached", "InstanceTerminating"
 EXCLUDE_BALANCERS = "node.kubernetes.io/exclude-from-external-load-balancers"
+TERMINATION_FINALIZER = "karpenter.sh/termination"
+# The node classes karpui's cloud providers launch (Karpenter's GetSupportedNodeClasses); a NodeClaim or Node of any
+# other is another Karpenter's, and is left alone (nodeclaimutils.IsManaged, nodeutils.IsManaged).
+MANAGED_NODE_CLASSES = frozenset({("karpenter.kwok.sh", "KWOKNodeClass"), ("karpenter.k8s.aws", "EC2NodeClass")})
 
 
 def taint_disrupted(
@@ -135,7 +139,34 @@ class TerminationController:
                 continue
             with ctx.guard("node.termination", claim):
                 changed |= self._terminate(ctx, claim)
+        orphans = ctx.memo(
+            "termination/orphans",
+            (ctx.api.kind_version("Node"), ctx.api.kind_version("NodeClaim")),
+            lambda: _deleting_nodes_without_one_claim(ctx),
+        )
+        for node in orphans:
+            if ctx.backing_off("node.termination", node):
+                continue
+            with ctx.guard("node.termination", node):
+                changed |= self._terminate_alone(ctx, node)
         return changed
+
+    def _terminate_alone(self, ctx: ClusterContext, node: Obj) -> bool:
+        """A deleted Node of this Karpenter with no NodeClaim, or several (no single source of truth): Karpenter's
+        finalize drains it as any other and lets it go, with no minimum drain time and no instance to terminate
+        (node/termination/controller.go:101-115, 288-290)."""
+        current = ctx.api.get("Node", node["metadata"]["name"])
+        if current is None or TERMINATION_FINALIZER not in (current["metadata"].get("finalizers") or []):
+            return False
+        name = current["metadata"]["name"]
+        changed = taint_disrupted(ctx, current, LOGGER, leaving_load_balancers=True)
+        waiting, evicted = self._drain_step(ctx, name)
+        if waiting:
+            return changed or evicted
+        self.refused = {uid: entry for uid, entry in self.refused.items() if entry[0] != name}
+        ctx.api.remove_finalizer(ctx.api.must_get("Node", name), TERMINATION_FINALIZER)
+        ctx.log(LogRecord("deleted node", {"Node": {"name": name}}, logger=LOGGER))
+        return True
 
     def _terminate(self, ctx: ClusterContext, claim: Obj) -> bool:
         """One drain pass over the Node of a deleting NodeClaim; True if anything changed."""
@@ -234,6 +265,30 @@ class TerminationController:
                 evicted = True
                 ctx.event(pod, "Normal", "Evicted", f"Evicted pod: {reason}")
         return waiting, evicted
+
+
+def managed_node(node: Obj) -> bool:
+    """nodeutils.IsManaged: the Node carries the label of a node class this Karpenter launches (group/kind)."""
+    labels = node["metadata"].get("labels") or {}
+    return any(f"{group}/{kind.lower()}" in labels for group, kind in MANAGED_NODE_CLASSES)
+
+
+def _deleting_nodes_without_one_claim(ctx: ClusterContext) -> list[Obj]:
+    deleting = [
+        n
+        for n in ctx.api.scan("Node")
+        if n["metadata"].get("deletionTimestamp")
+        and TERMINATION_FINALIZER in (n["metadata"].get("finalizers") or [])
+        and managed_node(n)
+    ]
+    if not deleting:
+        return []
+    claims: dict[str, int] = {}
+    for claim in ctx.api.scan("NodeClaim"):
+        provider_id = (claim.get("status") or {}).get("providerID")
+        if provider_id:
+            claims[provider_id] = claims.get(provider_id, 0) + 1
+    return [n for n in deleting if claims.get((n.get("spec") or {}).get("providerID") or "", 0) != 1]
 
 
 def eviction_reason(claim: Obj) -> str:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner import labels as wk
 from provisioner.cluster.objects import timestamp
 from provisioner.controllers import lifecycle
@@ -357,7 +355,6 @@ def _managed_node(made: Lab, name: str, provider_id: str, *, labels: dict[str, s
     )
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_reconciliation_should_delete_nodes_without_nodeclaims():
     made = _lab()
     node = _managed_node(made, "lonely", "kwok://lonely")
@@ -366,7 +363,6 @@ def test_reconciliation_should_delete_nodes_without_nodeclaims():
     assert terminating.node_gone()
 
 
-@pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here")
 def test_reconciliation_should_delete_nodes_with_duplicate_nodeclaims():
     made = _lab()
     node = _managed_node(made, "twice", "kwok://twice")
