@@ -9,6 +9,7 @@ lab's other controllers do not run.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from provisioner.cloudprovider.kwok import node_for
@@ -23,6 +24,7 @@ INITIALIZED = "karpenter.sh/initialized"
 UNREGISTERED_TAINT = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
+DRA_DRIVERS = "karpenter.sh/requested-dra-drivers"
 TAINTS = [
     {"key": "custom-taint", "effect": "NoSchedule", "value": "custom-value"},
     {"key": "other-custom-taint", "effect": "NoExecute", "value": "other-custom-value"},
@@ -769,3 +771,89 @@ def test_termination_should_not_delete_nodes_if_the_nodeclaim_is_not_registered(
     lifecycle.reconcile(made.ctx)
     assert made.store.get("Node", "other") is not None
     assert made.store.get("NodeClaim", claim["metadata"]["name"]) is None
+
+
+# DRA Initialization Gating (suite_test.go)
+
+DRIVER_A, DRIVER_B = "driver-a.example.com", "driver-b.example.com"
+
+
+def _awaiting_dra(made: Lab, drivers: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """registeredReadyNodeClaim: only the DRA gate stands between the NodeClaim and initialization."""
+    return _registered(made, annotations={DRA_DRIVERS: drivers} if drivers else None)
+
+
+def _slice(made: Lab, node: dict[str, Any], driver: str, pool: str, generation: int, count: int, device: str) -> None:
+    name = node["metadata"]["name"]
+    made.store.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {
+                "name": f"{name}-{pool}-{device}",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}],
+            },
+            "spec": {
+                "driver": driver,
+                "nodeName": name,
+                "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+                "devices": [{"name": device}],
+            },
+        }
+    )
+
+
+def test_dra_initialization_gating_holds_initialization_until_the_expected_driver_publishes_a_complete_pool():
+    made = _lab()
+    _claim, node = _awaiting_dra(made, DRIVER_A)
+    claim = _reconcile(made)
+    assert condition(claim, "Initialized") == (
+        "Unknown",
+        "DRADriverPoolsNotPublished",
+        'DRA driver "driver-a.example.com" has not published a complete resource pool',
+    )
+    _slice(made, node, DRIVER_A, "pool-a", 1, 1, "dev-0")
+    assert condition(_reconcile(made), "Initialized") == ("True", "Initialized", "")
+
+
+def test_dra_initialization_gating_does_not_consider_an_incomplete_pool_satisfied():
+    made = _lab()
+    _claim, node = _awaiting_dra(made, DRIVER_A)
+    _slice(made, node, DRIVER_A, "pool-a", 1, 2, "dev-0")
+    assert condition(_reconcile(made), "Initialized")[0] == "Unknown"
+    _slice(made, node, DRIVER_A, "pool-a", 1, 2, "dev-1")
+    assert condition(_reconcile(made), "Initialized") == ("True", "Initialized", "")
+
+
+def test_dra_initialization_gating_does_not_let_stale_older_generation_slices_satisfy_a_newer_incomplete_pool():
+    made = _lab()
+    _claim, node = _awaiting_dra(made, DRIVER_A)
+    _slice(made, node, DRIVER_A, "pool-a", 1, 1, "dev-old")
+    _slice(made, node, DRIVER_A, "pool-a", 2, 2, "dev-0")
+    assert condition(_reconcile(made), "Initialized")[0] == "Unknown"
+
+
+def test_dra_initialization_gating_requires_every_expected_driver_to_publish_a_complete_pool():
+    made = _lab()
+    _claim, node = _awaiting_dra(made, f"{DRIVER_A},{DRIVER_B}")
+    _slice(made, node, DRIVER_A, "pool-a", 1, 1, "dev-0")
+    assert condition(_reconcile(made), "Initialized") == (
+        "Unknown",
+        "DRADriverPoolsNotPublished",
+        'DRA driver "driver-b.example.com" has not published a complete resource pool',
+    )
+    _slice(made, node, DRIVER_B, "pool-b", 1, 1, "dev-0")
+    assert condition(_reconcile(made), "Initialized") == ("True", "Initialized", "")
+
+
+def test_dra_initialization_gating_initializes_a_nodeclaim_with_no_requested_dra_drivers_annotation():
+    made = _lab()
+    _awaiting_dra(made, "")
+    assert condition(_reconcile(made), "Initialized") == ("True", "Initialized", "")
+
+
+def test_dra_initialization_gating_skips_the_gate_when_dra_is_disabled():
+    made = _lab()
+    made.ctx.options = replace(made.ctx.options, ignore_dra_requests=True)
+    _awaiting_dra(made, DRIVER_A)
+    assert condition(_reconcile(made), "Initialized") == ("True", "Initialized", "")
