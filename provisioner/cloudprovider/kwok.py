@@ -27,6 +27,7 @@ from provisioner.cloudprovider.types import (
 from provisioner.cluster.api import ClusterAPI
 from provisioner.cluster.conditions import healthy_node_conditions, is_true, node_info, transition_time
 from provisioner.cluster.objects import AlreadyExists, Obj, parse_timestamp, timestamp
+from provisioner.cluster.views import is_ready
 from provisioner.manifests.nodeclass import node_registration_delay_seconds
 from provisioner.objects import NodeClass, NodePool
 from provisioner.quantity import format_resources, parse_resources
@@ -172,6 +173,9 @@ class KwokCloudProvider:
         for claim in self.api.list("NodeClaim"):
             if claim["metadata"].get("deletionTimestamp"):
                 continue
+            if is_true(claim, "Registered") and not is_true(claim, "Initialized"):
+                changed |= self._lift_startup_taints(claim)
+                continue
             due = self.registered_by(claim)
             if due is None or now < due or now >= due + REGISTRATION_TIMEOUT:
                 continue
@@ -185,6 +189,21 @@ class KwokCloudProvider:
                 changed = True
         self._seen, self._ran_at = self.api.kind_version("NodeClaim"), now
         return changed
+
+    def _lift_startup_taints(self, claim: Obj) -> bool:
+        """Play the agent (a CNI, a device plugin) that takes a registered Node's startup taints off once it is Ready:
+        Karpenter waits for that before it initializes the NodeClaim, and nothing else in a kwok cluster does it."""
+        startup = {(t.get("key"), t.get("effect")) for t in claim["spec"].get("startupTaints") or []}
+        node = self.api.get("Node", _node_name(claim)) if startup else None
+        if node is None or not is_ready(node):
+            return False
+        taints = node["spec"].get("taints") or []
+        kept = [t for t in taints if (t.get("key"), t.get("effect")) not in startup]
+        if len(kept) == len(taints):
+            return False
+        node["spec"]["taints"] = kept
+        self.api.update(node)
+        return True
 
     def next_due(self, now: float) -> float | None:
         future = [t for t in self._dues() if t > now]

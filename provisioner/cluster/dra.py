@@ -170,15 +170,6 @@ def published(store: ClusterReader) -> dict[str, list[Device]]:
     return by_node
 
 
-def drivers_published(store: ClusterReader, node: str, drivers: Sequence[str]) -> bool:
-    present = {
-        (s.get("spec") or {}).get("driver")
-        for s in store.list("ResourceSlice")
-        if (s.get("spec") or {}).get("nodeName") == node
-    }
-    return all(d in present for d in drivers)
-
-
 def node_inventory(
     store: ClusterReader, nodes: Sequence[Any], catalogs: Mapping[str, list[InstanceType]]
 ) -> dict[str, list[Device]]:

@@ -14,22 +14,29 @@ from provisioner.cloudprovider.types import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
-from provisioner.cluster import dra
 from provisioner.cluster.conditions import is_true, set_claim_condition, transition_time
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.cluster.views import is_ready
 from provisioner.controllers.context import ClusterContext
-from provisioner.controllers.termination import GRACE_EXPIRING, INSTANCE_TERMINATING, grace_deadline
+from provisioner.controllers.termination import (
+    GRACE_EXPIRING,
+    INSTANCE_TERMINATING,
+    MANAGED_NODE_CLASSES,
+    TERMINATION_FINALIZER,
+    grace_deadline,
+)
 from provisioner.controllers.termination import LOGGER as TERMINATION_LOGGER
 from provisioner.quantity import parse_quantity
 from provisioner.scheduling.logs import LogRecord, go_duration
 from provisioner.taints import UNREGISTERED, Taint, is_known_ephemeral
 
 LIFECYCLE = "controller.nodeclaim.lifecycle"
-TERMINATION_FINALIZER = "karpenter.sh/termination"
 # Karpenter's liveness: a NodeClaim not launched within LaunchTimeout of its creation, or not registered within
 # registrationTimeout of its Registered condition first being set (at launch), is deleted and retried.
 LAUNCH_TIMEOUT = 5 * 60.0
+DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
+UNREGISTERED_TAINT_MISSING = "UnregisteredTaintMissing"
+DRA_DRIVERS = "karpenter.sh/requested-dra-drivers"
 
 
 class LaunchOutcomes(Protocol):
@@ -48,6 +55,12 @@ class _Unheard:
         return None
 
 
+def is_managed(claim: Obj) -> bool:
+    """Whether the NodeClaim's node class is one this Karpenter launches."""
+    ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+    return (ref.get("group"), ref.get("kind")) in MANAGED_NODE_CLASSES
+
+
 def registration_deadline(claim: Obj) -> float | None:
     """When a launched, unregistered NodeClaim times out: 15 minutes after its Registered condition was set."""
     if not is_true(claim, "Launched") or is_true(claim, "Registered") or claim["metadata"].get("deletionTimestamp"):
@@ -57,15 +70,19 @@ def registration_deadline(claim: Obj) -> float | None:
 
 
 def launch_deadline(claim: Obj) -> float | None:
-    """When a NodeClaim that has not launched times out: five minutes after it was made."""
+    """When a NodeClaim that has not launched times out: five minutes after its Launched condition was last set (its
+    first failed launch; liveness.go measures from the condition, not the creation), or after it was made."""
     if is_true(claim, "Launched") or claim["metadata"].get("deletionTimestamp"):
         return None
-    return parse_timestamp(claim["metadata"]["creationTimestamp"]) + LAUNCH_TIMEOUT
+    since = transition_time(claim, "Launched") or claim["metadata"]["creationTimestamp"]
+    return parse_timestamp(since) + LAUNCH_TIMEOUT
 
 
 def _registration_dues(ctx: ClusterContext) -> list[float]:
     times = []
     for claim in ctx.api.list("NodeClaim"):
+        if not is_managed(claim):
+            continue
         due = ctx.cloud.registered_by(claim)
         if due is not None:
             times.append(due)
@@ -114,7 +131,7 @@ def next_due(ctx: ClusterContext) -> float | None:
 def reconcile(ctx: ClusterContext, outcomes: LaunchOutcomes | None = None) -> bool:
     changed = False
     for claim in ctx.api.list("NodeClaim"):
-        if ctx.backing_off("nodeclaim.lifecycle", claim):
+        if not is_managed(claim) or ctx.backing_off("nodeclaim.lifecycle", claim):
             continue
         with ctx.guard("nodeclaim.lifecycle", claim):
             changed |= _reconcile_claim(ctx, claim, outcomes or _Unheard())
@@ -128,16 +145,25 @@ def _reconcile_claim(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) 
     if claim["metadata"].get("deletionTimestamp"):
         annotated = _annotate_termination(ctx, claim)
         return _finalize(ctx, claim) or annotated
+    finalized = False
+    if TERMINATION_FINALIZER not in (claim["metadata"].get("finalizers") or []):
+        # Karpenter adds it before launching: an instance launched for a NodeClaim without it could leak.
+        claim["metadata"]["finalizers"] = [*(claim["metadata"].get("finalizers") or []), TERMINATION_FINALIZER]
+        claim = ctx.api.update(claim)
+        finalized = True
     if not is_true(claim, "Launched"):
         deadline = launch_deadline(claim)
         if deadline is not None and ctx.now >= deadline:
             return _time_out(ctx, claim, outcomes, LAUNCH_TIMEOUT, "launch_timeout")
-        return _launch(ctx, claim)
+        return _launch(ctx, claim) or finalized
     if not is_true(claim, "Registered"):
+        # Registration runs before liveness (controller.go): a Node that came in time registers even when the
+        # NodeClaim is looked at only after its timeout.
+        changed = _register(ctx, claim, outcomes)
         deadline = registration_deadline(claim)
         if deadline is not None and ctx.now >= deadline:
             return _time_out(ctx, claim, outcomes, REGISTRATION_TIMEOUT, "registration_timeout")
-        return _register(ctx, claim, outcomes)
+        return changed or finalized
     if not is_true(claim, "Initialized"):
         return _initialize(ctx, claim)
     return False
@@ -169,6 +195,12 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
         claim["metadata"]["finalizers"] = []
         ctx.api.delete("NodeClaim", name)
         return True
+    except Exception as error:
+        # launch.go: any other failure is told on the Launched condition (whose time the launch timeout counts
+        # from), then returned as the reconcile's error.
+        if set_claim_condition(claim, "Launched", "Unknown", ctx.now, "LaunchFailed", _truncated(str(error))):
+            ctx.api.update(claim)
+        raise
     ctx.nodeclaim_pods.pop(name, None)
     claim["metadata"]["labels"] = dict(launched.labels)
     claim["metadata"].setdefault("annotations", {})[wk.PRICE] = repr(launched.price)
@@ -201,6 +233,11 @@ def _launch(ctx: ClusterContext, claim: Obj) -> bool:
         claim, "Normal", "Launched", "Status condition transitioned, Type: Launched, Status: True, Reason: Launched"
     )
     return True
+
+
+def _truncated(message: str) -> str:
+    """launch.go's truncateMessage: a condition message of at most 1024 characters, a cut one ending in "..."."""
+    return message if len(message) <= 1024 else message[:1021] + "..."
 
 
 def _tell_pods_no_capacity(ctx: ClusterContext, name: str, error: Exception) -> None:
@@ -250,28 +287,54 @@ def _time_out(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes, timeout
 
 
 def _register(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool:
+    """Karpenter's registration.go: find the one Node with the NodeClaim's providerID, sync the NodeClaim onto it,
+    lift the unregistered taint and mark it registered."""
     name = claim["metadata"]["name"]
     due = ctx.cloud.registered_by(claim)
-    if due is None or ctx.now < due:
-        return False
-    node = node_of(ctx, claim)
+    node = node_of(ctx, claim) if due is None or ctx.now >= due else None
     if node is None:
-        return False  # the instance has not registered its Node yet
-    # Karpenter's registration: sync labels and taints, drop the unregistered taint, mark the node registered.
-    spec_taints = list(claim["spec"].get("taints") or []) + list(claim["spec"].get("startupTaints") or [])
-    kept = [t for t in node["spec"].get("taints") or [] if t.get("key") != UNREGISTERED]
-    node["spec"]["taints"] = kept + [t for t in spec_taints if t not in kept]
-    node["metadata"]["labels"] = {
-        **node["metadata"].get("labels", {}),
-        **claim["metadata"].get("labels", {}),
-        "karpenter.sh/registered": "true",
-    }
-    # As Karpenter's syncNode does: a NodePool template annotation such as karpenter.sh/do-not-disrupt protects
-    # the node it launches.
-    node["metadata"]["annotations"] = {
-        **(node["metadata"].get("annotations") or {}),
-        **(claim["metadata"].get("annotations") or {}),
-    }
+        # The instance has not registered its Node yet.
+        if set_claim_condition(
+            claim, "Registered", "Unknown", ctx.now, "NodeNotFound", "Node not registered with cluster"
+        ):
+            ctx.api.update(claim)
+            return True
+        return False
+    provider_id = claim["status"]["providerID"]
+    if sum(1 for n in ctx.api.scan("Node") if (n.get("spec") or {}).get("providerID") == provider_id) > 1:
+        if set_claim_condition(
+            claim, "Registered", "False", ctx.now, "MultipleNodesFound", "Invariant violated, matched multiple nodes"
+        ):
+            ctx.api.update(claim)
+            return True
+        return False
+    labels = node["metadata"].get("labels") or {}
+    if wk.REGISTERED not in labels and not any(_is_unregistered(t) for t in node["spec"].get("taints") or []):
+        # The taint keeps pods off a Node until Karpenter has synced it; without it, registration goes on but
+        # says so (registration.go, UnregisteredTaintMissingEvent).
+        ctx.log(
+            LogRecord(
+                "node claim registration error",
+                {
+                    "NodeClaim": {"name": name},
+                    "error": "missing taint prevents registration-related race conditions on Karpenter-managed nodes",
+                    "taint": UNREGISTERED,
+                },
+                level="ERROR",
+                logger=LIFECYCLE,
+            )
+        )
+        if ctx.publishes(UNREGISTERED_TAINT_MISSING, "NodeClaim", name):
+            ctx.publish(
+                claim,
+                "Warning",
+                UNREGISTERED_TAINT_MISSING,
+                f"Missing {UNREGISTERED} taint which prevents registration related race conditions on "
+                "Karpenter-managed nodes",
+            )
+    _sync_node(claim, node)
+    node["spec"]["taints"] = [t for t in node["spec"].get("taints") or [] if not _is_unregistered(t)]
+    node["metadata"]["labels"][wk.REGISTERED] = "true"
     ctx.api.update(node)
     claim["status"]["nodeName"] = node["metadata"]["name"]
     set_claim_condition(claim, "Registered", "True", ctx.now, "Registered")
@@ -287,10 +350,64 @@ def _register(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool
     return True
 
 
-def _not_initialized_because(claim: Obj, node: Obj) -> tuple[str, str] | None:
-    """The (reason, message) Karpenter gives for a Ready node's NodeClaim not being Initialized yet: a known
-    ephemeral taint still on the node, or a resource the NodeClaim requested that the node does not offer."""
-    for spec in node["spec"].get("taints") or []:
+def _is_unregistered(taint: Obj) -> bool:
+    """MatchTaint against karpenter.sh/unregistered:NoExecute: the key and the effect, whatever the value."""
+    return bool(taint.get("key") == UNREGISTERED and taint.get("effect") == "NoExecute")
+
+
+def _merge_taints(taints: list[Obj], more: list[Obj]) -> list[Obj]:
+    """scheduling.Taints.Merge: each taint of `more` whose key and effect no taint has yet, added after them."""
+    merged = list(taints)
+    for taint in more:
+        if not any(t.get("key") == taint.get("key") and t.get("effect") == taint.get("effect") for t in merged):
+            merged.append(taint)
+    return merged
+
+
+def _sync_node(claim: Obj, node: Obj) -> None:
+    """registration.go's syncNode: the termination finalizer, the NodeClaim as an owner, its taints and startup taints
+    (unless the Node is labelled karpenter.sh/do-not-sync-taints=true, a provider that manages taints itself), its
+    annotations (a NodePool template's karpenter.sh/do-not-disrupt protects the Node) and its labels."""
+    meta = node["metadata"]
+    if TERMINATION_FINALIZER not in (meta.get("finalizers") or []):
+        meta["finalizers"] = [*(meta.get("finalizers") or []), TERMINATION_FINALIZER]
+    uid = claim["metadata"].get("uid")
+    owners = list(meta.get("ownerReferences") or [])
+    if not any(
+        o.get("apiVersion") == "karpenter.sh/v1" and o.get("kind") == "NodeClaim" and o.get("uid") == uid
+        for o in owners
+    ):
+        owners.append(
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodeClaim",
+                "name": claim["metadata"]["name"],
+                "uid": uid,
+                "blockOwnerDeletion": True,
+            }
+        )
+        meta["ownerReferences"] = owners
+    if (meta.get("labels") or {}).get(DO_NOT_SYNC_TAINTS) != "true":
+        taints = _merge_taints(list(node["spec"].get("taints") or []), list(claim["spec"].get("taints") or []))
+        node["spec"]["taints"] = _merge_taints(taints, list(claim["spec"].get("startupTaints") or []))
+    meta["annotations"] = {**(meta.get("annotations") or {}), **(claim["metadata"].get("annotations") or {})}
+    meta["labels"] = {**(meta.get("labels") or {}), **(claim["metadata"].get("labels") or {})}
+
+
+def _not_initialized_because(ctx: ClusterContext, claim: Obj, node: Obj | None) -> tuple[str, str] | None:
+    """The (reason, message) Karpenter's initialization.go gives for a registered NodeClaim not being Initialized
+    yet, in its order: no Node, a Node not Ready, a startup taint or a known ephemeral taint still on it, a resource
+    the NodeClaim requested that it does not offer, a requested DRA driver without a complete pool on it."""
+    if node is None:
+        return "NodeNotFound", "Node not registered with cluster"
+    if not is_ready(node):
+        return "NodeNotReady", "Node status is NotReady"
+    taints = node["spec"].get("taints") or []
+    for startup in claim["spec"].get("startupTaints") or []:
+        for spec in taints:
+            if spec.get("key") == startup.get("key") and spec.get("effect") == startup.get("effect"):
+                return "StartupTaintsExist", f'StartupTaint "{Taint.from_spec(spec)}" still exists'
+    for spec in taints:
         taint = Taint.from_spec(spec)
         if is_known_ephemeral(taint):
             return "KnownEphemeralTaintsExist", f'KnownEphemeralTaint "{taint}" still exists'
@@ -298,44 +415,58 @@ def _not_initialized_because(claim: Obj, node: Obj) -> tuple[str, str] | None:
     for name, quantity in ((claim["spec"].get("resources") or {}).get("requests") or {}).items():
         if parse_quantity(str(quantity)) != 0 and parse_quantity(str(allocatable.get(name, "0"))) == 0:
             return "ResourceNotRegistered", f'Resource "{name}" was requested but not registered'
+    if not ctx.options.ignore_dra_requests:
+        missing = _driver_without_complete_pool(ctx, claim, node["metadata"]["name"])
+        if missing is not None:
+            return "DRADriverPoolsNotPublished", f'DRA driver "{missing}" has not published a complete resource pool'
+    return None
+
+
+def _driver_without_complete_pool(ctx: ClusterContext, claim: Obj, node_name: str) -> str | None:
+    """initialization.go's DRADriversPublished: the first driver the requested-dra-drivers annotation names that has
+    no complete pool among the Node's ResourceSlices (those naming it in spec.nodeName or owned by it). A pool is
+    complete when its slices at its highest generation number its declared resourceSliceCount."""
+    annotation = str((claim["metadata"].get("annotations") or {}).get(DRA_DRIVERS, "")).strip()
+    if not annotation:
+        return None
+    pools: dict[tuple[str, str], tuple[int, int, int]] = {}  # (driver, pool) -> (generation, declared, observed)
+    for item in ctx.api.scan("ResourceSlice"):
+        spec = item.get("spec") or {}
+        owned = any(
+            o.get("kind") == "Node" and o.get("name") == node_name
+            for o in item["metadata"].get("ownerReferences") or []
+        )
+        if spec.get("nodeName") != node_name and not owned:
+            continue
+        pool = spec.get("pool") or {}
+        key = (str(spec.get("driver", "")), str(pool.get("name", "")))
+        generation, declared = int(pool.get("generation", 0)), int(pool.get("resourceSliceCount", 0))
+        seen = pools.get(key)
+        if seen is None or generation > seen[0]:
+            pools[key] = (generation, declared, 1)
+        elif generation == seen[0]:
+            pools[key] = (seen[0], seen[1], seen[2] + 1)
+    complete = {
+        driver for (driver, _), (_, declared, observed) in pools.items() if declared > 0 and observed == declared
+    }
+    for driver in annotation.split(","):
+        if driver.strip() and driver.strip() not in complete:
+            return driver.strip()
     return None
 
 
 def _initialize(ctx: ClusterContext, claim: Obj) -> bool:
     node = ctx.api.get("Node", claim["status"].get("nodeName", ""))
-    if node is None or not is_ready(node):
-        return False
-    # Karpenter's checks after Ready, in its order: a Ready node still tainted not-ready (kube-controller-manager
-    # lifts the taint a moment after the kubelet reports Ready) takes no pods yet, and an initialized NodeClaim
-    # would make the provisioner count on it at once, launching a second node for its pods.
-    waiting = _not_initialized_because(claim, node)
-    if waiting is not None:
-        if set_claim_condition(claim, "Initialized", "Unknown", ctx.now, *waiting):
+    # Karpenter's checks, in its order: e.g. a Ready node still tainted not-ready (kube-controller-manager lifts the
+    # taint a moment after the kubelet reports Ready) takes no pods yet, and an initialized NodeClaim would make the
+    # provisioner count on it at once, launching a second node for its pods.
+    waiting = _not_initialized_because(ctx, claim, node)
+    if waiting is not None or node is None:
+        if waiting is not None and set_claim_condition(claim, "Initialized", "Unknown", ctx.now, *waiting):
             ctx.api.update(claim)
             return True
         return False
-    drivers = [
-        d
-        for d in (claim["metadata"].get("annotations") or {}).get("karpenter.sh/requested-dra-drivers", "").split(",")
-        if d
-    ]
-    if drivers and not dra.drivers_published(ctx.api, node["metadata"]["name"], drivers):
-        if set_claim_condition(
-            claim,
-            "Initialized",
-            "Unknown",
-            ctx.now,
-            "DRADriverPoolsNotPublished",
-            f"waiting for ResourceSlices of {', '.join(drivers)}",
-        ):
-            ctx.api.update(claim)
-            return True
-        return False
-    startup = claim["spec"].get("startupTaints") or []
-    if startup:
-        # The lab plays the agent (CNI, device plugin) that removes startup taints once the node is ready.
-        node["spec"]["taints"] = [t for t in node["spec"].get("taints") or [] if t not in startup]
-    node["metadata"]["labels"]["karpenter.sh/initialized"] = "true"
+    node["metadata"]["labels"][wk.INITIALIZED] = "true"
     ctx.api.update(node)
     set_claim_condition(claim, "Initialized", "True", ctx.now, "Initialized")
     set_claim_condition(claim, "Ready", "True", ctx.now, "Ready")
@@ -377,18 +508,21 @@ def _annotate_termination(ctx: ClusterContext, claim: Obj) -> bool:
 def _finalize(ctx: ClusterContext, claim: Obj) -> bool:
     """Once termination has drained the Node, delete the instance (its Node goes with it), then release the
     NodeClaim. Pods left on the Node (DaemonSets, pods tolerating the disruption taint) are removed by the
-    cluster's pod garbage collector once the Node is gone."""
+    cluster's pod garbage collector once the Node is gone. A NodeClaim that never registered has no Node of its own
+    to drain: its instance is deleted at once (controller.go:213), and one never launched has none to delete."""
     name = claim["metadata"]["name"]
     node = node_of(ctx, claim)
     node_name = node["metadata"]["name"] if node is not None else ""
-    if node is not None:
+    if node is not None and is_true(claim, "Registered"):
         drained = (node["metadata"].get("annotations") or {}).get(wk.DRAINED) == "true"
         if not drained and is_ready(node):
             return False  # the termination controller is still draining
+    if (claim.get("status") or {}).get("providerID"):
         with contextlib.suppress(NodeClaimNotFoundError):  # already gone: deleting it again is done
             ctx.cloud.delete(claim)
         if set_claim_condition(claim, INSTANCE_TERMINATING, "True", ctx.now, INSTANCE_TERMINATING):
             ctx.api.update(claim)
+    if node is not None:
         node = ctx.api.get("Node", node["metadata"]["name"])
         if node is not None:
             held = TERMINATION_FINALIZER in (node["metadata"].get("finalizers") or [])

@@ -16,7 +16,9 @@ from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.durations import parse_duration
 from provisioner.scheduling.logs import LogRecord
-from provisioner.taints import DISRUPTED, has_disrupted_taint
+from provisioner.taints import DISRUPTED, Taint, Toleration, has_disrupted_taint
+
+DISRUPTED_TAINT = Taint(DISRUPTED, "NoSchedule")
 
 DRAIN_RETRY_SECONDS = 1.0
 # Karpenter's eviction queue retries a refused pod after 100 ms, doubling each time, at most every 10 s
@@ -25,11 +27,17 @@ DRAIN_RETRY_SECONDS = 1.0
 EVICTION_RETRY_SECONDS = 0.1
 EVICTION_RETRY_MAX_SECONDS = 10.0
 MIN_DRAIN_SECONDS = 5.0
+# A pod deleted longer ago than this no longer holds its node's drain (IsStuckTerminating).
+STUCK_TERMINATING_SECONDS = 60.0
 CRITICAL = ("system-cluster-critical", "system-node-critical")
 LOGGER = "controller.node.termination"
 # The NodeClaim status conditions termination sets (Karpenter v1.2 / v1.6).
 DRAINED, VOLUMES_DETACHED, INSTANCE_TERMINATING = "Drained", "VolumesDetached", "InstanceTerminating"
 EXCLUDE_BALANCERS = "node.kubernetes.io/exclude-from-external-load-balancers"
+TERMINATION_FINALIZER = "karpenter.sh/termination"
+# The node classes karpui's cloud providers launch (Karpenter's GetSupportedNodeClasses); a NodeClaim or Node of any
+# other is another Karpenter's, and is left alone (nodeclaimutils.IsManaged, nodeutils.IsManaged).
+MANAGED_NODE_CLASSES = frozenset({("karpenter.kwok.sh", "KWOKNodeClass"), ("karpenter.k8s.aws", "EC2NodeClass")})
 
 
 def taint_disrupted(
@@ -131,7 +139,34 @@ class TerminationController:
                 continue
             with ctx.guard("node.termination", claim):
                 changed |= self._terminate(ctx, claim)
+        orphans = ctx.memo(
+            "termination/orphans",
+            (ctx.api.kind_version("Node"), ctx.api.kind_version("NodeClaim")),
+            lambda: _deleting_nodes_without_one_claim(ctx),
+        )
+        for node in orphans:
+            if ctx.backing_off("node.termination", node):
+                continue
+            with ctx.guard("node.termination", node):
+                changed |= self._terminate_alone(ctx, node)
         return changed
+
+    def _terminate_alone(self, ctx: ClusterContext, node: Obj) -> bool:
+        """A deleted Node of this Karpenter with no NodeClaim, or several (no single source of truth): Karpenter's
+        finalize drains it as any other and lets it go, with no minimum drain time and no instance to terminate
+        (node/termination/controller.go:101-115, 288-290)."""
+        current = ctx.api.get("Node", node["metadata"]["name"])
+        if current is None or TERMINATION_FINALIZER not in (current["metadata"].get("finalizers") or []):
+            return False
+        name = current["metadata"]["name"]
+        changed = taint_disrupted(ctx, current, LOGGER, leaving_load_balancers=True)
+        waiting, evicted = self._drain_step(ctx, name)
+        if waiting:
+            return changed or evicted
+        self.refused = {uid: entry for uid, entry in self.refused.items() if entry[0] != name}
+        ctx.api.remove_finalizer(ctx.api.must_get("Node", name), TERMINATION_FINALIZER)
+        ctx.log(LogRecord("deleted node", {"Node": {"name": name}}, logger=LOGGER))
+        return True
 
     def _terminate(self, ctx: ClusterContext, claim: Obj) -> bool:
         """One drain pass over the Node of a deleting NodeClaim; True if anything changed."""
@@ -182,14 +217,8 @@ class TerminationController:
         With a terminationGracePeriod, a pod is deleted regardless of PDBs and do-not-disrupt once
         `now > deadline - its terminationGracePeriodSeconds`, and such pods are not held behind earlier tiers.
         """
-        pods = [
-            p
-            for p in ctx.api.list("Pod", fields={"spec.nodeName": node})
-            if not p["metadata"].get("deletionTimestamp")
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            and not _tolerates_disrupted(p)
-        ]
-        present = {p["metadata"].get("uid") for p in pods}
+        pods = [p for p in ctx.api.list("Pod", fields={"spec.nodeName": node}) if _waiting_eviction(p, ctx.now)]
+        present = {p["metadata"].get("uid") for p in pods if not p["metadata"].get("deletionTimestamp")}
         for uid in [uid for uid, entry in self.refused.items() if entry[0] == node and uid not in present]:
             del self.refused[uid]  # gone (or terminating): nothing left to retry
         if not pods:
@@ -197,7 +226,7 @@ class TerminationController:
         waiting = len(pods)
         evicted = False
         if deadline is not None:
-            for pod in list(pods):
+            for pod in [p for p in pods if not p["metadata"].get("deletionTimestamp")]:
                 grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
                 if ctx.now > deadline - grace:
                     ctx.event(pod, "Normal", "Disrupted", _deleting_message(deadline, ctx.now, grace))
@@ -208,6 +237,8 @@ class TerminationController:
                 return 0, evicted
         first = min(_tier(p) for p in pods)
         for pod in [p for p in pods if _tier(p) == first]:
+            if pod["metadata"].get("deletionTimestamp"):
+                continue  # going already: waited on until it is gone, as Karpenter's drain does
             if pod_blocks(ctx.views.pod(pod), ctx.now):
                 continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
             uid = pod["metadata"].get("uid", "")
@@ -234,6 +265,30 @@ class TerminationController:
                 evicted = True
                 ctx.event(pod, "Normal", "Evicted", f"Evicted pod: {reason}")
         return waiting, evicted
+
+
+def managed_node(node: Obj) -> bool:
+    """nodeutils.IsManaged: the Node carries the label of a node class this Karpenter launches (group/kind)."""
+    labels = node["metadata"].get("labels") or {}
+    return any(f"{group}/{kind.lower()}" in labels for group, kind in MANAGED_NODE_CLASSES)
+
+
+def _deleting_nodes_without_one_claim(ctx: ClusterContext) -> list[Obj]:
+    deleting = [
+        n
+        for n in ctx.api.scan("Node")
+        if n["metadata"].get("deletionTimestamp")
+        and TERMINATION_FINALIZER in (n["metadata"].get("finalizers") or [])
+        and managed_node(n)
+    ]
+    if not deleting:
+        return []
+    claims: dict[str, int] = {}
+    for claim in ctx.api.scan("NodeClaim"):
+        provider_id = (claim.get("status") or {}).get("providerID")
+        if provider_id:
+            claims[provider_id] = claims.get(provider_id, 0) + 1
+    return [n for n in deleting if claims.get((n.get("spec") or {}).get("providerID") or "", 0) != 1]
 
 
 def eviction_reason(claim: Obj) -> str:
@@ -274,8 +329,20 @@ def _tier(pod: Obj) -> int:
     return (2 if critical else 0) + (1 if daemon else 0)
 
 
+def _waiting_eviction(pod: Obj, now: float) -> bool:
+    """Karpenter's IsWaitingEviction (utils/pod/scheduling.go:69-86): a pod the drain waits for is not terminal, does
+    not tolerate the disrupted taint, is not a mirror pod (owned by its Node, which only the kubelet can delete) and
+    is not stuck terminating (deleted more than a minute ago); a pod terminating for less is waited on."""
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or _tolerates_disrupted(pod):
+        return False
+    if any(
+        o.get("kind") == "Node" and o.get("apiVersion") == "v1" for o in pod["metadata"].get("ownerReferences") or []
+    ):
+        return False
+    deleted = pod["metadata"].get("deletionTimestamp")
+    return not deleted or now - parse_timestamp(deleted) <= STUCK_TERMINATING_SECONDS
+
+
 def _tolerates_disrupted(pod: Obj) -> bool:
-    return any(
-        t.get("key") == DISRUPTED or (t.get("operator") == "Exists" and not t.get("key"))
-        for t in pod["spec"].get("tolerations") or []
-    )
+    """ToleratesDisruptedNoScheduleTaint: Kubernetes' toleration match against karpenter.sh/disrupted:NoSchedule."""
+    return any(Toleration.from_spec(t).tolerates(DISRUPTED_TAINT) for t in pod["spec"].get("tolerations") or [])

@@ -34,7 +34,13 @@ class ReservationManager:
     def can_reserve(self, hostname: str, offering: Offering) -> bool:
         if offering.reservation_id in self.reservations.get(hostname, ()):
             return True
-        return self.capacity.get(offering.reservation_id, 0) > 0
+        if offering.reservation_id not in self.capacity:
+            # Karpenter panics (reservationmanager.go:65): the manager is seeded from every offering the simulation
+            # can pick, so an unknown reservation is a bug in the caller, not an answer of "no".
+            raise ValueError(
+                f'attempted to reserve non-existent offering with reservation id "{offering.reservation_id}"'
+            )
+        return self.capacity[offering.reservation_id] > 0
 
     def reserve(self, hostname: str, offerings: Iterable[Offering]) -> None:
         held = self.reservations.setdefault(hostname, set())

@@ -11,13 +11,14 @@ KEY = ("nodeclaim.lifecycle", "NodeClaim//poison")
 
 
 def poisoned() -> Lab:
-    """A lab holding a NodeClaim whose requirements are not a list: its lifecycle reconcile raises every time."""
+    """A lab holding a NodeClaim whose requirements are not a list: its lifecycle reconcile raises every time (after
+    its first failure is written on its Launched condition, as launch.go does)."""
     made = lab(nodepool_doc())
     made.store.create(
         {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodeClaim",
-            "metadata": {"name": "poison", "finalizers": []},
+            "metadata": {"name": "poison", "finalizers": ["karpenter.sh/termination"]},
             "spec": {
                 "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
                 "requirements": "not-a-list",
@@ -40,15 +41,15 @@ def test_a_failing_nodeclaim_is_retried_after_5_ms_doubling():
         0.0, 0.005, 0.015, 0.035, 0.075, 0.155, 0.315, 0.635, 1.275, 2.555, 5.115, 10.235, 20.475, 40.955, 81.915,
         163.835,
     ]  # fmt: skip
-    assert made.ctx.backoffs[KEY] == Backoff(16, "1", START + 163.835 + 0.005 * 2**15)
+    assert made.ctx.backoffs[KEY] == Backoff(16, "3", START + 163.835 + 0.005 * 2**15)
 
 
 def test_the_delay_stops_doubling_at_1000_s():
     made = poisoned()
     made.advance(290)  # the registration timeout deletes it at 300 s
-    made.ctx.backoffs[KEY] = Backoff(30, "1", made.now)
+    made.ctx.backoffs[KEY] = Backoff(30, "3", made.now)
     made.advance(0)
-    assert made.ctx.backoffs[KEY] == Backoff(31, "1", START + 290 + 1000.0)
+    assert made.ctx.backoffs[KEY] == Backoff(31, "3", START + 290 + 1000.0)
 
 
 def test_a_change_to_the_object_retries_it_at_once_and_the_failures_go_on_counting():

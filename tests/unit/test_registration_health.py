@@ -168,10 +168,17 @@ def test_a_nodeclaim_not_launched_in_five_minutes_is_deleted():  # "... hasn't l
         }
     )
     outcomes = NodePoolController()
-    ctx = ClusterContext(store, _FailingCloud(), START - 1, random.Random(0), [], {}, {}, {})
+    # The first failed launch, at its creation, sets the Launched condition the five minutes count from.
+    ctx = ClusterContext(store, _FailingCloud(), START - 5 * 60, random.Random(0), [], {}, {}, {})
+    LifecycleController(outcomes).reconcile(ctx)
+    ctx.now = START - 1
+    ctx.backoffs.clear()
     LifecycleController(outcomes).reconcile(ctx)
     assert store.get("NodeClaim", "stuck") is not None  # a second before the deadline: the launch is tried again
     ctx.now = START
+    LifecycleController(outcomes).reconcile(ctx)
+    # Deleted; the termination finalizer the lifecycle controller added goes at the next run (no instance to end).
+    assert store.get("NodeClaim", "stuck")["metadata"]["deletionTimestamp"] == timestamp(START)
     LifecycleController(outcomes).reconcile(ctx)
     assert store.get("NodeClaim", "stuck") is None
     [record] = [r.record for r in ctx.logs if r.record.message == "terminating due to timeout"]
