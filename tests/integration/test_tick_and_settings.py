@@ -39,10 +39,15 @@ def test_a_lab_ahead_of_wall_time_keeps_moving_at_wall_times_rate(lab):
 
 
 def test_a_lab_behind_wall_time_catches_up(lab):
+    """An hour behind, the lab catches up to wall time; a tick stops at its one-second budget, so on a loaded machine
+    it takes more than one (each takes up where the last stopped), never more than a handful for an idle hour."""
     start = timezone.now()
     ticks.clusters_tick(now=start)
-    ticks.clusters_tick(now=start + timedelta(hours=1))
-    lab.refresh_from_db()
+    for _ in range(5):
+        ticks.clusters_tick(now=start + timedelta(hours=1))
+        lab.refresh_from_db()
+        if lab.clock == start + timedelta(hours=1):
+            break
     assert lab.clock == start + timedelta(hours=1)
 
 
