@@ -571,6 +571,7 @@ class Lab(Provisioner):
             for n in (
                 "KARPUI_FEATURE_GATES",
                 "KARPUI_IGNORE_DRA_REQUESTS",
+                "KARPUI_LEGACY_NODE_REPAIR",
                 "KARPUI_MIN_VALUES_POLICY",
                 "KARPUI_PREFERENCE_POLICY",
             )
@@ -578,6 +579,7 @@ class Lab(Provisioner):
         settings.KARPUI_FEATURE_GATES = feature_gates(env.get("FEATURE_GATES", ""))
         # Karpenter ignores DRA requests unless told otherwise (IGNORE_DRA_REQUESTS defaults to true).
         settings.KARPUI_IGNORE_DRA_REQUESTS = parse_bool("IGNORE_DRA_REQUESTS", env.get("IGNORE_DRA_REQUESTS", "true"))
+        settings.KARPUI_LEGACY_NODE_REPAIR = parse_bool("LEGACY_NODE_REPAIR", env.get("LEGACY_NODE_REPAIR", "false"))
         settings.KARPUI_MIN_VALUES_POLICY = env.get("MIN_VALUES_POLICY", "Strict")
         settings.KARPUI_PREFERENCE_POLICY = env.get("PREFERENCE_POLICY", "Respect")
         self.set_karpenter_env(env)
@@ -734,6 +736,7 @@ class Real(Provisioner):
                 KARPUI_TICK_SECONDS="0.5",
                 KARPUI_FEATURE_GATES=env.get("FEATURE_GATES", ""),
                 KARPUI_IGNORE_DRA_REQUESTS=env.get("IGNORE_DRA_REQUESTS", "true"),
+                KARPUI_LEGACY_NODE_REPAIR=env.get("LEGACY_NODE_REPAIR", "false"),
                 KARPUI_MIN_VALUES_POLICY=env.get("MIN_VALUES_POLICY", "Strict"),
                 KARPUI_PREFERENCE_POLICY=env.get("PREFERENCE_POLICY", "Respect"),
             )

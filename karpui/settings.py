@@ -97,6 +97,8 @@ KARPUI_KUBE_CONTEXT = os.environ.get("KARPUI_KUBE_CONTEXT", "")
 KARPUI_FEATURE_GATES = feature_gates(os.environ.get("KARPUI_FEATURE_GATES", ""))
 # DRA works by default; true restores Karpenter's IGNORE_DRA_REQUESTS behaviour (such pods are never provisioned).
 KARPUI_IGNORE_DRA_REQUESTS = env_bool("KARPUI_IGNORE_DRA_REQUESTS", False)
+# Karpenter's LEGACY_NODE_REPAIR (v1.15): true repairs as v1.14's node.health controller did.
+KARPUI_LEGACY_NODE_REPAIR = env_bool("KARPUI_LEGACY_NODE_REPAIR", False)
 # Karpenter's PREFERENCE_POLICY (Respect|Ignore) and MIN_VALUES_POLICY (Strict|BestEffort), for every cluster.
 KARPUI_PREFERENCE_POLICY = one_of("KARPUI_PREFERENCE_POLICY", RESPECT, PREFERENCE_POLICIES)
 KARPUI_MIN_VALUES_POLICY = one_of("KARPUI_MIN_VALUES_POLICY", STRICT, MIN_VALUES_POLICIES)

@@ -100,6 +100,9 @@ class KarpenterOptions:
     preference_policy: str = RESPECT
     min_values_policy: str = STRICT
     ignore_dra_requests: bool = False
+    # LEGACY_NODE_REPAIR (v1.15, default false): with NodeRepair on, v1.14's node.health controller repairs instead
+    # of the disruption method (no budgets, do-not-repair or drain bounds; the toleration from lastTransitionTime).
+    legacy_node_repair: bool = False
     # The provisioning batcher's window (Batcher.idle and .maximum): it closes this long after the last new pending
     # pod, and at the latest this long after it opened.
     batch_idle_duration: float = BATCH_IDLE_SECONDS
@@ -121,6 +124,9 @@ class KarpenterOptions:
         ignore_dra = base.ignore_dra_requests
         if "IGNORE_DRA_REQUESTS" in env:
             ignore_dra = parse_bool("IGNORE_DRA_REQUESTS", env["IGNORE_DRA_REQUESTS"])
+        legacy_repair = base.legacy_node_repair
+        if "LEGACY_NODE_REPAIR" in env:
+            legacy_repair = parse_bool("LEGACY_NODE_REPAIR", env["LEGACY_NODE_REPAIR"])
         idle, maximum = base.batch_idle_duration, base.batch_max_duration
         if "BATCH_IDLE_DURATION" in env:
             idle = parse_batch_duration("BATCH_IDLE_DURATION", env["BATCH_IDLE_DURATION"])
@@ -131,6 +137,7 @@ class KarpenterOptions:
             preference_policy=preference,
             min_values_policy=min_values,
             ignore_dra_requests=ignore_dra,
+            legacy_node_repair=legacy_repair,
             batch_idle_duration=idle,
             batch_max_duration=maximum,
         )
@@ -146,6 +153,7 @@ OPTION_VARIABLES = (
     "PREFERENCE_POLICY",
     "MIN_VALUES_POLICY",
     "IGNORE_DRA_REQUESTS",
+    "LEGACY_NODE_REPAIR",
     "BATCH_IDLE_DURATION",
     "BATCH_MAX_DURATION",
 )

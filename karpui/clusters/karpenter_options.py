@@ -18,12 +18,13 @@ from provisioner.sim import karpenter as face
 
 def cluster_options(cluster: models.Cluster) -> KarpenterOptions:
     """The cluster's options: today the deployment's settings (KARPUI_FEATURE_GATES, KARPUI_PREFERENCE_POLICY,
-    KARPUI_MIN_VALUES_POLICY, KARPUI_IGNORE_DRA_REQUESTS), the same for every cluster."""
+    KARPUI_MIN_VALUES_POLICY, KARPUI_IGNORE_DRA_REQUESTS, KARPUI_LEGACY_NODE_REPAIR), the same for every cluster."""
     return KarpenterOptions(
         feature_gates=dict(settings.KARPUI_FEATURE_GATES),
         preference_policy=settings.KARPUI_PREFERENCE_POLICY,
         min_values_policy=settings.KARPUI_MIN_VALUES_POLICY,
         ignore_dra_requests=settings.KARPUI_IGNORE_DRA_REQUESTS,
+        legacy_node_repair=settings.KARPUI_LEGACY_NODE_REPAIR,
     )
 
 

@@ -15,7 +15,7 @@ from provisioner.cluster.objects import Obj, timestamp
 from provisioner.controllers.commands import live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.records import fingerprint_of, node_entry, record_command
-from provisioner.controllers.repair import METHOD, STANDALONE, UNHEALTHY, VETOED, unhealthy, vetoed
+from provisioner.controllers.repair import METHOD, STANDALONE, UNHEALTHY, VETOED, Unhealthy, legacy, unhealthy, vetoed
 from provisioner.labels import NODEPOOL
 from provisioner.options import NODE_REPAIR
 
@@ -57,23 +57,11 @@ class NodeHealthController:
             node = ctx.api.get("Node", name)
             if node is None or node["metadata"].get("deletionTimestamp"):
                 continue
-            found = unhealthy(node, policies)
+            found = unhealthy(node, policies, legacy=legacy(ctx))
             if found is None:
                 continue
-            if not (claim["metadata"].get("labels") or {}).get(NODEPOOL):
-                # No NodePool to replace it from or budget it against (types.go:157): a standalone NodeClaim is
-                # never repaired.
-                for obj in (node, claim):
-                    ctx.publish(obj, "Normal", "DisruptionBlocked", STANDALONE)
-                continue
-            if vetoed(node):
-                # The operator's escape hatch holds every repair of the node; said once a policy is eligible
-                # (repair.go:97), and looked at again then.
-                if ctx.now >= found.due:
-                    for obj in (node, claim):
-                        ctx.publish(obj, "Normal", "DisruptionBlocked", VETOED)
-                else:
-                    dues.append(found.due)
+            # The legacy controller repairs standalone NodeClaims too and knows no do-not-repair.
+            if not legacy(ctx) and _held_back(ctx, claim, node, found, dues):
                 continue
             fingerprint = fingerprint_of(UNHEALTHY, claim["metadata"]["name"], found.text, timestamp(found.since))
             earlier = decided.get(fingerprint)
@@ -85,6 +73,25 @@ class NodeHealthController:
                 changed = True
         self._dues = dues
         return changed
+
+
+def _held_back(ctx: ClusterContext, claim: Obj, node: Obj, found: Unhealthy, dues: list[float]) -> bool:
+    """v1.15's repair method leaves a standalone NodeClaim and a node with do-not-repair alone, and says so."""
+    if not (claim["metadata"].get("labels") or {}).get(NODEPOOL):
+        # No NodePool to replace it from or budget it against (types.go:157): a standalone NodeClaim is never repaired.
+        for obj in (node, claim):
+            ctx.publish(obj, "Normal", "DisruptionBlocked", STANDALONE)
+        return True
+    if vetoed(node):
+        # The operator's escape hatch holds every repair of the node; said once a policy is eligible (repair.go:97),
+        # and looked at again then.
+        if ctx.now >= found.due:
+            for obj in (node, claim):
+                ctx.publish(obj, "Normal", "DisruptionBlocked", VETOED)
+        else:
+            dues.append(found.due)
+        return True
+    return False
 
 
 def _decided(ctx: ClusterContext) -> dict[str, Obj]:

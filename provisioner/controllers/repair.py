@@ -6,6 +6,7 @@ the NodeClaim deleted, so its pods leave by then whatever their PDBs and do-not-
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ from provisioner.disruption.candidates import blockers, disruption_cost, node_bl
 from provisioner.disruption.types import ClaimedNode
 from provisioner.durations import format_duration, parse_duration
 from provisioner.objects import NodePool
-from provisioner.repairpolicies import repair_policy_matcher, resolve
+from provisioner.repairpolicies import REPLACE_NODE, repair_policy_matcher, resolve
 from provisioner.scheduling.logs import LogRecord
 
 UNHEALTHY = "Unhealthy"  # the command's reason (Karpenter's metrics say "unhealthy")
@@ -60,7 +61,36 @@ def _condition(node: Obj, kind: str) -> dict[str, str] | None:
     return next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
 
 
-def unhealthy(node: Obj, policies: Sequence[RepairPolicy]) -> Unhealthy | None:
+def legacy(ctx: ClusterContext) -> bool:
+    """LEGACY_NODE_REPAIR: v1.14's node.health controller (pkg/controllers/node/legacyrepair in v1.15) repairs."""
+    return ctx.options.legacy_node_repair
+
+
+def unhealthy(node: Obj, policies: Sequence[RepairPolicy], *, legacy: bool = False) -> Unhealthy | None:
+    """The condition whose repair is due first: as the legacy controller finds it, or as v1.15's matcher does."""
+    return _legacy_unhealthy(node, policies) if legacy else _unhealthy(node, policies)
+
+
+def _legacy_unhealthy(node: Obj, policies: Sequence[RepairPolicy]) -> Unhealthy | None:
+    """findUnhealthyConditions (legacyrepair/controller.go:229): of the ReplaceNode policies whose condition has
+    their status (and a reason their regex finds), the one whose toleration from lastTransitionTime ends first."""
+    found: Unhealthy | None = None
+    for policy in policies:
+        if policy.action != REPLACE_NODE:
+            continue  # the legacy controller only replaces
+        condition = _condition(node, policy.condition_type)
+        if condition is None or condition.get("status") != policy.condition_status:
+            continue
+        if policy.reason_regex and not re.search(policy.reason_regex, condition.get("reason") or ""):
+            continue
+        since = parse_timestamp(condition["lastTransitionTime"]) if condition.get("lastTransitionTime") else 0.0
+        candidate = Unhealthy(policy.condition_type, policy.condition_status, since, policy.toleration_seconds)
+        if found is None or candidate.due < found.due:
+            found = candidate
+    return found
+
+
+def _unhealthy(node: Obj, policies: Sequence[RepairPolicy]) -> Unhealthy | None:
     """The condition whose repair becomes eligible first, as Karpenter's policy matcher resolves it then: a
     reason-specific policy whose regex finds the reason, else the set's default fallback (policy.go:316). None when
     no condition's type and status is one the set covers."""
@@ -98,8 +128,8 @@ def hold_for_drain(ctx: ClusterContext, command: Obj) -> str | None:
     only on the promise of a drain bound, the policies' or the NodeClaim's; without one it waits, said on the Node
     and the NodeClaim."""
     _, claim, node = _subjects(ctx, command)
-    if claim is None or node is None or (claim.get("spec") or {}).get("terminationGracePeriod"):
-        return None
+    if legacy(ctx) or claim is None or node is None or (claim.get("spec") or {}).get("terminationGracePeriod"):
+        return None  # the legacy controller ignores do-not-disrupt and PDBs outright
     if drain_bound(claim, node, ctx.cloud.repair_policies(), ctx.now) is not None:
         return None
     view, claimed = cluster_view(ctx)
@@ -118,7 +148,9 @@ def hold_for_budget(ctx: ClusterContext, command: Obj) -> str | None:
     """computeCommands (repair.go:126-156): an initialized node's repair rides its NodePool's budget for Unhealthy,
     which the repairs due with it take in order of their score (then the lower disruption cost, then the node's
     name); it waits while the budget is spent or taken by those ranked ahead. An uninitialized node runs no workload
-    to protect and needs none."""
+    to protect and needs none. The legacy controller ignores budgets."""
+    if legacy(ctx):
+        return None
     _, claimed = cluster_view(ctx)
     by_name = {c.name: c for c in claimed}
     mine = by_name.get(command["spec"]["candidates"][0]["node"])
@@ -173,6 +205,8 @@ def blocked(ctx: ClusterContext, claim: Obj) -> str | None:
     """breakerTrippedPools (repair.go:314): more of its NodePool's nodes than allowed have a condition the policies
     cover, however fresh, so no repair in the pool goes ahead."""
     pool = (claim["metadata"].get("labels") or {}).get(wk.NODEPOOL)
+    if legacy(ctx):
+        return _legacy_blocked(ctx, pool)
     if not pool:
         return None  # a standalone NodeClaim is never repaired (health.py)
     matcher = repair_policy_matcher(ctx.cloud.repair_policies())
@@ -181,6 +215,21 @@ def blocked(ctx: ClusterContext, claim: Obj) -> str | None:
     if sick <= allowed_unhealthy(len(nodes)):
         return None
     return f'more than {ALLOWED_UNHEALTHY_PERCENT}% of nodes in nodepool "{pool}" are unhealthy'
+
+
+def _legacy_blocked(ctx: ClusterContext, pool: str | None) -> str | None:
+    """isNodePoolHealthy, or isClusterHealthy for a NodeClaim of no NodePool (legacyrepair/controller.go:268): the
+    nodes a policy finds unhealthy, however fresh, against 20% of the pool's (or the cluster's), in its words."""
+    policies = ctx.cloud.repair_policies()
+    nodes = [
+        n for n in ctx.api.list("Node") if not pool or (n["metadata"].get("labels") or {}).get(wk.NODEPOOL) == pool
+    ]
+    sick = sum(1 for n in nodes if _legacy_unhealthy(n, policies) is not None)
+    if sick <= allowed_unhealthy(len(nodes)):
+        return None
+    if pool:
+        return f"more than {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the nodepool"
+    return f"more then {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the cluster"  # sic, Karpenter's event
 
 
 def _subjects(ctx: ClusterContext, command: Obj) -> tuple[dict[str, str], Obj | None, Obj | None]:
@@ -195,9 +244,9 @@ def problem(ctx: ClusterContext, command: Obj) -> str | None:
         return f"churn (NodeClaim {candidate['nodeclaim']} is gone or being deleted)"
     if node is None or node["metadata"].get("deletionTimestamp"):
         return f"churn (Node {candidate['node']} is gone or being deleted)"
-    if vetoed(node):
+    if vetoed(node) and not legacy(ctx):
         return f"churn (Node {candidate['node']}: {VETOED})"
-    found = unhealthy(node, ctx.cloud.repair_policies())
+    found = unhealthy(node, ctx.cloud.repair_policies(), legacy=legacy(ctx))
     if found is None:
         ready = _condition(node, "Ready") or {}
         return f"churn (Node {candidate['node']} is healthy again: Ready={ready.get('status', 'Unknown')})"
@@ -229,7 +278,8 @@ def hold_for_health(ctx: ClusterContext, command: Obj) -> str | None:
     reason = blocked(ctx, claim)
     if reason is not None:
         pool = ctx.nodepool_object((claim["metadata"].get("labels") or {}).get(wk.NODEPOOL, ""))
-        for obj in (node, claim, pool):
+        # The legacy controller's events all involve the Node (legacyrepair/events.go).
+        for obj in (node,) if legacy(ctx) else (node, claim, pool):
             ctx.publish(obj, "Warning", NODE_REPAIR_BLOCKED, reason, dedupe_seconds=BLOCKED_DEDUPE_SECONDS)
     return reason
 
@@ -243,7 +293,10 @@ def begin(ctx: ClusterContext, command: Obj) -> None:
         return
     # The repair's lines name the Node and the NodeClaim.
     subjects = {"Node": {"name": candidate["node"]}, "NodeClaim": {"name": claim["metadata"]["name"]}}
-    bound = None if node is None else drain_bound(claim, node, ctx.cloud.repair_policies(), ctx.now)
+    if legacy(ctx):
+        bound: float | None = 0.0  # annotateTerminationGracePeriod (legacyrepair/controller.go:246): now
+    else:
+        bound = None if node is None else drain_bound(claim, node, ctx.cloud.repair_policies(), ctx.now)
     annotations = claim["metadata"].setdefault("annotations", {})
     current = annotations.get(wk.TERMINATION_TIMESTAMP)
     if bound is not None and (current is None or not _at_or_before(current, ctx.now + bound)):

@@ -28,6 +28,8 @@ def apply_options(settings, env: dict[str, str]) -> None:
         settings.KARPUI_MIN_VALUES_POLICY = env["MIN_VALUES_POLICY"]
     if "IGNORE_DRA_REQUESTS" in env:
         settings.KARPUI_IGNORE_DRA_REQUESTS = parse_bool("IGNORE_DRA_REQUESTS", env["IGNORE_DRA_REQUESTS"])
+    if "LEGACY_NODE_REPAIR" in env:
+        settings.KARPUI_LEGACY_NODE_REPAIR = parse_bool("LEGACY_NODE_REPAIR", env["LEGACY_NODE_REPAIR"])
 
 
 def set_node_condition(step: dict[str, str]) -> None:

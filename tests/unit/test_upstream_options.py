@@ -3,7 +3,7 @@ naming the It it follows; the Its test_karpenter_options.py already ports (defau
 policies' refusals) are not repeated here.
 
 karpui reads the options that change decisions only (FEATURE_GATES, PREFERENCE_POLICY, MIN_VALUES_POLICY,
-IGNORE_DRA_REQUESTS, BATCH_IDLE_DURATION, BATCH_MAX_DURATION), from the environment only: there are no CLI flags.
+IGNORE_DRA_REQUESTS, LEGACY_NODE_REPAIR, BATCH_IDLE_DURATION, BATCH_MAX_DURATION), from the environment only: there are no CLI flags.
 """
 
 from __future__ import annotations
@@ -44,3 +44,17 @@ def test_feature_gates_an_empty_entry_is_skipped_but_a_blank_one_is_malformed():
     with pytest.raises(OptionsError) as raised:
         parse_feature_gates("NodeRepair=true, ")
     assert str(raised.value) == "parsing feature gates, malformed pair, expect string=bool"
+
+
+def test_legacy_node_repair_should_default_to_false():  # LegacyNodeRepair: "should default to false"
+    assert KarpenterOptions.from_env({}).legacy_node_repair is False
+
+
+def test_legacy_node_repair_should_be_set_by_environment_variable():
+    # LegacyNodeRepair: "should be set by environment variable"
+    assert KarpenterOptions.from_env({"LEGACY_NODE_REPAIR": "true"}).legacy_node_repair is True
+
+
+def test_legacy_node_repair_refuses_what_is_not_a_bool():
+    with pytest.raises(OptionsError, match="LEGACY_NODE_REPAIR"):
+        KarpenterOptions.from_env({"LEGACY_NODE_REPAIR": "sometimes"})
