@@ -190,10 +190,7 @@ class ProvisioningController:
         for pod in pods:
             obj = ctx.api.get("Pod", pod.name, pod.namespace)
             if obj is not None and has_dra_requirements(obj["spec"]):
-                verdict = [{"nodepool": "", "kind": "devices", "message": message}]
-                if self.verdicts.get(pod.uid) != verdict:
-                    self.verdicts[pod.uid] = verdict
-                    ctx.log(logs.could_not_schedule(pod, message))
+                self._leave_out(ctx, pod, message)
                 continue
             kept.append(pod)
         return kept
@@ -206,14 +203,17 @@ class ProvisioningController:
             obj = ctx.api.get("Pod", pod.name, pod.namespace) if pod.resource_claims else None
             missing = dra.missing_claim(ctx.api, obj) if obj is not None else None
             if missing is not None:
-                message = f'resourceclaim "{missing}" not found'
-                verdict = [{"nodepool": "", "kind": "devices", "message": message}]
-                if self.verdicts.get(pod.uid) != verdict:
-                    self.verdicts[pod.uid] = verdict
-                    ctx.log(logs.could_not_schedule(pod, message))
+                self._leave_out(ctx, pod, f'resourceclaim "{missing}" not found')
                 continue
             kept.append(pod)
         return kept
+
+    def _leave_out(self, ctx: ClusterContext, pod: Pod, message: str) -> None:
+        """A pod left out for its devices: its verdict, and Karpenter's "could not schedule pod" once per message."""
+        verdict = [{"nodepool": "", "kind": "devices", "message": message}]
+        if self.verdicts.get(pod.uid) != verdict:
+            self.verdicts[pod.uid] = verdict
+            ctx.log(logs.could_not_schedule(pod, message))
 
     def _with_usable_volumes(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
         """Karpenter's Validate of the pending pods' PVCs (GetPendingPods): a pod with one kube-scheduler would refuse
