@@ -24,8 +24,8 @@ from karpui.writes import configs
 from provisioner.cluster.objects import timestamp
 
 # The proposer's own serialisation of a command, so a person's command reads exactly like the engine's.
-from provisioner.controllers.command_specs import command_object
-from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS, live_commands, queue_nodes
+from provisioner.controllers.command_specs import command_object, live_commands
+from provisioner.controllers.commands import APPROVAL_TTL_SECONDS, VALIDATION_SECONDS, queue_nodes
 from provisioner.controllers.recheck import manual_candidate, manual_plan
 from provisioner.controllers.snapshot import cluster_view, without
 from provisioner.disruption import accounting

@@ -15,6 +15,15 @@ from provisioner.disruption.risks import Assessment, assess
 from provisioner.disruption.types import Candidate, Command, candidate_state
 from provisioner.scheduling.results import NodeClaimPlan
 
+LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
+
+
+def live_commands(ctx: ClusterContext) -> list[Obj]:
+    """Commands still on their way (finished ones are history the queue never looks at again), oldest name first."""
+    live = [c for phase in LIVE_PHASES for c in ctx.api.list("DisruptionCommand", fields={"status.phase": phase})]
+    return sorted(live, key=lambda c: c["metadata"]["name"])
+
+
 API_VERSION = "karpui.dev/v1alpha1"
 # How many re-checks and execution steps a command keeps in its status (newest last).
 KEPT_ENTRIES = 30

@@ -27,7 +27,7 @@ from typing import Any
 from provisioner.cluster.conditions import clear_condition, is_true, set_claim_condition
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers import consolidation_events, holds, repair
-from provisioner.controllers.command_specs import append, command_name, command_object
+from provisioner.controllers.command_specs import append, command_name, command_object, live_commands
 from provisioner.controllers.context import RECORDER_DEDUPE_SECONDS, ClusterContext
 from provisioner.controllers.provisioning import create_nodeclaim
 from provisioner.controllers.recheck import Recheck, recheck
@@ -52,7 +52,6 @@ VALIDATION_SECONDS = 15.0
 QUEUE_SECONDS = 1.0
 APPROVAL_TTL_SECONDS = 3600.0
 REPLACEMENT_TIMEOUT_SECONDS = 600.0
-LIVE_PHASES = ("Proposed", "AwaitingApproval", "Approved", "Executing")
 LOGGER = "controller.disruption"
 # A static NodePool's scale-down (Karpenter's static deprovisioning, "overprovisioned"), gated like the others.
 OVERPROVISIONED = "Overprovisioned"
@@ -70,12 +69,6 @@ NARROWED_KEYS = (
     "risks",
     "assessment",
 )
-
-
-def live_commands(ctx: ClusterContext) -> list[Obj]:
-    """Commands still on their way (finished ones are history the queue never looks at again), oldest name first."""
-    live = [c for phase in LIVE_PHASES for c in ctx.api.list("DisruptionCommand", fields={"status.phase": phase})]
-    return sorted(live, key=lambda c: c["metadata"]["name"])
 
 
 def queue_nodes(ctx: ClusterContext, excluding: Collection[str] = ()) -> tuple[set[str], set[str]]:
@@ -453,7 +446,9 @@ def _force(ctx: ClusterContext, command: Obj) -> bool:
 
 def _start_repair(ctx: ClusterContext, command: Obj) -> bool:
     """Repair the node unless its pods block a drain it has no bound for, too many of its NodePool's are unhealthy
-    (then look again in five minutes) or its budget allows no more (otherwise at the next pass)."""
+    (then look again in five minutes), its budget allows no more or no replacement can be staged (otherwise at the
+    next pass). v1.15's method launches the replacements first and deletes the node once they are initialized
+    (_execute); the legacy controller, and an empty node, delete at once."""
     status = command["status"]
     if status.get("retryAt") and ctx.now < parse_timestamp(status["retryAt"]):
         return False
@@ -467,13 +462,27 @@ def _start_repair(ctx: ClusterContext, command: Obj) -> bool:
             status.update(message=f"blocked: {blocked}", retryAt=timestamp(ctx.now + retry))
             ctx.api.update(command)
             return True
+    staged = () if repair.legacy(ctx) else repair.replacements(ctx, command)
+    if isinstance(staged, str):
+        status.update(message=f"blocked: {staged}", retryAt=timestamp(ctx.now + repair.BUDGET_RETRY_SECONDS))
+        ctx.api.update(command)
+        return True
     for key in ("message", "retryAt"):
         status.pop(key, None)
     ctx.log(
         LogRecord("disrupting node(s)", {**_log_fields(command), "command": command["spec"]["text"]}, logger=LOGGER)
     )
-    repair.begin(ctx, command)
-    status.update(phase="Executing", startedAt=timestamp(ctx.now), replacementNodeClaims=[])
+    names = []
+    if staged:
+        _taint(ctx, command)
+        for plan in staged:
+            claim = create_nodeclaim(ctx, plan)  # logs "created nodeclaim"
+            names.append(claim["metadata"]["name"])
+            step = f"launched NodeClaim {claim['metadata']['name']} in {plan.nodepool} before the repair"
+            append(status, "steps", {"at": timestamp(ctx.now), "step": step})
+    else:
+        repair.begin(ctx, command)
+    status.update(phase="Executing", startedAt=timestamp(ctx.now), replacementNodeClaims=names)
     ctx.api.update(command)
     return True
 
@@ -606,8 +615,14 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
             continue
         pending = True
         if not claim["metadata"].get("deletionTimestamp"):
-            ctx.api.delete("NodeClaim", candidate["nodeclaim"])
-            if command["spec"]["reason"] != OVERPROVISIONED:  # static deprovisioning tells no event (see _taint)
+            if command["spec"]["reason"] == repair.UNHEALTHY:
+                # Its replacements are up: the drain's deadline is stamped only now, so their launch does not eat
+                # into it (queue.go:236), and the NodeClaim deleted.
+                repair.begin(ctx, command)
+            else:
+                ctx.api.delete("NodeClaim", candidate["nodeclaim"])
+            if command["spec"]["reason"] not in (OVERPROVISIONED, repair.UNHEALTHY):
+                # Static deprovisioning tells no event (see _taint); a repair tells its own.
                 _terminating_events(ctx, claim, candidate["node"], command["spec"]["reason"])
             append(status, "steps", {"at": timestamp(ctx.now), "step": f"deleted NodeClaim {candidate['nodeclaim']}"})
             deleted = True

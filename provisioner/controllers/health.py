@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from provisioner.cluster.objects import Obj, timestamp
-from provisioner.controllers.commands import live_commands
+from provisioner.controllers.command_specs import live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.records import fingerprint_of, node_entry, record_command
 from provisioner.controllers.repair import METHOD, STANDALONE, UNHEALTHY, VETOED, Unhealthy, legacy, unhealthy, vetoed

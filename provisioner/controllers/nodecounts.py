@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from provisioner import labels as wk
-from provisioner.controllers.commands import live_commands
+from provisioner.controllers.command_specs import live_commands
 from provisioner.controllers.context import ClusterContext
 
 

@@ -14,14 +14,20 @@ from provisioner import labels as wk
 from provisioner.cloudprovider.types import RepairPolicy
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.snapshot import cluster_view
 from provisioner.disruption.budgets import allowed_disruptions
 from provisioner.disruption.candidates import blockers, disruption_cost, node_blockers
-from provisioner.disruption.types import ClaimedNode
+from provisioner.disruption.consolidation import launch_limit_problems, simulate, simulation_problems
+from provisioner.disruption.methods import STATIC_AT_LIMIT
+from provisioner.disruption.types import Candidate, ClaimedNode
 from provisioner.durations import format_duration, parse_duration
 from provisioner.objects import NodePool
+from provisioner.quantity import MILLI
 from provisioner.repairpolicies import REPLACE_NODE, repair_policy_matcher, resolve
 from provisioner.scheduling.logs import LogRecord
+from provisioner.scheduling.results import NodeClaimPlan
+from provisioner.scheduling.static import static_plan
 
 UNHEALTHY = "Unhealthy"  # the command's reason (Karpenter's metrics say "unhealthy")
 METHOD = "repair"
@@ -178,6 +184,43 @@ def hold_for_budget(ctx: ClusterContext, command: Obj) -> str | None:
         if ahead < allowed:
             return None
     return f'NodePool "{pool.name}" allows no more nodes to be disrupted for {UNHEALTHY} now'
+
+
+def replacements(ctx: ClusterContext, command: Obj) -> tuple[NodeClaimPlan, ...] | str:
+    """Repair's pre-spin (repair.go:177-259): what to launch before the node goes, or why nothing can be staged yet.
+    A static NodePool's node is replaced by one of the NodePool's own, once its scale-down is done and while
+    limits.nodes leaves room; any other by the NodeClaims its reschedulable pods need elsewhere, the pods that block
+    eviction included (they leave within the drain bound). An empty node needs none. A refusal is said on the Node
+    and the NodeClaim (DisruptionBlocked), as Karpenter says it."""
+    candidate, claim, node = _subjects(ctx, command)
+    view, claimed = cluster_view(ctx)
+    mine = next((c for c in claimed if c.name == candidate["node"]), None)
+    pool = None if mine is None else next((p for p in ctx.nodepools if p.name == mine.nodepool), None)
+    if mine is None or pool is None or claim is None or node is None:
+        return ()
+    if pool.static:
+        counts = node_counts(ctx, pool.name)
+        if counts.active + counts.pending_disruption > (pool.replicas or 0):
+            return f'static NodePool "{pool.name}" is scaling down first'  # no event: the surplus goes anyway
+        limit = pool.limits.get("nodes")
+        if limit is not None and counts.active + counts.deleting + counts.pending_disruption >= limit // MILLI:
+            return _refused(ctx, claim, node, STATIC_AT_LIMIT)
+        return (static_plan(pool),)
+    pods = tuple(p for p in mine.node.pods if p.is_reschedulable())
+    if not pods:
+        return ()
+    moving = Candidate.with_costs(mine, pool, pods, 1.0)
+    outcome = simulate([moving], view, include_blocked=True)
+    problems = simulation_problems(outcome, [moving], view) or launch_limit_problems(outcome.new_nodeclaims, view)
+    if problems:
+        return _refused(ctx, claim, node, problems[0])
+    return tuple(outcome.new_nodeclaims)
+
+
+def _refused(ctx: ClusterContext, claim: Obj, node: Obj, why: str) -> str:
+    for obj in (node, claim):
+        ctx.publish(obj, "Normal", "DisruptionBlocked", why)
+    return why
 
 
 def _repair_order(

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from provisioner import labels as wk
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
-from provisioner.controllers.commands import live_commands
+from provisioner.controllers.command_specs import live_commands
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.disruption import denied_fingerprints
 from provisioner.controllers.expiration import expire_seconds

@@ -83,12 +83,16 @@ def in_flight(view: ClusterView, departing: Collection[str]) -> ClusterView:
     )
 
 
-def simulate(candidates: Sequence[Candidate], view: ClusterView) -> SchedulingResult:
-    """Schedule the candidates' movable pods (and pending pods) on the cluster without the candidates."""
+def simulate(candidates: Sequence[Candidate], view: ClusterView, *, include_blocked: bool = False) -> SchedulingResult:
+    """Schedule the candidates' movable pods (and pending pods) on the cluster without the candidates; with
+    `include_blocked` (repair's IncludeBlockedCandidatePods), their do-not-disrupt and PDB-held pods too."""
     removed = {c.name for c in candidates}
     nodes = [n for n in view.nodes if n.name not in removed]
     moving = [
-        p for c in candidates for p in c.pods if not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs)
+        p
+        for c in candidates
+        for p in c.pods
+        if include_blocked or (not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs))
     ]
     # As Karpenter's SimulateScheduling, which gets every pod's volume topology as provisioning does.
     pods = [*moving, *departing_pods(view, removed), *view.pending]
