@@ -27,7 +27,7 @@ from typing import Any
 from provisioner.cluster.conditions import clear_condition, is_true, set_claim_condition
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers import consolidation_events, holds, repair
-from provisioner.controllers.command_specs import append, command_name, command_object, live_commands
+from provisioner.controllers.command_specs import append, command_name, command_object, live_commands, plan_spec
 from provisioner.controllers.context import RECORDER_DEDUPE_SECONDS, ClusterContext
 from provisioner.controllers.provisioning import create_nodeclaim
 from provisioner.controllers.recheck import Recheck, recheck
@@ -469,6 +469,8 @@ def _start_repair(ctx: ClusterContext, command: Obj) -> bool:
         return True
     for key in ("message", "retryAt"):
         status.pop(key, None)
+    if staged:
+        _as_replace(command, staged)
     ctx.log(
         LogRecord("disrupting node(s)", {**_log_fields(command), "command": command["spec"]["text"]}, logger=LOGGER)
     )
@@ -485,6 +487,18 @@ def _start_repair(ctx: ClusterContext, command: Obj) -> bool:
     status.update(phase="Executing", startedAt=timestamp(ctx.now), replacementNodeClaims=names)
     ctx.api.update(command)
     return True
+
+
+def _as_replace(command: Obj, plans: tuple[NodeClaimPlan, ...]) -> None:
+    """A repair proposed as a delete, found at its start to need replacements: it now reads as the replace it is, on
+    the queue and in Command.String (`-> [n replacement(s)]`, types.go:350-379)."""
+    spec = command["spec"]
+    count = len(plans)
+    arrow = f" -> [{count} replacement{'s' if count > 1 else ''}]"
+    text = spec["text"].replace(": delete: ", ": replace: ", 1)
+    cut = text.rfind(" (savings: ")
+    spec.update(decision="replace", replacements=[plan_spec(p) for p in plans], text=text[:cut] + arrow + text[cut:])
+    command["metadata"].setdefault("labels", {})["karpui.dev/decision"] = "replace"
 
 
 def _start(ctx: ClusterContext, command: Obj) -> bool:

@@ -609,6 +609,13 @@ def test_should_pre_spin_a_replacement_and_terminate_the_unhealthy_node_only_aft
         "every candidate drained and deleted",
     ]
     assert command["status"]["replacementNodeClaims"] == [replacement]
+    # It reads as the replace it turned out to be (Command.String's "-> [1 replacement]").
+    assert (command["spec"]["decision"], command["metadata"]["labels"]["karpui.dev/decision"]) == ("replace", "replace")
+    assert command["spec"]["text"] == (
+        f"Unhealthy/{command['metadata']['name']}: replace: nodepools=[default]: [{node}] -> [1 replacement] "
+        "(savings: $0.00)"
+    )
+    assert [r["nodepool"] for r in command["spec"]["replacements"]] == ["default"]
 
 
 def test_should_delete_an_empty_unhealthy_node_without_pre_spinning_a_replacement():
