@@ -109,6 +109,20 @@ def missing_claim(store: ClusterReader, pod: Obj) -> str | None:
     return None
 
 
+def unsupported_claim(store: ClusterReader, pod: Obj) -> str | None:
+    """Why Karpenter's allocator cannot take one of the pod's unallocated claims: ValidateClaimRequest
+    (dynamicresources/request.go:153) refuses a distinctAttribute constraint, so every node it tries fails the pod
+    ("validating claim", allocator.go:386)."""
+    for claim in pod_claims(store, pod, karpenter=True) or []:
+        if (claim.get("status") or {}).get("allocation"):
+            continue
+        constraints = ((claim.get("spec") or {}).get("devices") or {}).get("constraints") or []
+        if any(isinstance(c, dict) and c.get("distinctAttribute") for c in constraints):
+            name = claim["metadata"]["name"]
+            return f'validating claim "{name}": claim "{name}": DistinctAttribute constraints not done yet'
+    return None
+
+
 def unallocated_requests(
     store: ClusterReader, pod: Obj, *, karpenter: bool = False
 ) -> tuple[DeviceRequest, ...] | None:

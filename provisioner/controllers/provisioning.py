@@ -197,13 +197,18 @@ class ProvisioningController:
 
     def _with_claims(self, ctx: ClusterContext, pods: list[Pod]) -> list[Pod]:
         """Karpenter's scheduler fails a pod one of whose ResourceClaims does not exist yet (scheduler.go add, from
-        dra.go resolvePodClaims), so it is deferred to a later loop; the others go on."""
+        dra.go resolvePodClaims), so it is deferred to a later loop, and one with a claim its allocator refuses
+        (a distinctAttribute constraint) fails; the others go on."""
         kept = []
         for pod in pods:
             obj = ctx.api.get("Pod", pod.name, pod.namespace) if pod.resource_claims else None
             missing = dra.missing_claim(ctx.api, obj) if obj is not None else None
             if missing is not None:
                 self._leave_out(ctx, pod, f'resourceclaim "{missing}" not found')
+                continue
+            unsupported = dra.unsupported_claim(ctx.api, obj) if obj is not None else None
+            if unsupported is not None:
+                self._leave_out(ctx, pod, unsupported)
                 continue
             kept.append(pod)
         return kept

@@ -468,6 +468,23 @@ def test_u1_a_pod_whose_claim_does_not_exist_is_deferred() -> None:
     assert could_not_schedule(made) == {"p": 'resourceclaim "default/missing-claim" not found'}
 
 
+def test_a_claim_with_a_distinct_attribute_constraint_is_refused() -> None:
+    """ValidateClaimRequest (request.go:153): "DistinctAttribute constraints not done yet", so the pod gets no node."""
+    made = dra_lab(
+        nodepool_doc(),
+        draconfig(2),
+        device_class(),
+        claim("pair", exact(count=2), constraints=[{"requests": ["req"], "distinctAttribute": "example.com/index"}]),
+        dra_pod("p", ("gpu", "pair")),
+    )
+    made.advance(PUBLISHED)
+    assert not_scheduled(made, "p")
+    assert nodeclaims(made) == []
+    assert could_not_schedule(made) == {
+        "p": 'validating claim "pair": claim "pair": DistinctAttribute constraints not done yet'
+    }
+
+
 def test_u2_no_instance_type_provides_the_device() -> None:
     """ "should fail to schedule when no instance type provides the requested device (U2)"."""
     made = dra_lab(nodepool_doc(), device_class(), claim("gpu-claim", exact()), dra_pod("p", ("gpu", "gpu-claim")))
