@@ -11,7 +11,7 @@ from typing import Any
 
 from karpui.kinds import display
 from karpui.kinds.printers import Column, Manifest, age
-from provisioner.cluster.storageclasses import BETA_STORAGE_CLASS
+from provisioner.cluster.storageclasses import BETA_STORAGE_CLASS, is_default
 from provisioner.quantity import format_quantity, parse_quantity
 
 # Where a kind's objects live: the lab's KubeObject rows, or a configuration table of their own.
@@ -735,7 +735,8 @@ LAB_RESOURCES: Sequence[Resource] = (
         "storage.k8s.io",
         short_names=("sc",),
         columns=(
-            _NAME,
+            # printStorageClass: the default class is named "NAME (default)".
+            Column("Name", lambda m, now: _name(m, now) + (" (default)" if is_default(m) else "")),
             Column("Provisioner", _field("provisioner")),
             # kube-apiserver's printer says what an unset field means, though defaulting has set both by then.
             Column("ReclaimPolicy", _field("reclaimPolicy", default="Delete")),

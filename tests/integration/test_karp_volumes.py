@@ -70,6 +70,8 @@ def test_a_class_a_volume_and_a_claim_are_applied_defaulted_and_listed_as_kubect
         "VOLUMEBINDINGMODE": "WaitForFirstConsumer",
         "ALLOWVOLUMEEXPANSION": "false",
     }
+    ok("annotate", "sc", "zonal", "storageclass.kubernetes.io/is-default-class=true")
+    assert [sc["NAME"] for sc in table("get", "sc")] == ["zonal (default)"]  # as kube-apiserver's printer names it
     [pv] = table("get", "pv")
     assert {k: v for k, v in pv.items() if k != "AGE"} == {
         "NAME": "static",
