@@ -157,17 +157,16 @@ def test_do_not_repair_is_not_known_to_the_legacy_controller():
     assert deleting(made, claim)
 
 
+def three_nodes():
+    """Three c-2x nodes of one 1.5-CPU pod each, their NodeClaims by name."""
+    pool = nodepool_doc(disruption={"consolidateAfter": "Never"}, template_spec={"requirements": C2X})
+    made = _running(deployment(replicas=3, cpu="1500m"), pool=pool, options=LEGACY)
+    return made, sorted(made.store.list("NodeClaim"), key=lambda c: c["metadata"]["name"])
+
+
 def test_should_consider_round_up_when_there_is_a_low_number_of_nodes_for_a_nodepool():
     """One unhealthy node of three: 33%, but 20% of three rounds up to one, so it is repaired."""
-    made = _running(
-        deployment(replicas=3, cpu="1500m"),
-        pool=nodepool_doc(
-            disruption={"consolidateAfter": "Never"},
-            template_spec={"requirements": C2X},
-        ),
-        options=LEGACY,
-    )
-    claims = sorted(made.store.list("NodeClaim"), key=lambda c: c["metadata"]["name"])
+    made, claims = three_nodes()
     assert len(claims) == 3
     sicken(made, claims[0]["status"]["nodeName"])
     made.advance(60 * MINUTE)
@@ -175,15 +174,7 @@ def test_should_consider_round_up_when_there_is_a_low_number_of_nodes_for_a_node
 
 
 def test_should_ignore_unhealthy_nodes_if_more_than_20_percent_are_unhealthy_in_a_nodepool():
-    made = _running(
-        deployment(replicas=3, cpu="1500m"),
-        pool=nodepool_doc(
-            disruption={"consolidateAfter": "Never"},
-            template_spec={"requirements": C2X},
-        ),
-        options=LEGACY,
-    )
-    claims = sorted(made.store.list("NodeClaim"), key=lambda c: c["metadata"]["name"])
+    made, claims = three_nodes()
     for claim in claims[:2]:
         sicken(made, claim["status"]["nodeName"])
     made.advance(60 * MINUTE)
