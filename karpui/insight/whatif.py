@@ -24,6 +24,7 @@ from karpui.clusters import configuration, lab, store, warm
 from provisioner import labels as wk
 from provisioner.apimachinery.apply import LAST_APPLIED
 from provisioner.controllers.provisioning import HASH_VERSION, nodepool_hash, scheduling_input
+from provisioner.disruption.budgets import schedule_parses
 from provisioner.disruption.drift import drift_reason
 from provisioner.lab import Lab
 from provisioner.manifests.errors import ManifestError
@@ -71,6 +72,21 @@ def over_limits(proposed: NodePool, current: NodePool | None, usage: Mapping[str
         {"resource": name, "usage": format_quantity(usage[name], name), "limit": format_quantity(limit, name)}
         for name, limit in sorted(proposed.limits.items())
         if usage.get(name, 0) > limit and before.get(name) != limit
+    ]
+
+
+def unreadable_budgets(nodepool: NodePool) -> list[dict[str, Any]]:
+    """Budgets whose schedule the CRD's loose pattern let through but Karpenter's cron parser cannot read. Karpenter
+    fails closed on them (Budget.IsActive errors, GetAllowedDisruptions gives 0): the NodePool then allows no
+    disruption for the budget's reasons, and only a log line says why. Numbered from 1, as a person counts them."""
+    return [
+        {
+            "number": number,
+            "schedule": budget.schedule,
+            "reasons": ", ".join(budget.reasons) if budget.reasons is not None else "any reason",
+        }
+        for number, budget in enumerate(nodepool.budgets, start=1)
+        if budget.schedule is not None and budget.duration is not None and not schedule_parses(budget.schedule)
     ]
 
 
@@ -194,6 +210,7 @@ def _preview(running: Lab, nodepool: NodePool) -> dict[str, Any]:
     usage = parse_resources((running.nodepool_status().get(nodepool.name) or {}).get("resources") or {})
     return {
         "over_limits": over_limits(nodepool, current, usage),
+        "unreadable_budgets": unreadable_budgets(nodepool),
         "newly_schedulable": sorted(names[u] for u in (scheduled_after - scheduled_before) & waiting),
         "newly_unschedulable": sorted(names[u] for u in (scheduled_before - scheduled_after) & waiting),
         # Pods of drifted nodes that no node, old or new, could take: drift would leave them pending.

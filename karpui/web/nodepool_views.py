@@ -410,7 +410,9 @@ def _editor(
     }
     if request.method == "GET":
         if row is not None:
-            context["overlays"] = overlays.nodepool_overlays(cluster, store.nodepool_domain(row), _pools(cluster))
+            domain = store.nodepool_domain(row)
+            context["overlays"] = overlays.nodepool_overlays(cluster, domain, _pools(cluster))
+            context["unreadable_budgets"] = whatif.unreadable_budgets(domain)
         opened_at = {"resource_version": row.resource_version if row else None}
         context["form"] = NodePoolForm(initial={**NodePoolForm.initial_for(current), **opened_at}, manifest=current)
         return render(request, "karpui/nodepools/edit.html", context)

@@ -26,6 +26,7 @@ from provisioner.controllers.lifecycle import node_of
 from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.provisioning import pod_object
 from provisioner.controllers.snapshot import clock_inputs, cluster_view, timed_do_not_disrupt_pods, without
+from provisioner.disruption.budgets import budget_errors
 from provisioner.disruption.candidates import (
     NOT_CONSOLIDATABLE_YET,
     do_not_disrupt_notice,
@@ -33,10 +34,12 @@ from provisioner.disruption.candidates import (
     pod_blocks,
 )
 from provisioner.disruption.consolidation import in_flight
+from provisioner.disruption.logs import DISRUPTION
 from provisioner.disruption.methods import METHOD_ORDER, PassResult, continue_pass, disruption_pass
 from provisioner.disruption.types import DRIFTED, ClaimedNode, Command
 from provisioner.labels import APPROVAL_MODE, APPROVAL_THRESHOLD
 from provisioner.objects import NodePool
+from provisioner.scheduling.logs import LogRecord
 
 POLL_SECONDS = 10.0
 # Karpenter's "already consolidated" short-circuit (state/cluster.go): a pass that found nothing is not repeated
@@ -107,6 +110,7 @@ class DisruptionController:
                 self.next_poll = ctx.now  # Karpenter's next pass comes at once once a command started
         if self.next_poll is None or ctx.now >= self.next_poll:
             self.next_poll = ctx.now + POLL_SECONDS
+            _log_invalid_budgets(ctx)
             healed = False if ctx.observe else self_heal(ctx)  # observing, Karpenter heals its own nodes
             return self._propose(ctx) or healed
         return False
@@ -238,6 +242,18 @@ class DisruptionController:
             )
         )
         return name
+
+
+def _log_invalid_budgets(ctx: ClusterContext) -> None:
+    """controller.go logInvalidBudgets: a budget the CRD let through but Karpenter cannot read allows nothing, and
+    this error line on every pass is all Karpenter says about it (the NodePool editor warns as well)."""
+    text = "".join(
+        f"invalid disruption budgets in nodepool {nodepool.name}, {error}"
+        for nodepool in ctx.nodepools
+        if (error := budget_errors(nodepool.budgets)) is not None
+    )
+    if text:
+        ctx.log(LogRecord("detected disruption budget errors", {"error": text}, level="ERROR", logger=DISRUPTION))
 
 
 def _not_started(ctx: ClusterContext, names: list[str]) -> bool:

@@ -50,6 +50,18 @@ def schedule_parses(schedule: str) -> bool:
     return True
 
 
+def budget_errors(budgets: Sequence[Budget]) -> str | None:
+    """GetAllowedDisruptionsByReason's error for a NodePool's budgets (nodepool.go:368-381, multierr's "; "), None
+    when every budget reads. Karpenter's disruption controller logs it on every pass (controller.go:268-287)."""
+    errors = [
+        f'invariant violated, invalid cron, cannot parse "{budget.schedule}" (cron=<nil>)'
+        for budget in budgets
+        if budget.schedule is not None and budget.duration is not None and not schedule_parses(budget.schedule)
+    ]
+    errors += [f'invalid value for IntOrString: "{b.nodes}"' for b in budgets if not _NODES.match(b.nodes)]
+    return "; ".join(errors) or None
+
+
 def budget_allowed(budget: Budget, total_nodes: int, now: float) -> int | None:
     """Budget.GetAllowedDisruptions (nodepool.go:386-408): None while the budget is inactive (no limit), its count
     while active, and 0 when its schedule cannot be parsed: Karpenter fails closed, that budget allows nothing."""

@@ -1,5 +1,7 @@
 """The NodePool editor: errors at the field, a diff, a what-if preview before saving, and an audited save."""
 
+import html
+
 import pytest
 import yaml
 from django.contrib.auth.models import Permission, User
@@ -393,3 +395,34 @@ def test_a_save_over_a_nodepool_changed_since_the_editor_opened_is_refused_and_l
         "dry-run",
         "30",
     )
+
+
+def test_a_budget_schedule_karpenters_cron_cannot_read_is_saved_and_warned_about_until_fixed(lab):
+    """The CRD's pattern takes any five fields, so "0 9 * * fri-mon" is stored; robfig/cron refuses a range that runs
+    backwards, Budget.IsActive errors and GetAllowedDisruptions fails closed: the NodePool allows no Drifted
+    disruption. The preview and the NodePool's page say so; a readable schedule clears the warning."""
+    capped_lab()
+    client = editor("change_nodepool")
+    data = form_for(client, "capped")
+    doc = yaml.safe_load(data["manifest"])
+    doc["spec"]["disruption"]["budgets"] = [
+        {"nodes": "10%"},
+        {"nodes": "0", "schedule": "0 9 * * fri-mon", "duration": "8h", "reasons": ["Drifted"]},
+    ]
+    preview = client.post("/nodepools/capped/", {**data, "manifest": yaml.safe_dump(doc), "action": "preview"})
+    assert preview.context["whatif"]["unreadable_budgets"] == [
+        {"number": 2, "schedule": "0 9 * * fri-mon", "reasons": "Drifted"}
+    ]
+    assert (
+        'Disruption budget 2\'s schedule "0 9 * * fri-mon" is not a cron Karpenter can read: it fails closed, so '
+        "this NodePool would allow no disruption for Drifted while the budget stands."
+    ) in html.unescape(preview.content.decode())
+    client.post("/nodepools/capped/", {**data, "manifest": yaml.safe_dump(doc), "action": "save"})
+    page = client.get("/nodepools/capped/")
+    assert page.context["unreadable_budgets"] == [{"number": 2, "schedule": "0 9 * * fri-mon", "reasons": "Drifted"}]
+    assert 'id="budget-schedule-2"' in page.content.decode()
+    doc["spec"]["disruption"]["budgets"][1]["schedule"] = "0 9 * * mon-fri"
+    client.post("/nodepools/capped/", {**form_for(client, "capped"), "manifest": yaml.safe_dump(doc), "action": "save"})
+    fixed = client.get("/nodepools/capped/")
+    assert fixed.context["unreadable_budgets"] == []
+    assert "budget-schedule-" not in fixed.content.decode()

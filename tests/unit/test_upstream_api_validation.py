@@ -25,6 +25,7 @@ from provisioner.manifests.nodepool import nodepool_to_manifest, parse_nodepool,
 from provisioner.objects import Budget
 from tests.builders import nodepool
 from tests.disruption_builders import claimed
+from tests.lab_builders import lab, nodepool_doc
 
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
@@ -1068,3 +1069,18 @@ def test_a_comparison_value_past_int64_is_no_integer(value, ok):  # the CRD's in
             f"{REQ}[0].values",
             "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
         )
+
+
+def test_the_disruption_controller_logs_a_budget_karpenter_cannot_read_on_every_pass():
+    """controller.go:147 and :268-287 (logInvalidBudgets): each reconcile, one error line naming every NodePool whose
+    budgets GetAllowedDisruptionsByReason cannot read; a NodePool whose budgets all read is not named."""
+    bad = {"budgets": [{"nodes": "0", "schedule": "0 0 * * tue-mon", "duration": "6h", "reasons": ["Drifted"]}]}
+    made = lab(nodepool_doc("bad", disruption=bad), nodepool_doc("good"))
+    made.advance(25)
+    lines = [e for e in made.logs if e.record.message == "detected disruption budget errors"]
+    assert [(e.record.level, e.record.logger) for e in lines[:1]] == [("ERROR", "controller.disruption")]
+    assert {e.record.fields["error"] for e in lines} == {
+        'invalid disruption budgets in nodepool bad, invariant violated, invalid cron, cannot parse "0 0 * * tue-mon" '
+        "(cron=<nil>)"
+    }
+    assert [round(b.time - a.time) for a, b in zip(lines, lines[1:], strict=False)] == [10, 10]
