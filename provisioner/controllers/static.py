@@ -164,7 +164,9 @@ def candidates(ctx: ClusterContext, nodepool: NodePool, count: int) -> tuple[lis
         if node is None:
             # Launched, its Node not registered yet: a state node with no pods, so an empty one (StateNode.Pods).
             empty.append((claim, None))
-        elif not node["metadata"].get("deletionTimestamp"):
+        else:
+            # A Node being deleted under a NodeClaim that is not stays a candidate: StateNode.Deleted() reads only
+            # the NodeClaim's deletion when there is one (statenode.go:544-547).
             nodes.append((claim, node))
     busy = []
     for claim, node in nodes:

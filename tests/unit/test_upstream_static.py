@@ -671,3 +671,18 @@ def test_static_drift_at_the_node_limit_is_told_as_disruption_blocked():
         and e["message"] == "static NodePool is at its node limit and cannot stage a replacement"
     )
     assert told == sorted([("NodeClaim", c) for c, _ in ordered(made)] + [("Node", n) for _, n in ordered(made)])
+
+
+def test_a_node_being_deleted_under_a_nodeclaim_that_is_not_stays_a_scale_down_candidate():
+    """getDeprovisioningCandidates skips MarkedForDeletion nodes, and StateNode.Deleted() (statenode.go:544-547)
+    reads only the NodeClaim's deletion when the Node has one: a Node held by a finalizer while its NodeClaim is not
+    deleting is still a candidate, and the empty one is taken first."""
+    made = running(3)
+    (first, first_node), (second, second_node), (third, third_node) = ordered(made)
+    bind(made, first_node, "a")
+    bind(made, third_node, "c")
+    made.store.patch("Node", second_node, None, {"metadata": {"finalizers": ["hold"]}})
+    made.store.delete("Node", second_node)
+    resize(made, 1)
+    assert deprovision(made) is True
+    assert command_claims(made) == sorted([second, min(first, third)])  # the busy two cost the same: by name
