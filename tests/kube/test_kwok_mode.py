@@ -37,8 +37,23 @@ def until(check: Any, engines: list[Engine], timeout: float = 60.0, what: str = 
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what or check}"
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what or check}\n{_diagnosis(engines)}"
         time.sleep(0.2)
+
+
+def _diagnosis(engines: list[Engine]) -> str:
+    """What a timed-out wait leaves to go on: each engine's state and its last error lines (a flake seen once in
+    CI, a NodePool's registration health never True, could not be reproduced without them)."""
+    lines = []
+    for engine in engines:
+        lines.append(f"engine leading={engine.leading} steps={engine.steps}")
+        errors = models.LogEntry.objects.filter(cluster_id=engine.cluster_id, level="ERROR").order_by("-time")[:10]
+        lines += [f"  {e.time:%H:%M:%S} {e.logger} {e.message} {e.fields}" for e in reversed(errors)]
+        if engine.ctx is not None:
+            for claim in engine.ctx.api.list("NodeClaim"):
+                conditions = {c["type"]: c["status"] for c in (claim.get("status") or {}).get("conditions") or []}
+                lines.append(f"  NodeClaim {claim['metadata']['name']} {conditions}")
+    return "\n".join(lines)
 
 
 def election(identity: str) -> ElectionConfig:
