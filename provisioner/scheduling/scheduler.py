@@ -160,6 +160,8 @@ class Scheduler:
         self.topology = Topology(universe, request.nodes, request.namespace_labels, moving)
         self.planned = _PlannedOrder()
         self.planned_by_hostname: dict[str, PlannedNodeClaim] = {}
+        # (namespace, ResourceClaim) -> the planned NodeClaim whose template devices it was allocated on this round
+        self.claim_homes: dict[tuple[str, str], PlannedNodeClaim] = {}
         # topology key -> pinned value (None: not pinned to one value) -> planned NodeClaims in global order
         self.pinned: dict[str, dict[str | None, _PlannedOrder]] = {key: {} for key in universe}
         self.pins: dict[int, dict[str, str | None]] = {}
@@ -270,6 +272,10 @@ class Scheduler:
             hostnames = self.topology.hostname_candidates(groups, pod)
             narrowed = self._narrowest(allowed)
 
+        home = self._claim_home(pod)
+        if home is not None:
+            return self._add_at_home(state, data, groups, home)
+
         for seq in self._existing_candidates(hostnames, class_key, dead):
             if ("e", seq) in dead:
                 continue
@@ -311,9 +317,44 @@ class Scheduler:
             self._unindex(claim)
             claim.commit(state, data, fit, self.topology)
             self._index(claim)
+            self._home_claims(pod, claim)
             return None
 
         return self._new_nodeclaim(state, data, groups, class_key)
+
+    def _claim_home(self, pod: Pod) -> PlannedNodeClaim | None:
+        """The planned NodeClaim a ResourceClaim of the pod was allocated on this round, from its instance types'
+        declared devices: Karpenter's allocator keeps such a claim on that NodeClaim (allocator.go:439-445,
+        ClassifyClaims), so every later pod sharing it goes there or nowhere."""
+        if not self.claim_homes:
+            return None
+        for request in pod.device_requests:
+            home = self.claim_homes.get((pod.namespace, request.claim))
+            if home is not None:
+                return home
+        return None
+
+    def _add_at_home(
+        self, state: PodState, data: PodData, groups: list[TopologyGroup], home: PlannedNodeClaim
+    ) -> list[Reason] | None:
+        try:
+            fit = home.fit(
+                state, data, self.topology, groups, self.request.min_values_policy, self.request.device_classes
+            )
+        except Unfit:
+            # Every other node fails ClassifyClaims: existing ones and a new NodeClaim alike say the claim is bound.
+            pod = state.pod
+            claim = next(q.claim for q in pod.device_requests if self.claim_homes.get((pod.namespace, q.claim)))
+            message = f"claim is bound to a different in-flight NodeClaim (ResourceClaim={pod.namespace}/{claim})"
+            return [Reason(t.name, r.DEVICES, message) for t in self.templates]
+        self._unindex(home)
+        home.commit(state, data, fit, self.topology)
+        self._index(home)
+        return None
+
+    def _home_claims(self, pod: Pod, claim: PlannedNodeClaim) -> None:
+        for request in pod.device_requests:
+            self.claim_homes.setdefault((pod.namespace, request.claim), claim)
 
     def _within_limits(self, template: NodeClaimTemplate, remaining: Resources) -> tuple[int, str | None]:
         key = (template.name, self.limits_version[template.name])
@@ -440,6 +481,7 @@ class Scheduler:
             claim.commit(state, data, fit, self.topology)
             self._index(claim)
             self.planned_by_hostname[claim.hostname] = claim
+            self._home_claims(state.pod, claim)
             if remaining is not None:
                 # Pessimistic: the NodeClaim may launch as its largest remaining option.
                 self.remaining[name] = pool_limits.limited_subtract(remaining, template.index.max_capacity(claim.mask))

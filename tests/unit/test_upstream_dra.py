@@ -658,6 +658,24 @@ def test_e_a_claim_two_pods_share_is_allocated_once_on_an_existing_node() -> Non
     assert result.new_nodeclaims == []
 
 
+def test_e_a_pod_sharing_a_claim_allocated_on_a_new_nodeclaim_goes_there_or_nowhere() -> None:
+    """allocator.go:439-445 (ClassifyClaims): a claim allocated this round on a planned NodeClaim's template devices
+    is bound to that NodeClaim. The second pod of the claim does not fit there (3 + 3 CPUs on a 4-CPU type), and a
+    new NodeClaim is refused ("claim is bound to a different in-flight NodeClaim"): its device would not be there."""
+    shared = DeviceRequest("shared-claim", "req", "gpu")
+    pods = [replace(pod(cpu="3", name=name), device_requests=(shared,)) for name in ("a", "b")]
+    gpu_it = replace(
+        instance_type("gpu-it", "4", "16Gi"), devices=({"driver": GPU_DRIVER, "devices": [{"name": "gpu-0"}]},)
+    )
+    result = schedule(pods, types=[gpu_it], device_classes=CLASSES)
+    assert [[p.name for p in nc.pods] for nc in result.new_nodeclaims] == [["a"]]
+    [(uid, failure)] = result.failures.items()
+    assert uid == pods[1].uid
+    assert {(reason.kind, reason.message) for reason in failure.reasons} == {
+        ("devices", "claim is bound to a different in-flight NodeClaim (ResourceClaim=default/shared-claim)")
+    }
+
+
 # allocator_test.go Describe("Constraint satisfaction") and Describe("Constraint scoped to request subset") ---------
 
 CLASSES = {"gpu": DeviceClass("gpu", ('device.driver == "gpu.example.com"',))}
