@@ -9,6 +9,9 @@ from provisioner import labels as wk
 from provisioner.quantity import Resources, add, subtract
 from provisioner.requirements import Requirement, Requirements
 
+# Resource names of pre-allocated huge pages (corev1.ResourceHugePagesPrefix).
+HUGEPAGES_PREFIX = "hugepages-"
+
 
 @dataclass(frozen=True, slots=True)
 class Offering:
@@ -90,9 +93,14 @@ class InstanceType:
 
     @cached_property
     def allocatable(self) -> Resources:
-        """Capacity minus overhead, per resource present in capacity, floored at zero."""
+        """Capacity minus overhead, per resource present in capacity, floored at zero; hugepages are carved out of
+        memory, so their capacity comes off allocatable memory too (computeAllocatable, cloudprovider/types.go:342)."""
         remaining = subtract(self.capacity, self.overhead.total())
-        return {name: max(remaining[name], 0) for name in self.capacity}
+        allocatable = {name: max(remaining[name], 0) for name in self.capacity}
+        hugepages = [amount for name, amount in self.capacity.items() if name.startswith(HUGEPAGES_PREFIX)]
+        if hugepages:
+            allocatable["memory"] = max(allocatable.get("memory", 0) - sum(hugepages), 0)
+        return allocatable
 
     @cached_property
     def requirements(self) -> Requirements:
