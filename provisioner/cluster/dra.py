@@ -13,6 +13,7 @@ from typing import Any
 from provisioner.catalog import InstanceType
 from provisioner.cluster.api import ClusterReader
 from provisioner.cluster.objects import Obj
+from provisioner.dra.allocations import allocated_devices, held_devices
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import (
     DeviceClass,
@@ -188,10 +189,12 @@ def node_inventory(
     store: ClusterReader, nodes: Sequence[Any], catalogs: Mapping[str, list[InstanceType]]
 ) -> dict[str, list[Device]]:
     """Free devices per node for the provisioning simulation: published ones once initialized, the type's
-    declared ones before (Karpenter's template devices), minus what claims already hold."""
+    declared ones before (Karpenter's template devices), minus what claims hold for pods that stay: a device only
+    pods of deleting nodes hold is free, as those pods are moving (gatherAllocatedDevices, provisioning/dra.go:94)."""
     from provisioner.scheduling.typeindex import declared_devices
 
-    taken = allocated(store)
+    deleting = {p.uid for n in nodes if n.marked_for_deletion for p in n.pods if p.uid}
+    taken = held_devices(allocated_devices(store.list("ResourceClaim")), deleting)
     slices = published(store)
     by_type = {it.name: it for types in catalogs.values() for it in types}
     inventory: dict[str, list[Device]] = {}
