@@ -4,14 +4,23 @@ Ported from sigs.k8s.io/karpenter@v1.15.0 pkg/controllers/dynamicresources/devic
 "DeviceAllocation Controller"); each test names the Describe and It it follows. The controller keeps its state
 incrementally, one reconcile per claim; karpui computes the same state from the claims that exist, so a Go
 apply/delete/reconcile sequence is here the same changes to a set of claims (`Claims`), read after each step the Go
-test reads. The last cases check how provisioning uses the state (gatherAllocatedDevices, provisioning/dra.go:94).
+test reads. Then how provisioning uses the state (gatherAllocatedDevices, provisioning/dra.go:94), and the cases of
+pkg/scheduling/dynamicresources/request_test.go (Describe "ValidateClaimRequest", "FirstAvailable",
+"DeviceMatchesSelectors") that karpui's claim reading, unsupported_claim and selectors model.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from provisioner.cluster.dra import unsupported_claim
+from provisioner.cluster.memory import ObjectStore
 from provisioner.dra.allocations import Contribution, DeviceMetadata, allocated_devices, held_devices
+from provisioner.dra.cel import Device
+from provisioner.dra.claims import DeviceRequest, _selected, requests_from_claim_spec
+from provisioner.manifests.errors import ManifestError
 from provisioner.quantity import parse_quantity
 
 DRIVER, POOL = "driver.example.com", "pool-a"
@@ -489,3 +498,196 @@ def test_gather_frees_a_shared_device_once_every_contribution_left_belongs_to_de
     claims.apply(resource_claim("claim-c", device_result("device-0"), reserved_for=(pod_ref("pod-c", "uid-c"),)))
     assert held_devices(claims.devices(), {"uid-a", "uid-b"}) == set()
     assert held_devices(claims.devices(), {"uid-b"}) == {device_id("device-0")}
+
+
+# pkg/scheduling/dynamicresources/request_test.go: Describe("Request Validation") -------------------------------------
+# karpui splits ValidateClaimRequest: requests_from_claim_spec reads a claim's requests as the API server validates
+# them (a malformed request is refused when the claim is applied), unsupported_claim is what Karpenter's allocator
+# then refuses, and a DeviceClass is looked up when allocating.
+
+
+def claim_spec(*requests: dict[str, Any], constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    devices: dict[str, Any] = {"requests": list(requests)}
+    if constraints is not None:
+        devices["constraints"] = constraints
+    return {"devices": devices}
+
+
+def exactly(name: str, count: int = 1, device_class: str = "empty-class", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "exactly": {"deviceClassName": device_class, "count": count, **extra}}
+
+
+def sub(name: str, count: int) -> dict[str, Any]:
+    return {"name": name, "deviceClassName": "empty-class", "count": count}
+
+
+def refusal(spec: dict[str, Any]) -> str | None:
+    """unsupported_claim for a pod referencing "test-claim" with `spec`."""
+    store = ObjectStore(clock=lambda: 0.0)
+    store.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "test-claim", "namespace": "default"},
+            "spec": spec,
+        }
+    )
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "uid-p"},
+        "spec": {"containers": [], "resourceClaims": [{"name": "c", "resourceClaimName": "test-claim"}]},
+    }
+    return unsupported_claim(store, pod)
+
+
+def test_validate_claim_request_should_validate_a_simple_exact_count_request() -> None:
+    assert requests_from_claim_spec(claim_spec(exactly("gpu-req", 2)), "test-claim", "spec") == [
+        DeviceRequest("test-claim", "gpu-req", "empty-class", count=2)
+    ]
+    assert refusal(claim_spec(exactly("gpu-req", 2))) is None
+
+
+def test_validate_claim_request_should_validate_multiple_requests_in_a_single_claim() -> None:
+    requests = requests_from_claim_spec(
+        claim_spec(exactly("req-a", 2), exactly("req-b", 1, device_class="gpu")), "test-claim", "spec"
+    )
+    assert [(r.name, r.device_class, r.count) for r in requests] == [("req-a", "empty-class", 2), ("req-b", "gpu", 1)]
+
+
+def test_validate_claim_request_should_validate_an_empty_claim_with_no_requests() -> None:
+    assert requests_from_claim_spec({"devices": {}}, "test-claim", "spec") == []
+    assert refusal({"devices": {}}) is None
+
+
+def test_validate_claim_request_should_fail_when_a_request_has_neither_exactly_nor_first_available() -> None:
+    with pytest.raises(ManifestError, match="one of exactly or firstAvailable is required"):
+        requests_from_claim_spec(claim_spec({"name": "req"}), "test-claim", "spec")
+
+
+def test_validate_claim_request_should_fail_when_a_request_has_an_empty_first_available_list() -> None:
+    with pytest.raises(ManifestError, match="one of exactly or firstAvailable is required"):
+        requests_from_claim_spec(claim_spec({"name": "req", "firstAvailable": []}), "test-claim", "spec")
+
+
+def test_validate_claim_request_should_fail_when_a_request_has_a_non_cel_selector() -> None:
+    with pytest.raises(ManifestError, match="Required value") as refused:
+        requests_from_claim_spec(claim_spec(exactly("req", selectors=[{}])), "test-claim", "spec")
+    assert refused.value.field == "spec.devices.requests[0].exactly.selectors[0].cel"
+
+
+def test_validate_claim_request_should_fail_when_a_cel_expression_in_a_request_does_not_compile() -> None:
+    bad = [{"cel": {"expression": "this is not valid CEL"}}]
+    with pytest.raises(ManifestError, match="invalid CEL expression"):
+        requests_from_claim_spec(claim_spec(exactly("req", selectors=bad)), "test-claim", "spec")
+
+
+def test_validate_claim_request_should_fail_on_distinct_attribute_constraints() -> None:
+    """It("should fail on DistinctAttribute constraints (not yet supported)")"""
+    spec = claim_spec(constraints=[{"distinctAttribute": "gpu.example.com/numa-node"}])
+    assert refusal(spec) == (
+        'validating claim "test-claim": claim "test-claim": DistinctAttribute constraints not done yet'
+    )
+
+
+def test_validate_claim_request_should_fail_on_unsupported_constraint_types() -> None:
+    spec = claim_spec(constraints=[{}])
+    assert refusal(spec) == 'validating claim "test-claim": claim "test-claim": unsupported constraint type'
+
+
+def test_validate_claim_request_should_succeed_when_total_devices_across_requests_equal_the_maximum() -> None:
+    """It("should succeed when total devices across multiple requests equal AllocationResultsMaxSize")"""
+    assert refusal(claim_spec(exactly("req-a", 16), exactly("req-b", 16))) is None
+
+
+def test_validate_claim_request_should_fail_when_total_devices_across_requests_exceed_the_maximum() -> None:
+    """It("should fail when total devices across multiple requests exceed AllocationResultsMaxSize")"""
+    assert refusal(claim_spec(exactly("req-a", 16), exactly("req-b", 17))) == (
+        'validating claim "test-claim": claim "test-claim" requests 33 total devices, exceeding maximum of 32'
+    )
+
+
+def test_first_available_should_use_the_min_device_count_across_sub_requests_for_the_upfront_limit_check() -> None:
+    spec = claim_spec({"name": "gpu-req", "firstAvailable": [sub("h100", 4), sub("a100", 2)]}, exactly("other", 31))
+    assert refusal(spec) == (
+        'validating claim "test-claim": claim "test-claim" requests 33 total devices, exceeding maximum of 32'
+    )
+
+
+def test_first_available_should_pass_upfront_when_only_the_smaller_sub_request_fits_within_the_limit() -> None:
+    spec = claim_spec({"name": "gpu-req", "firstAvailable": [sub("h100", 4), sub("a100", 2)]}, exactly("other", 30))
+    assert refusal(spec) is None
+
+
+def test_first_available_should_validate_multiple_sub_requests_preserving_priority_order() -> None:
+    spec = claim_spec({"name": "gpu-req", "firstAvailable": [sub("h100", 4), sub("a100", 2)]})
+    (request,) = requests_from_claim_spec(spec, "test-claim", "spec")
+    assert [(r.name, r.count) for r in (request, *request.alternatives)] == [("gpu-req/h100", 4), ("gpu-req/a100", 2)]
+
+
+# Describe("DeviceMatchesSelectors"): karpui's claims._selected, every selector a CEL expression.
+
+H100 = 'device.attributes["gpu.example.com"].model == "H100"'
+MEMORY_OVER_40 = 'device.attributes["gpu.example.com"].memory > 40'
+
+
+def gpu(**spec: Any) -> Device:
+    return Device.from_spec({"name": "gpu-0", **spec}, "gpu.example.com", "pool")
+
+
+def selected(selectors: list[str], device: Device) -> tuple[bool, list[str]]:
+    errors: list[str] = []
+    return _selected(selectors, device, errors), errors
+
+
+def test_device_matches_selectors_should_match_a_device_with_matching_attributes() -> None:
+    device = gpu(attributes={"gpu.example.com/model": {"string": "H100"}})
+    assert selected([H100], device) == (True, [])
+
+
+def test_device_matches_selectors_should_not_match_a_device_with_non_matching_attributes() -> None:
+    device = gpu(attributes={"gpu.example.com/model": {"string": "A100"}})
+    assert selected([H100], device) == (False, [])
+
+
+def test_device_matches_selectors_should_match_when_all_selectors_pass() -> None:
+    """It("should match when all selectors pass (AND semantics)")"""
+    device = gpu(
+        attributes={"gpu.example.com/model": {"string": "H100"}, "gpu.example.com/memory": {"int": 80}},
+        capacity={"gpu.example.com/vram": {"value": "80Gi"}},
+        allowMultipleAllocations=True,
+    )
+    selectors = [
+        H100,
+        MEMORY_OVER_40,
+        'device.capacity["gpu.example.com"].vram.isGreaterThan(quantity("40Gi"))',
+        "device.allowMultipleAllocations == true",
+    ]
+    assert selected(selectors, device) == (True, [])
+
+
+def test_device_matches_selectors_should_not_match_when_any_selector_fails() -> None:
+    """It("should not match when any selector fails (AND semantics)")"""
+    device = gpu(attributes={"gpu.example.com/model": {"string": "H100"}, "gpu.example.com/memory": {"int": 20}})
+    assert selected([H100, MEMORY_OVER_40], device) == (False, [])
+
+
+def test_device_matches_selectors_should_match_with_empty_selectors() -> None:
+    assert selected([], gpu()) == (True, [])
+
+
+def test_device_matches_selectors_should_return_error_when_cel_expression_fails_to_compile() -> None:
+    matched, errors = selected(["this is not valid CEL"], gpu())
+    assert matched is False
+    assert len(errors) == 1 and errors[0].startswith('device "gpu-0": invalid CEL expression: ')
+
+
+def test_device_matches_selectors_should_not_match_when_capacity_selector_fails() -> None:
+    device = gpu(capacity={"gpu.example.com/memory": {"value": "20Gi"}})
+    selector = 'device.capacity["gpu.example.com"].memory.isGreaterThan(quantity("40Gi"))'
+    assert selected([selector], device) == (False, [])
+
+
+def test_device_matches_selectors_should_not_match_when_allow_multiple_allocations_is_false() -> None:
+    device = Device.from_spec({"name": "exclusive-gpu"}, "gpu.example.com", "pool")
+    assert selected(["device.allowMultipleAllocations == true"], device) == (False, [])
