@@ -19,7 +19,7 @@ from provisioner.cluster.dra import unsupported_claim
 from provisioner.cluster.memory import ObjectStore
 from provisioner.dra.allocations import Contribution, DeviceMetadata, allocated_devices, held_devices
 from provisioner.dra.cel import Device
-from provisioner.dra.claims import DeviceRequest, _selected, requests_from_claim_spec
+from provisioner.dra.claims import DeviceClass, DeviceRequest, _selected, allocate, requests_from_claim_spec
 from provisioner.manifests.errors import ManifestError
 from provisioner.quantity import parse_quantity
 
@@ -691,3 +691,46 @@ def test_device_matches_selectors_should_not_match_when_capacity_selector_fails(
 def test_device_matches_selectors_should_not_match_when_allow_multiple_allocations_is_false() -> None:
     device = Device.from_spec({"name": "exclusive-gpu"}, "gpu.example.com", "pool")
     assert selected(["device.allowMultipleAllocations == true"], device) == (False, [])
+
+
+# Context("All mode"): template devices past the limit. Karpenter prunes an instance type whose All-mode devices
+# would take the claim past 32; karpui's allocate refuses those devices, so the type (or node) cannot take the pod.
+
+EMPTY_CLASS = {"empty-class": DeviceClass("empty-class")}
+
+
+def template_devices(count: int) -> list[Device]:
+    return [Device(f"dev-{i}", "gpu.example.com", "pool-tmpl") for i in range(count)]
+
+
+def all_mode(name: str = "req") -> DeviceRequest:
+    return DeviceRequest("test-claim", name, "empty-class", all=True)
+
+
+def test_all_mode_should_prune_instance_types_whose_template_devices_would_exceed_the_maximum() -> None:
+    """It("should prune instance types whose template devices would exceed AllocationResultsMaxSize"): a type with
+    32 devices keeps them all, one with 33 is refused."""
+    assert len(allocate([all_mode()], template_devices(32), EMPTY_CLASS)) == 32
+    assert allocate([all_mode()], template_devices(33), EMPTY_CLASS) == (
+        'cannot allocate request "req" of claim "test-claim" (DeviceClass empty-class): claim "test-claim" would '
+        "hold 33 devices, exceeding maximum of 32"
+    )
+
+
+def test_all_mode_should_account_for_exact_count_devices_in_base_total_when_pruning_template_devices() -> None:
+    """ExactCount NICs and All-mode GPUs of one claim count together: 22 + 10 fit, 25 + 10 do not."""
+    classes = {
+        "gpu": DeviceClass("gpu", ('device.driver == "gpu.example.com"',)),
+        "nic": DeviceClass("nic", ('device.driver == "nic.example.com"',)),
+    }
+    gpus = DeviceRequest("test-claim", "all-req", "gpu", all=True)
+    nics = DeviceRequest("test-claim", "exact-req", "nic", count=10)
+    nic_devices = [Device(f"nic-{i}", "nic.example.com", "pool-tmpl") for i in range(10)]
+    assert len(allocate([gpus, nics], [*template_devices(22), *nic_devices], classes)) == 32
+    assert allocate([gpus, nics], [*template_devices(25), *nic_devices], classes) == (
+        'cannot allocate request "exact-req" of claim "test-claim" (DeviceClass nic): claim "test-claim" would hold '
+        "35 devices, exceeding maximum of 32"
+    )
+    # another claim's devices do not count towards this one's
+    other = DeviceRequest("other-claim", "exact-req", "nic", count=10)
+    assert len(allocate([gpus, other], [*template_devices(25), *nic_devices], classes)) == 35
