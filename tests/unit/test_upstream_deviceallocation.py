@@ -5,8 +5,9 @@ Ported from sigs.k8s.io/karpenter@v1.15.0 pkg/controllers/dynamicresources/devic
 incrementally, one reconcile per claim; karpui computes the same state from the claims that exist, so a Go
 apply/delete/reconcile sequence is here the same changes to a set of claims (`Claims`), read after each step the Go
 test reads. Then how provisioning uses the state (gatherAllocatedDevices, provisioning/dra.go:94), and the cases of
-pkg/scheduling/dynamicresources/request_test.go (Describe "ValidateClaimRequest", "FirstAvailable",
-"DeviceMatchesSelectors") that karpui's claim reading, unsupported_claim and selectors model.
+pkg/scheduling/dynamicresources/request_test.go (Describe "ValidateClaimRequest", "All mode", "FirstAvailable",
+"DeviceMatchesSelectors") and types_test.go (Describe "ResourceSlice Interface") that karpui's claim reading,
+unsupported_claim, allocate, selectors and device conversions model.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from typing import Any
 
 import pytest
 
-from provisioner.cluster.dra import unsupported_claim
+from provisioner.catalog.instance_type import InstanceType
+from provisioner.cluster.dra import published, unsupported_claim
 from provisioner.cluster.memory import ObjectStore
 from provisioner.dra.allocations import Contribution, DeviceMetadata, allocated_devices, held_devices
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass, DeviceRequest, _selected, allocate, requests_from_claim_spec
 from provisioner.manifests.errors import ManifestError
 from provisioner.quantity import parse_quantity
+from provisioner.scheduling.typeindex import declared_devices
 
 DRIVER, POOL = "driver.example.com", "pool-a"
 
@@ -734,3 +737,95 @@ def test_all_mode_should_account_for_exact_count_devices_in_base_total_when_prun
     # another claim's devices do not count towards this one's
     other = DeviceRequest("other-claim", "exact-req", "nic", count=10)
     assert len(allocate([gpus, other], [*template_devices(25), *nic_devices], classes)) == 35
+
+
+# pkg/scheduling/dynamicresources/types_test.go: Describe("ResourceSlice Interface"). An APIServerSlice is karpui's
+# cluster.dra.published (devices of the slices a node's drivers published), a TemplateSlice its
+# typeindex.declared_devices (what an instance type declares before a node of it exists).
+
+
+def api_slice(devices: list[dict[str, Any]] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"driver": "gpu.nvidia.com", "pool": {"name": "test-pool"}, "nodeName": "test-node"}
+    if devices is not None:
+        spec["devices"] = devices
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "test-slice"},
+        "spec": spec,
+    }
+
+
+API_DEVICES = [
+    {
+        "name": "gpu-0",
+        "attributes": {"gpu.nvidia.com/model": {"string": "H100"}, "gpu.nvidia.com/memory": {"int": 80}},
+        "capacity": {"gpu.nvidia.com/vram": {"value": "80Gi"}},
+        "allowMultipleAllocations": True,
+    },
+    {"name": "gpu-1", "attributes": {"gpu.nvidia.com/model": {"string": "H100"}, "gpu.nvidia.com/memory": {"int": 80}}},
+]
+
+
+def published_on_test_node(devices: list[dict[str, Any]] | None) -> list[Device]:
+    store = ObjectStore(clock=lambda: 0.0)
+    store.create(api_slice(devices))
+    return published(store).get("test-node", [])
+
+
+def test_api_server_slice_should_return_the_correct_driver_and_pool() -> None:
+    """It("should return the correct driver") and It("should return the correct pool")"""
+    devices = published_on_test_node(API_DEVICES)
+    assert {(d.driver, d.pool) for d in devices} == {("gpu.nvidia.com", "test-pool")}
+
+
+def test_api_server_slice_should_convert_devices_with_attributes_capacity_and_allow_multiple_allocations() -> None:
+    """It("should convert devices with interned names, attributes, capacity, and AllowMultipleAllocations")"""
+    assert published_on_test_node(API_DEVICES) == [
+        Device(
+            "gpu-0",
+            "gpu.nvidia.com",
+            "test-pool",
+            {"gpu.nvidia.com": {"model": "H100", "memory": 80}},
+            {"gpu.nvidia.com": {"vram": 80 * 2**30 * 1000}},
+            allow_multiple_allocations=True,
+        ),
+        Device("gpu-1", "gpu.nvidia.com", "test-pool", {"gpu.nvidia.com": {"model": "H100", "memory": 80}}),
+    ]
+
+
+def test_api_server_slice_should_handle_empty_device_list() -> None:
+    assert published_on_test_node(None) == []
+
+
+def template_type() -> InstanceType:
+    device = {
+        "name": "gpu-0",
+        "attributes": {"gpu.nvidia.com/model": {"string": "A100"}},
+        "capacity": {"gpu.nvidia.com/memory": {"value": "80Gi"}},
+        "allowMultipleAllocations": True,
+    }
+    return InstanceType(
+        name="gpu-it",
+        capacity={},
+        offerings=(),
+        devices=({"driver": "gpu.nvidia.com", "pool": "gpus", "devices": [device]},),
+    )
+
+
+def test_template_slice_should_return_the_correct_driver_and_pool() -> None:
+    """It("should return the correct driver") and It("should return the correct pool")"""
+    assert [(d.driver, d.pool) for d in declared_devices(template_type())] == [("gpu.nvidia.com", "gpus")]
+
+
+def test_template_slice_should_return_devices_with_attributes_capacity_and_allow_multiple_allocations() -> None:
+    assert declared_devices(template_type()) == [
+        Device(
+            "gpu-0",
+            "gpu.nvidia.com",
+            "gpus",
+            {"gpu.nvidia.com": {"model": "A100"}},
+            {"gpu.nvidia.com": {"memory": 80 * 2**30 * 1000}},
+            allow_multiple_allocations=True,
+        )
+    ]
