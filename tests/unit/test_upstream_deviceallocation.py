@@ -628,6 +628,49 @@ def test_first_available_should_validate_multiple_sub_requests_preserving_priori
     assert [(r.name, r.count) for r in (request, *request.alternatives)] == [("gpu-req/h100", 4), ("gpu-req/a100", 2)]
 
 
+def test_validate_claim_request_should_build_match_attribute_constraints_from_the_claim() -> None:
+    spec = claim_spec(exactly("req-a"), constraints=[{"matchAttribute": "topology.kubernetes.io/zone"}])
+    (request,) = requests_from_claim_spec(spec, "test-claim", "spec")
+    assert request.match == ((0, "topology.kubernetes.io/zone"),)
+    assert refusal(spec) is None
+
+
+def test_validate_claim_request_should_build_match_attribute_constraints_scoped_to_specific_requests() -> None:
+    constraint = {"requests": ["req-a"], "matchAttribute": "topology.kubernetes.io/zone"}
+    spec = claim_spec(exactly("req-a"), exactly("req-b"), constraints=[constraint])
+    assert [(r.name, r.match) for r in requests_from_claim_spec(spec, "test-claim", "spec")] == [
+        ("req-a", ((0, "topology.kubernetes.io/zone"),)),
+        ("req-b", ()),
+    ]
+
+
+def test_validate_claim_request_should_build_multiple_match_attribute_constraints() -> None:
+    constraints = [{"matchAttribute": "topology.kubernetes.io/zone"}, {"matchAttribute": "topology.kubernetes.io/rack"}]
+    (request,) = requests_from_claim_spec(claim_spec(exactly("req-a"), constraints=constraints), "test-claim", "spec")
+    assert request.match == ((0, "topology.kubernetes.io/zone"), (1, "topology.kubernetes.io/rack"))
+
+
+def test_first_available_should_fail_when_a_sub_request_has_an_invalid_cel_selector() -> None:
+    bad = {**sub("h100", 1), "selectors": [{"cel": {"expression": "this is not valid CEL"}}]}
+    with pytest.raises(ManifestError, match="invalid CEL expression") as refused:
+        requests_from_claim_spec(claim_spec({"name": "gpu-req", "firstAvailable": [bad]}), "test-claim", "spec")
+    assert refused.value.field == "spec.devices.requests[0].firstAvailable[0].selectors[0].cel.expression"
+
+
+def test_first_available_should_fail_when_a_sub_request_has_a_non_cel_selector() -> None:
+    bad = {**sub("h100", 1), "selectors": [{}]}
+    with pytest.raises(ManifestError, match="Required value") as refused:
+        requests_from_claim_spec(claim_spec({"name": "gpu-req", "firstAvailable": [bad]}), "test-claim", "spec")
+    assert refused.value.field == "spec.devices.requests[0].firstAvailable[0].selectors[0].cel"
+
+
+def test_first_available_should_validate_a_claim_with_both_exactly_and_first_available_requests() -> None:
+    spec = claim_spec(exactly("exact-req", 2), {"name": "fa-req", "firstAvailable": [sub("h100", 3), sub("a100", 1)]})
+    exact_req, fa_req = requests_from_claim_spec(spec, "test-claim", "spec")
+    assert (exact_req.name, exact_req.count, exact_req.alternatives) == ("exact-req", 2, ())
+    assert [(r.name, r.count) for r in (fa_req, *fa_req.alternatives)] == [("fa-req/h100", 3), ("fa-req/a100", 1)]
+
+
 # Describe("DeviceMatchesSelectors"): karpui's claims._selected, every selector a CEL expression.
 
 H100 = 'device.attributes["gpu.example.com"].model == "H100"'
