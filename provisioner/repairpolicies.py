@@ -24,6 +24,15 @@ AGING_SECONDS = 30 * 60.0
 _STATUSES = ("True", "False", "Unknown")
 
 
+def more_disruptive(action: str, other: str) -> bool:
+    """RepairAction.IsMoreDisruptiveThan (cloudprovider/types.go:74): an action outside the supported two is a
+    programming error there (it panics), a ValueError here."""
+    for name in (action, other):
+        if name not in _DISRUPTIVENESS:
+            raise ValueError(f'unsupported repair action "{name}"')
+    return _DISRUPTIVENESS[action] > _DISRUPTIVENESS[other]
+
+
 class RepairPolicyError(ValueError):
     """A provider's repair policy set that Karpenter refuses to start with."""
 
@@ -176,7 +185,7 @@ class RepairResult:
                 termination_grace_period_condition=match.condition_type,
                 termination_grace_period_eligible_at=eligible_at,
             )
-        selected = first or _DISRUPTIVENESS[policy.action] > _DISRUPTIVENESS[self.action]
+        selected = first or more_disruptive(policy.action, self.action)
         if policy.action == self.action:
             if policy.priority != self.selected_priority:
                 selected = policy.priority > self.selected_priority

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from provisioner import labels as wk
 from provisioner.quantity import Resources, add, subtract
 from provisioner.requirements import Requirement, Requirements
+
+# Resource names of pre-allocated huge pages (corev1.ResourceHugePagesPrefix).
+HUGEPAGES_PREFIX = "hugepages-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +32,13 @@ class Offering:
     @property
     def reserved(self) -> bool:
         return self.capacity_type == wk.CAPACITY_TYPE_RESERVED
+
+    @property
+    def launchable(self) -> bool:
+        """Whether a node can be launched into it now (Karpenter's Offering.Launchable, cloudprovider/types.go:623):
+        available, and for a reservation some capacity left, since a full reservation can be healthy (available)
+        and still fail every launch."""
+        return self.available and (not self.reserved or self.reservation_capacity > 0)
 
     def labels(self) -> dict[str, str]:
         """The labels a node launched into this offering carries for it."""
@@ -90,9 +102,14 @@ class InstanceType:
 
     @cached_property
     def allocatable(self) -> Resources:
-        """Capacity minus overhead, per resource present in capacity, floored at zero."""
+        """Capacity minus overhead, per resource present in capacity, floored at zero; hugepages are carved out of
+        memory, so their capacity comes off allocatable memory too (computeAllocatable, cloudprovider/types.go:342)."""
         remaining = subtract(self.capacity, self.overhead.total())
-        return {name: max(remaining[name], 0) for name in self.capacity}
+        allocatable = {name: max(remaining[name], 0) for name in self.capacity}
+        hugepages = [amount for name, amount in self.capacity.items() if name.startswith(HUGEPAGES_PREFIX)]
+        if hugepages:
+            allocatable["memory"] = max(allocatable.get("memory", 0) - sum(hugepages), 0)
+        return allocatable
 
     @cached_property
     def requirements(self) -> Requirements:
@@ -117,6 +134,20 @@ class InstanceType:
     def cheapest_price(self, requirements: Requirements) -> float | None:
         prices = [o.price for o in self.compatible_offerings(requirements)]
         return min(prices) if prices else None
+
+
+def order_by_price(instance_types: Sequence[InstanceType], requirements: Requirements) -> list[InstanceType]:
+    """Karpenter's InstanceTypes.OrderByPrice (cloudprovider/types.go:396): cheapest launchable offering the
+    requirements allow first, a type with none last; stable, as Go's sort.Slice is not but its tests never tie.
+    Launchable, not available: a full reservation's near-zero price must not rank a type cheap."""
+
+    def cheapest(it: InstanceType) -> float:
+        zone, capacity_type = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
+        reservation = requirements.get(wk.RESERVATION_ID)
+        prices = [o.price for o in it.offerings if o.launchable and o.compatible(zone, capacity_type, reservation)]
+        return min(prices, default=math.inf)
+
+    return sorted(instance_types, key=cheapest)
 
 
 @dataclass(frozen=True)

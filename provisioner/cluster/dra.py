@@ -13,8 +13,10 @@ from typing import Any
 from provisioner.catalog import InstanceType
 from provisioner.cluster.api import ClusterReader
 from provisioner.cluster.objects import Obj
+from provisioner.dra.allocations import allocated_devices, held_devices
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import (
+    MAX_DEVICES_PER_CLAIM,
     DeviceClass,
     DeviceKey,
     DeviceRequest,
@@ -110,17 +112,40 @@ def missing_claim(store: ClusterReader, pod: Obj) -> str | None:
 
 
 def unsupported_claim(store: ClusterReader, pod: Obj) -> str | None:
-    """Why Karpenter's allocator cannot take one of the pod's unallocated claims: ValidateClaimRequest
-    (dynamicresources/request.go:153) refuses a distinctAttribute constraint, so every node it tries fails the pod
-    ("validating claim", allocator.go:386)."""
+    """Why Karpenter's allocator cannot take one of the pod's unallocated claims, so every node it tries fails the
+    pod ("validating claim", allocator.go:386): ValidateClaimRequest (dynamicresources/request.go:143-205) refuses a
+    distinctAttribute constraint, a constraint of no known type, and a claim asking for more devices than an
+    allocation result may hold (32), ExactCount counts summed and a firstAvailable request counted at its smallest
+    subrequest. (All-mode requests add the in-cluster devices they match there; karpui counts them as none.)"""
     for claim in pod_claims(store, pod, karpenter=True) or []:
         if (claim.get("status") or {}).get("allocation"):
             continue
-        constraints = ((claim.get("spec") or {}).get("devices") or {}).get("constraints") or []
-        if any(isinstance(c, dict) and c.get("distinctAttribute") for c in constraints):
-            name = claim["metadata"]["name"]
-            return f'validating claim "{name}": claim "{name}": DistinctAttribute constraints not done yet'
+        name = claim["metadata"]["name"]
+        devices = (claim.get("spec") or {}).get("devices") or {}
+        for constraint in devices.get("constraints") or []:
+            if isinstance(constraint, dict) and constraint.get("matchAttribute"):
+                continue
+            if isinstance(constraint, dict) and constraint.get("distinctAttribute"):
+                return f'validating claim "{name}": claim "{name}": DistinctAttribute constraints not done yet'
+            return f'validating claim "{name}": claim "{name}": unsupported constraint type'
+        total = sum(_fewest_devices(request) for request in devices.get("requests") or [])
+        if total > MAX_DEVICES_PER_CLAIM:
+            return (
+                f'validating claim "{name}": claim "{name}" requests {total} total devices, exceeding maximum of '
+                f"{MAX_DEVICES_PER_CLAIM}"
+            )
     return None
+
+
+def _fewest_devices(request: Mapping[str, Any]) -> int:
+    """The ExactCount devices a claim request needs at least: its count, or its cheapest subrequest's."""
+
+    def count(exact: Mapping[str, Any]) -> int:
+        return 0 if exact.get("allocationMode") == "All" else int(exact.get("count", 1))
+
+    if request.get("exactly"):
+        return count(request["exactly"])
+    return min((count(sub) for sub in request.get("firstAvailable") or []), default=0)
 
 
 def unallocated_requests(
@@ -188,10 +213,12 @@ def node_inventory(
     store: ClusterReader, nodes: Sequence[Any], catalogs: Mapping[str, list[InstanceType]]
 ) -> dict[str, list[Device]]:
     """Free devices per node for the provisioning simulation: published ones once initialized, the type's
-    declared ones before (Karpenter's template devices), minus what claims already hold."""
+    declared ones before (Karpenter's template devices), minus what claims hold for pods that stay: a device only
+    pods of deleting nodes hold is free, as those pods are moving (gatherAllocatedDevices, provisioning/dra.go:94)."""
     from provisioner.scheduling.typeindex import declared_devices
 
-    taken = allocated(store)
+    deleting = {p.uid for n in nodes if n.marked_for_deletion for p in n.pods if p.uid}
+    taken = held_devices(allocated_devices(store.list("ResourceClaim")), deleting)
     slices = published(store)
     by_type = {it.name: it for types in catalogs.values() for it in types}
     inventory: dict[str, list[Device]] = {}

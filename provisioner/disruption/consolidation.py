@@ -154,14 +154,16 @@ def worst_launch_price(
     capacity: Requirement | None,
     reservation: Requirement | None = None,
 ) -> float | None:
-    """The most expensive compatible offering in the first capacity tier that has one (reserved, spot, on-demand)."""
+    """The most expensive compatible launchable offering in the first capacity tier that has one (reserved, spot,
+    on-demand). Launchable, as RemoveInstanceTypeOptionsByPriceAndMinValues prices it (scheduling/nodeclaim.go:470): a
+    full reservation is available at a near-zero price, but the node would launch at spot or on-demand price."""
     for tier in CAPACITY_TIERS:
         if capacity is not None and not capacity.has(tier):
             continue
         prices = [
             o.price
             for o in instance_type.offerings
-            if o.available and o.capacity_type == tier and o.compatible(zone, None, reservation)
+            if o.launchable and o.capacity_type == tier and o.compatible(zone, None, reservation)
         ]
         if prices:
             return max(prices)

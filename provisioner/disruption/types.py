@@ -194,6 +194,6 @@ def estimated_launch_price(plan: NodeClaimPlan) -> float:
     prices = [
         o.price
         for o in plan.options[0].instance_type.offerings
-        if o.available and (not o.reserved or o.reservation_capacity > 0) and o.compatible(zone, capacity, reservation)
+        if o.launchable and o.compatible(zone, capacity, reservation)
     ]
     return min(prices, default=0.0)

@@ -290,16 +290,20 @@ def allocate(
     held = [d for d in devices if key(d) in taken]
     chosen: list[tuple[DeviceRequest, Device]] = []
     used: set[DeviceKey] = set()
+    per_claim: dict[str, int] = {}
     for request in requests:
         # firstAvailable: the first subrequest that can be met wins (allocator.go tries them in order).
         outcome = ""
         for option in (request, *request.alternatives):
             picked = _pick(option, available, held, used, classes)
+            if not isinstance(picked, str) and per_claim.get(option.claim, 0) + len(picked) > MAX_DEVICES_PER_CLAIM:
+                picked = _too_many(option, per_claim.get(option.claim, 0) + len(picked))
             if not isinstance(picked, str):
                 break
             outcome = outcome or picked  # why the preferred one could not be met
         if isinstance(picked, str):
             return outcome
+        per_claim[option.claim] = per_claim.get(option.claim, 0) + len(picked)
         for device in picked:
             used.add(key(device))
             chosen.append((option, device))
@@ -316,6 +320,15 @@ def allocate(
         {request.claim for request in requests if request.match or any(a.match for a in request.alternatives)}
     )
     return f'cannot allocate the devices of claim "{claims[0]}": no choice of devices satisfies its matchAttribute constraints'
+
+
+def _too_many(request: DeviceRequest, total: int) -> str:
+    """An allocation result holds at most 32 devices (AllocationResultsMaxSize): ValidateClaimRequest prunes an
+    instance type whose All-mode devices would take a claim past it (scheduling/dynamicresources/request.go:207-245)."""
+    return (
+        f'cannot allocate {request.describe()}: claim "{request.claim}" would hold {total} devices, exceeding '
+        f"maximum of {MAX_DEVICES_PER_CLAIM}"
+    )
 
 
 # Devices tried before a constrained search gives up: a deterministic stand-in for allocator.go's 5 s allocateTimeout.
