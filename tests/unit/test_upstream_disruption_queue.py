@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import parse_timestamp
+from provisioner.controllers.commands import max_retry_seconds
 from provisioner.lab import Lab
 from provisioner.taints import has_disrupted_taint
 from tests.lab_builders import KWOK_CLASS, deployment, lab, nodepool_doc, reconfigure
@@ -203,3 +206,19 @@ def test_two_commands_finish_in_order_as_their_replacements_are_initialized():
     made.advance(30)
     assert candidate_of(made, commands["b"]) == (None, None)
     assert command(made, commands["b"]["metadata"]["name"])["status"]["phase"] == "Succeeded"
+
+
+@pytest.mark.parametrize(
+    ("queued", "seconds"),
+    [
+        (100, 600.0),  # very small queue: max(100*80ms, 10min) = 10min
+        (4000, 600.0),  # small queue: max(4000*80ms, 10min) = 10min
+        (10000, 800.0),  # medium queue: 10000*80ms = 13min 20sec
+        (40000, 3200.0),  # large queue: 40000*80ms = 53min 20sec
+        (80000, 3600.0),  # very large queue (capped): min(80000*80ms, 1hr) = 1hr
+        (100000, 3600.0),  # extremely large queue (capped)
+    ],
+)
+def test_the_timeout_grows_with_the_queue(queued, seconds):
+    """Queue / Reconcile / CalculateRetryDuration / should calculate correct timeout based on queue length"""
+    assert max_retry_seconds(queued) == seconds
