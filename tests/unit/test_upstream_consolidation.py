@@ -888,3 +888,144 @@ def test_a_command_is_rejected_when_a_protected_pod_lands_on_its_node_during_the
     command = made.store.get("DisruptionCommand", command["metadata"]["name"])
     assert command["status"]["phase"] == "Rejected"
     assert candidate in lab_types(made) and sorted(lab_types(made)) == nodes_before
+
+
+# Gaps: Its of consolidation_test.go not ported above ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("budget", "allowed", "left"), [("30%", 3, 7), ("100%", 10, 0), ("0%", 0, 10)])
+def test_empty_nodes_are_deleted_as_far_as_the_budget_allows(budget, allowed, left):
+    """Budgets: "should only allow 3 empty nodes to be disrupted", "should allow all empty nodes to be disrupted" and
+    "should allow no empty nodes to be disrupted": ten empty nodes of one NodePool, one command."""
+    result = disrupt(budget_nodes(10), [pool(budgets=[Budget(nodes=budget)])])
+    assert result.budgets[("default", "Empty")] == allowed
+    deleted = sum(len(c.candidates) for c in result.commands)
+    assert (len(result.commands), 10 - deleted) == (1 if allowed else 0, left)
+
+
+def test_multi_node_consolidation_deletes_only_as_many_nodes_as_the_budget_allows():
+    """Budgets: "should only allow 3 nodes to be deleted in multi node consolidation delete": ten 100m pods, one per
+    node, a 30% budget: one command of three deletes."""
+    result = disrupt(budget_nodes(10, pods=lambda: rs_pod(cpu="100m")), [pool(budgets=[Budget(nodes="30%")])])
+    command = one(result)
+    assert (command.method, command.decision, len(command.candidates)) == ("multi", "delete", 3)
+
+
+def test_no_replacement_whose_spot_offerings_include_a_pricier_one():
+    """Replace: "won't replace node if any spot replacement is more expensive": the on-demand candidate costs 0.5, the
+    replacement's spot offerings 1.0, 0.2 and 0.4; the one at 1.0 rules it out."""
+    current = instance_type("current-on-demand", "4", "4Gi", zones=[("test-zone-1a", "on-demand")], price=0.5)
+    current = replace(current, offerings=(replace(current.offerings[0], available=False),))
+    spot = instance_type(
+        "potential-spot-replacement",
+        "4",
+        "4Gi",
+        zones=[("test-zone-1a", "spot"), ("test-zone-1b", "spot"), ("test-zone-1c", "spot")],
+    )
+    spot = replace(
+        spot, offerings=tuple(replace(o, price=p) for o, p in zip(spot.offerings, (1.0, 0.2, 0.4), strict=True))
+    )
+    types = [current, spot]
+    candidate = nodeclaim("node", "current-on-demand", types=types, pods=[rs_pod()], price=0.5)
+    result = disrupt([candidate], [pool()], types)
+    assert result.commands == []
+    assert result.notes["node"][-1] == "Can't replace with a cheaper node"
+
+
+def test_a_pdb_keeps_its_pods_node_and_the_other_is_deleted():
+    """Delete: "can delete nodes, considers PDB": only the second node's pod is under a maxUnavailable 0 PDB, so the
+    first node, with two pods, goes."""
+    nodes = two_cheap_nodes([rs_pod(labels={}), rs_pod(labels={})], [rs_pod()])
+    result = disrupt(nodes, pdbs=[pdb(allowed=0, **LABELS)])
+    command = one(result)
+    assert (command.decision, names(command), command.destinations) == ("delete", ["node-0"], {"node-1": 2})
+    assert result.blocked["node-1"] == ["Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])"]
+
+
+@pytest.mark.parametrize("on", ["node", "pod"])
+def test_do_not_disrupt_keeps_its_node_and_the_other_is_deleted(on):
+    """Delete: "can delete nodes, considers karpenter.sh/do-not-disrupt set to true on nodes" and "... on pods": the
+    second node (or its one pod) is annotated, so the first node, with two pods, goes."""
+    protected = replace(rs_pod(), annotations={DO_NOT_DISRUPT: "true"}) if on == "pod" else rs_pod()
+    first, second = two_cheap_nodes(second=[protected])
+    if on == "node":
+        second = replace(second, annotations={DO_NOT_DISRUPT: "true"})
+    command = one(disrupt([first, second]))
+    assert (command.decision, names(command)) == ("delete", ["node-0"])
+
+
+def timed(p: Pod, value: str) -> Pod:
+    """A pod with a do-not-disrupt annotation, started now."""
+    return replace(p, annotations={DO_NOT_DISRUPT: value}, started=NOW)
+
+
+def test_a_still_active_timed_do_not_disrupt_keeps_its_node_and_the_other_is_deleted():
+    """Delete: "does not consolidate nodes with pods that have a duration-based do-not-disrupt annotation that is still
+    active": the second node's pod is held for 2m from now; the first node goes."""
+    command = one(disrupt(two_cheap_nodes(second=[timed(rs_pod(), "2m")])))
+    assert (command.decision, names(command)) == ("delete", ["node-0"])
+
+
+def test_nodes_are_consolidated_once_their_timed_do_not_disrupt_expires():
+    """Delete: "can consolidate nodes after duration-based do-not-disrupt annotation expires": every pod is held 2m;
+    no command, then one 3 minutes on."""
+    nodes = two_cheap_nodes([timed(rs_pod(), "2m"), timed(rs_pod(), "2m")], [timed(rs_pod(), "2m")])
+    assert disrupt(nodes).commands == []
+    command = one(disrupt(nodes, now=NOW + 180))
+    assert (command.decision, names(command)) == ("delete", ["node-1"])
+
+
+def test_an_invalid_do_not_disrupt_value_does_not_block():
+    """Delete: "can delete nodes, considers invalid do-not-disrupt annotation format as not blocking": the second
+    node's pod says "invalid-format"; that node, with one pod, goes."""
+    command = one(disrupt(two_cheap_nodes(second=[timed(rs_pod(), "invalid-format")])))
+    assert (command.decision, names(command)) == ("delete", ["node-1"])
+
+
+def test_no_delete_that_needs_an_uninitialized_node():
+    """Delete: "won't delete node if it would require pods to schedule on an uninitialized node": the first node is not
+    initialized; the second's pod could only go there."""
+    first, second = two_cheap_nodes()
+    first = replace(first, initialized=False, node=replace(first.node, initialized=False))
+    result = disrupt([first, second])
+    assert result.commands == []
+    assert any(
+        "Not all pods would schedule" in note and "would schedule against uninitialized nodeclaim" in note
+        for note in result.notes["node-1"]
+    ), result.notes
+
+
+def test_no_pods_go_onto_a_destination_under_its_consolidate_after_window():
+    """Delete: "should not consolidate pods onto a destination node that is under its consolidateAfter window"
+    (consolidateAfter 1m): while both nodes are inside their window (their NodeClaims Consolidatable all the same)
+    no pod may move onto the other; two minutes on, the second node's pod moves to the first and the second goes."""
+    nodes = two_cheap_nodes()
+    inside = [replace(n, node=replace(n.node, under_consolidate_after=True)) for n in nodes]
+    assert disrupt(inside, [pool(consolidate_after="1m")]).commands == []
+    command = one(disrupt(nodes, [pool(consolidate_after="1m")], now=NOW + 120))
+    assert (command.decision, names(command), command.destinations) == ("delete", ["node-1"], {"node-0": 1})
+
+
+def test_no_delete_that_would_violate_pod_anti_affinity():
+    """Topology Consideration: "won't delete node if it would violate pod anti-affinity": three 1-CPU nodes in
+    test-zone-1..3, each with a 1-CPU pod that keeps away from the others' hostname."""
+    anti = [term(HOSTNAME, **LABELS)]
+    zones = ("test-zone-1", "test-zone-2", "test-zone-3")
+    nodes = [
+        nodeclaim(
+            f"node-{i}",
+            f"1-cpu-1-mem-amd64-linux-{zone}-on-demand",
+            cpu="1",
+            pods=[rs_pod(cpu="1", anti_affinity=anti)],
+        )
+        for i, zone in enumerate(zones)
+    ]
+    assert disrupt(nodes).commands == []
+
+
+def test_static_nodepool_nodes_are_not_consolidated():
+    """Static NodePool: "should not consolidate static NodePool nodes" (their NodeClaims Consolidatable all the same)."""
+    static = pool("static", replicas=2)
+    nodes = [nodeclaim(f"node-{i}", LEAST_EXPENSIVE, pool="static", max_pods=2) for i in range(2)]
+    result = disrupt(nodes, [static])
+    assert result.commands == []
