@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 
 from provisioner.catalog import InstanceType
+from provisioner.cluster.objects import parse_timestamp
 from provisioner.disruption.consolidation import ClusterView
 from provisioner.disruption.methods import disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command, DisruptionBudgetPolicy
@@ -1029,3 +1030,56 @@ def test_static_nodepool_nodes_are_not_consolidated():
     nodes = [nodeclaim(f"node-{i}", LEAST_EXPENSIVE, pool="static", max_pods=2) for i in range(2)]
     result = disrupt(nodes, [static])
     assert result.commands == []
+
+
+@pytest.mark.parametrize("pools_count", [1, 10], ids=["one nodepool", "many nodepools"])
+@pytest.mark.parametrize("busy", [False, True], ids=["empty", "multi and single node"])
+def test_a_pass_held_back_by_budgets_says_so_on_every_node(busy, pools_count):
+    """Budgets: "should not mark empty node consolidated if the candidates can't be disrupted due to budgets with one
+    nodepool" (and "... all candidates ... with many nodepools"), and the same of multi node and single node
+    consolidation: every NodePool's budget is 0%, so nothing goes, and every node is noted as held back by its budget,
+    which is what keeps the disruption controller from marking the cluster consolidated (a pass that found nothing
+    only because of budgets runs again)."""
+    pools = [pool(f"nodepool-{i}", budgets=[Budget(nodes="0%")]) for i in range(pools_count)]
+    per_pool = 10 if pools_count == 1 else 3
+    pods = (lambda: rs_pod(cpu="1")) if busy else None
+    nodes = [n for p in pools for n in budget_nodes(per_pool, prefix=p.name, node_pool=p.name, pods=pods)]
+    result = disrupt(nodes, pools)
+    assert (result.commands, result.resume) == ([], None)
+    reason = "Underutilized" if busy else "Empty"
+    assert {
+        n.name: f'disruption budget of NodePool "{n.nodepool}" for {reason} allows no more nodes now'
+        in result.notes[n.name]
+        for n in nodes
+    } == {n.name: True for n in nodes}
+
+
+def test_a_non_empty_nodes_command_waits_the_validation_ttl_before_it_runs():
+    """TTL: "should wait for the node TTL for non-empty nodes before consolidating": the delete is proposed, both
+    nodes stay through the 15 s wait, then the small node goes."""
+    made, small, command = delete_proposed()
+    nodes = sorted(lab_types(made))
+    proposed_at = parse_timestamp(command["status"]["proposedAt"])
+    made.advance(proposed_at + 14 - made.now)
+    waiting = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert (waiting["status"]["phase"], sorted(lab_types(made))) == ("Proposed", nodes)
+    made.advance(30)
+    done = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert done["status"]["phase"] == "Succeeded"
+    assert sorted(lab_types(made)) == [n for n in nodes if n != small]
+
+
+def test_an_emptiness_command_is_rejected_when_a_do_not_disrupt_pod_lands_during_the_wait():
+    """TTL: "should not consolidate if the action becomes invalid during the node TTL wait": the empty node's
+    deletion is proposed, and a do-not-disrupt pod binds to it during the wait."""
+    made = lab(nodepool_doc(template_spec={"requirements": ON_DEMAND}, disruption=CONSOLIDATING), deployment("app", 3))
+    made.advance(30)
+    [node_name] = lab_types(made)
+    lab_scale(made, "app", 0)
+    command = lab_proposed(made)
+    assert command["spec"]["reason"] == "Empty"
+    arrive(made, node_name, "do-not-disrupt")
+    made.advance(20)
+    rejected = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert rejected["status"]["phase"] == "Rejected"
+    assert list(lab_types(made)) == [node_name]
