@@ -1083,3 +1083,26 @@ def test_an_emptiness_command_is_rejected_when_a_do_not_disrupt_pod_lands_during
     rejected = made.store.get("DisruptionCommand", command["metadata"]["name"])
     assert rejected["status"]["phase"] == "Rejected"
     assert list(lab_types(made)) == [node_name]
+
+
+# Parallelization ---------------------------------------------------------------------------------------------------
+
+
+def test_a_pod_pending_while_a_replace_runs_takes_the_replacement_and_no_extra_node():
+    """Parallelization: "should not schedule an additional node when receiving pending pods while consolidating": the
+    replace has launched its replacement; a new pending pod lands on it, and no third NodeClaim is launched."""
+    made, big, command = replace_proposed()
+    name = command["metadata"]["name"]
+    while made.store.get("DisruptionCommand", name)["status"]["phase"] != "Executing":
+        made.advance(1)
+    [replacement] = made.store.get("DisruptionCommand", name)["status"]["replacementNodeClaims"]
+    [old] = [c["metadata"]["name"] for c in made.store.list("NodeClaim") if c["metadata"]["name"] != replacement]
+    late = deployment("late", 1, "100m")
+    made.store.create(late)
+    for _ in range(60):
+        made.advance(1)
+        assert {c["metadata"]["name"] for c in made.store.list("NodeClaim")} <= {old, replacement}
+    [claim] = made.store.list("NodeClaim")
+    [late_pod] = [p for p in made.store.list("Pod") if p["metadata"]["name"].startswith("late-")]
+    assert claim["metadata"]["name"] == replacement
+    assert late_pod["spec"]["nodeName"] == claim["status"]["nodeName"]
