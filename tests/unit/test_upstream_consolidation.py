@@ -1069,6 +1069,31 @@ def test_a_non_empty_nodes_command_waits_the_validation_ttl_before_it_runs():
     assert sorted(lab_types(made)) == [n for n in nodes if n != small]
 
 
+def test_a_multi_node_command_waits_the_validation_ttl_before_it_runs():
+    """Multi-NodeClaim: "should wait for the node TTL for non-empty nodes before consolidating (multi-node)": two
+    c-16x nodes down to two pods each are to be merged onto one replacement; both stay through the 15 s wait, then
+    the replacement alone is left."""
+    made = lab(
+        nodepool_doc(template_spec={"requirements": ON_DEMAND}, disruption=CONSOLIDATING), deployment("inflate", 15)
+    )
+    made.advance(30)
+    made.store.create(deployment("more", 15))
+    made.advance(30)
+    nodes = sorted(lab_types(made))
+    assert list(lab_types(made).values()) == ["c-16x-amd64-linux"] * 2
+    lab_scale(made, "inflate", 2)
+    lab_scale(made, "more", 2)
+    command = lab_proposed(made)
+    assert (command["spec"]["method"], command["spec"]["decision"]) == ("multi", "replace")
+    assert sorted(c["node"] for c in command["spec"]["candidates"]) == nodes
+    made.advance(parse_timestamp(command["status"]["proposedAt"]) + 14 - made.now)
+    waiting = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert (waiting["status"]["phase"], sorted(lab_types(made))) == ("Proposed", nodes)
+    made.advance(40)
+    assert made.store.get("DisruptionCommand", command["metadata"]["name"])["status"]["phase"] == "Succeeded"
+    assert list(lab_types(made).values()) == ["c-8x-amd64-linux"]
+
+
 def test_an_emptiness_command_is_rejected_when_a_do_not_disrupt_pod_lands_during_the_wait():
     """TTL: "should not consolidate if the action becomes invalid during the node TTL wait": the empty node's
     deletion is proposed, and a do-not-disrupt pod binds to it during the wait."""
