@@ -51,7 +51,11 @@ VALIDATION_SECONDS = 15.0
 # log has "tainted node" (termination's, once the NodeClaim is deleted) a second after "disrupting node(s)".
 QUEUE_SECONDS = 1.0
 APPROVAL_TTL_SECONDS = 3600.0
-REPLACEMENT_TIMEOUT_SECONDS = 600.0
+# How long a started command waits for its replacements (queue.go:66-69, 88-94): 80 ms for each candidate the
+# queue holds, at least 10 minutes and at most an hour, so a long queue is not failed while it is worked through.
+MIN_RETRY_SECONDS = 600.0
+MAX_RETRY_SECONDS = 3600.0
+RETRY_MILLISECONDS_PER_CANDIDATE = 80
 LOGGER = "controller.disruption"
 # A static NodePool's scale-down (Karpenter's static deprovisioning, "overprovisioned"), gated like the others.
 OVERPROVISIONED = "Overprovisioned"
@@ -603,8 +607,10 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
     if ctx.observe and "release" in status:
         return _follow(ctx, command)
     replacements = [ctx.api.get("NodeClaim", n) for n in status.get("replacementNodeClaims") or []]
+    waited = ctx.now - parse_timestamp(status["startedAt"])
     if any(r is None for r in replacements) or (
-        ctx.now - parse_timestamp(status["startedAt"]) > REPLACEMENT_TIMEOUT_SECONDS
+        waited > MIN_RETRY_SECONDS  # the queue is counted only once the shortest timeout has passed
+        and waited > max_retry_seconds(_queued(ctx))
         and not all(is_true(r, "Initialized") for r in replacements if r)
     ):
         return _finish(
@@ -650,6 +656,16 @@ def _execute(ctx: ClusterContext, command: Obj) -> bool:
     status["completedAt"] = timestamp(ctx.now)
     append(status, "steps", {"at": timestamp(ctx.now), "step": "every candidate drained and deleted"})
     return _finish(ctx, command, "Succeeded", "command succeeded")
+
+
+def max_retry_seconds(queued: int) -> float:
+    """GetMaxRetryDuration (queue.go:88-94): the timeout of a started command with `queued` candidates in the queue."""
+    return min(max(queued * RETRY_MILLISECONDS_PER_CANDIDATE / 1000, MIN_RETRY_SECONDS), MAX_RETRY_SECONDS)
+
+
+def _queued(ctx: ClusterContext) -> int:
+    """The candidates of the started commands: Karpenter's queue holds one entry per candidate (queue.go:440)."""
+    return sum(len(c["spec"]["candidates"]) for c in live_commands(ctx) if c["status"].get("phase") == "Executing")
 
 
 def _replacement_events(ctx: ClusterContext, replacements: list[Obj], reason: str) -> None:

@@ -336,7 +336,7 @@ def _single_node(
     pass's `walk`, the walk ends where it began."""
     before = {name: tuple(notes) for name, notes in result.notes.items()} if walk is None else {}
     eligible = _not_declined(candidates, result, UNDERUTILIZED)
-    ordered = _interleaved(consolidation_order(_consolidatable(eligible, result, empty=False)))
+    ordered = single_node_order(_consolidatable(eligible, result, empty=False))
     start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
     ordered = ordered[start:] + ordered[:start]
     if walk is None:
@@ -370,6 +370,11 @@ def _single_node(
             continue
         result.notes.setdefault(candidate.name, []).extend(outcome)
     return []
+
+
+def single_node_order(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """SortCandidates (singlenodeconsolidation.go:139-142): by savings ratio, then interwoven by NodePool."""
+    return _interleaved(consolidation_order(candidates))
 
 
 def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:

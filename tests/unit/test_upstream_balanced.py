@@ -1,5 +1,5 @@
-"""Karpenter v1.15.0's Balanced consolidation suites (pkg/controllers/disruption: balanced_scoring_test.go,
-balanced_adversarial_test.go, balanced_integration_test.go) ported onto karpui's scoring and disruption passes, each
+"""Karpenter v1.15.0's Balanced consolidation suites (pkg/controllers/disruption: balanced_test.go,
+balanced_scoring_test.go, balanced_adversarial_test.go, balanced_integration_test.go) ported onto karpui's scoring and disruption passes, each
 test naming the Describe/Context/It it follows.
 
 The scoring specs build candidates by hand as makeCandidate does: a price (its type's offering, 0 for a nil instance
@@ -9,7 +9,9 @@ each of onDemandInstances' equally priced ones.
 
 Already ported, not repeated: tests/unit/test_balanced_scoring.py has "should produce totals from ALL candidates",
 "should approve a delete command for a single Balanced NodePool" and the ScoreMove table; test_balanced_consolidation.py
-has the integration suite's Single-Node (both), Multi-Node and Budgets specs.
+has the integration suite's Single-Node (both), Multi-Node and Budgets specs. balanced_test.go's three
+"ConsolidationPolicy.IsBalanced" specs test a Go method karpui has no counterpart of (it compares the policy string
+with BALANCED where it reads it).
 """
 
 from __future__ import annotations
@@ -522,3 +524,100 @@ def test_the_snapshot_prices_a_node_whose_type_left_the_catalog_at_zero_and_mark
     reconfigure(made, nodepool_doc(), types=[t for t in kwok_catalog().instance_types if t.name != "c-2x-amd64-linux"])
     [after] = cluster_view(made.ctx)[0].claimed
     assert (after.name, after.price, after.type_known) == (before.name, 0.0, False)
+
+
+# ScoreMove (balanced_test.go) ----------------------------------------------------------------------------------------
+
+# The RFC example pool: eight m7i.xlarge ($4.84/day) and two m7i.2xlarge ($9.68/day), 80 pods: 10 + 80 disruption.
+DEFAULT_TOTALS = NodePoolTotals(58.08, 90.0)
+
+
+def test_score_move_approves_an_oversized_node_consolidation():
+    """ScoreMove / when the move has clear savings / should approve an oversized node consolidation"""
+    result = score_move(7.26, 4.0, DEFAULT_TOTALS)  # m7i.2xlarge - m7i.large; 1 per node + 3 pods
+    assert result.savings_fraction == pytest.approx(0.125)
+    assert result.disruption_fraction == pytest.approx(4.0 / 90.0)
+    assert result.score == pytest.approx(2.8125)
+    assert result.approved is True
+
+
+def test_score_move_approves_a_spare_capacity_delete():
+    """ScoreMove / when the move has clear savings / should approve a spare capacity delete"""
+    result = score_move(4.84, 5.0, DEFAULT_TOTALS)
+    assert result.score == pytest.approx(1.5)
+    assert result.approved is True
+
+
+def test_score_move_rejects_a_marginal_move():
+    """ScoreMove / when the move is marginal or harmful / should reject a marginal move"""
+    result = score_move(2.42, 9.0, DEFAULT_TOTALS)
+    assert result.score == pytest.approx(5.0 / 12.0)
+    assert result.approved is False
+
+
+def test_score_move_rejects_a_well_packed_node_with_zero_savings():
+    """ScoreMove / when the move is marginal or harmful / should reject a well-packed node with zero savings"""
+    result = score_move(0.0, 11.0, DEFAULT_TOTALS)
+    assert (result.score, result.approved) == (0.0, False)
+
+
+def test_score_move_approves_a_replace_in_a_uniform_pool():
+    """ScoreMove / when the pool is uniform / should approve a replace in a uniform pool: 0.05 of the cost for 0.1 of
+    the disruption sits exactly on the 1/2 threshold, and >= approves it"""
+    result = score_move(2.42, 9.0, NodePoolTotals(48.40, 90.0))
+    assert result.score == pytest.approx(0.5)
+    assert result.approved is True
+
+
+def test_score_move_approves_low_disruption_nodes_and_rejects_high_disruption_nodes():
+    """ScoreMove / when disruption costs vary across nodes / should approve low-disruption nodes and reject
+    high-disruption nodes"""
+    het = NodePoolTotals(58.08, 117.0)
+    a, b = score_move(4.84, 5.0, het), score_move(4.84, 32.0, het)
+    assert (a.score, a.approved) == (pytest.approx((4.84 / 58.08) / (5.0 / 117.0)), True)
+    assert a.score == pytest.approx(1.95)
+    assert (b.score, b.approved) == (pytest.approx((4.84 / 58.08) / (32.0 / 117.0)), False)
+    assert b.score == pytest.approx(0.3046875)
+
+
+def test_score_move_gives_the_same_score_whatever_the_pool_size():
+    """ScoreMove / scale invariance / should produce the same score regardless of pool size"""
+    ten, hundred = score_move(7.26, 4.0, DEFAULT_TOTALS), score_move(7.26, 4.0, NodePoolTotals(580.80, 900.0))
+    assert ten.score == pytest.approx(hundred.score)
+    assert hundred.score == pytest.approx(2.8125)
+
+
+@pytest.mark.parametrize(
+    ("savings", "disruption", "totals", "score", "approved"),
+    [
+        # should approve with +Inf score when move disruption is zero and savings positive
+        (4.84, 0.0, DEFAULT_TOTALS, math.inf, True),
+        # should reject when both savings and disruption are zero
+        (0.0, 0.0, DEFAULT_TOTALS, 0.0, False),
+        # should reject when nodepool cost is zero
+        (4.84, 5.0, NodePoolTotals(0.0, 90.0), 0.0, False),
+    ],
+)
+def test_score_move_edge_cases_with_zero_values(savings, disruption, totals, score, approved):
+    """ScoreMove / edge cases with zero values / +Inf score, both zero, nodepool cost zero; "should approve when move
+    disruption is zero (division by zero guard)" is the first row again"""
+    result = score_move(savings, disruption, totals)
+    assert (result.score, result.approved) == (score, approved)
+
+
+@pytest.mark.parametrize(("k", "threshold", "approved"), [(2, 0.5, False), (3, 1 / 3, True), (1, 1.0, False)])
+def test_score_move_threshold_follows_k(k, threshold, approved):
+    """ScoreMove / consolidation threshold tuning / should reject at k=2 for a marginal move; should approve at k=3
+    for the same move; should reject at k=1 for the same move"""
+    result = score_move(2.42, 9.0, DEFAULT_TOTALS, k)
+    assert (result.threshold, result.approved) == (pytest.approx(threshold), approved)
+    assert result.score == pytest.approx(5.0 / 12.0)
+
+
+def test_score_move_scores_proportionally_equivalent_moves_across_nodepools_alike():
+    """ScoreMove / cross-NodePool scoring / should produce identical scores for proportionally equivalent moves"""
+    on_demand = score_move(4.84, 4.0, NodePoolTotals(48.40, 90.0))
+    spot = score_move(1.45, 4.0, NodePoolTotals(14.50, 90.0))
+    assert on_demand.score == pytest.approx(spot.score)
+    assert spot.score == pytest.approx(2.25)
+    assert (on_demand.approved, spot.approved) == (True, True)

@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 
 from provisioner.catalog import InstanceType
+from provisioner.cluster.objects import parse_timestamp
 from provisioner.disruption.consolidation import ClusterView
 from provisioner.disruption.methods import disruption_pass
 from provisioner.disruption.types import ClaimedNode, Command, DisruptionBudgetPolicy
@@ -888,3 +889,245 @@ def test_a_command_is_rejected_when_a_protected_pod_lands_on_its_node_during_the
     command = made.store.get("DisruptionCommand", command["metadata"]["name"])
     assert command["status"]["phase"] == "Rejected"
     assert candidate in lab_types(made) and sorted(lab_types(made)) == nodes_before
+
+
+# Gaps: Its of consolidation_test.go not ported above ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("budget", "allowed", "left"), [("30%", 3, 7), ("100%", 10, 0), ("0%", 0, 10)])
+def test_empty_nodes_are_deleted_as_far_as_the_budget_allows(budget, allowed, left):
+    """Budgets: "should only allow 3 empty nodes to be disrupted", "should allow all empty nodes to be disrupted" and
+    "should allow no empty nodes to be disrupted": ten empty nodes of one NodePool, one command."""
+    result = disrupt(budget_nodes(10), [pool(budgets=[Budget(nodes=budget)])])
+    assert result.budgets[("default", "Empty")] == allowed
+    deleted = sum(len(c.candidates) for c in result.commands)
+    assert (len(result.commands), 10 - deleted) == (1 if allowed else 0, left)
+
+
+def test_multi_node_consolidation_deletes_only_as_many_nodes_as_the_budget_allows():
+    """Budgets: "should only allow 3 nodes to be deleted in multi node consolidation delete": ten 100m pods, one per
+    node, a 30% budget: one command of three deletes."""
+    result = disrupt(budget_nodes(10, pods=lambda: rs_pod(cpu="100m")), [pool(budgets=[Budget(nodes="30%")])])
+    command = one(result)
+    assert (command.method, command.decision, len(command.candidates)) == ("multi", "delete", 3)
+
+
+def test_no_replacement_whose_spot_offerings_include_a_pricier_one():
+    """Replace: "won't replace node if any spot replacement is more expensive": the on-demand candidate costs 0.5, the
+    replacement's spot offerings 1.0, 0.2 and 0.4; the one at 1.0 rules it out."""
+    current = instance_type("current-on-demand", "4", "4Gi", zones=[("test-zone-1a", "on-demand")], price=0.5)
+    current = replace(current, offerings=(replace(current.offerings[0], available=False),))
+    spot = instance_type(
+        "potential-spot-replacement",
+        "4",
+        "4Gi",
+        zones=[("test-zone-1a", "spot"), ("test-zone-1b", "spot"), ("test-zone-1c", "spot")],
+    )
+    spot = replace(
+        spot, offerings=tuple(replace(o, price=p) for o, p in zip(spot.offerings, (1.0, 0.2, 0.4), strict=True))
+    )
+    types = [current, spot]
+    candidate = nodeclaim("node", "current-on-demand", types=types, pods=[rs_pod()], price=0.5)
+    result = disrupt([candidate], [pool()], types)
+    assert result.commands == []
+    assert result.notes["node"][-1] == "Can't replace with a cheaper node"
+
+
+def test_a_pdb_keeps_its_pods_node_and_the_other_is_deleted():
+    """Delete: "can delete nodes, considers PDB": only the second node's pod is under a maxUnavailable 0 PDB, so the
+    first node, with two pods, goes."""
+    nodes = two_cheap_nodes([rs_pod(labels={}), rs_pod(labels={})], [rs_pod()])
+    result = disrupt(nodes, pdbs=[pdb(allowed=0, **LABELS)])
+    command = one(result)
+    assert (command.decision, names(command), command.destinations) == ("delete", ["node-0"], {"node-1": 2})
+    assert result.blocked["node-1"] == ["Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])"]
+
+
+@pytest.mark.parametrize("on", ["node", "pod"])
+def test_do_not_disrupt_keeps_its_node_and_the_other_is_deleted(on):
+    """Delete: "can delete nodes, considers karpenter.sh/do-not-disrupt set to true on nodes" and "... on pods": the
+    second node (or its one pod) is annotated, so the first node, with two pods, goes."""
+    protected = replace(rs_pod(), annotations={DO_NOT_DISRUPT: "true"}) if on == "pod" else rs_pod()
+    first, second = two_cheap_nodes(second=[protected])
+    if on == "node":
+        second = replace(second, annotations={DO_NOT_DISRUPT: "true"})
+    command = one(disrupt([first, second]))
+    assert (command.decision, names(command)) == ("delete", ["node-0"])
+
+
+def timed(p: Pod, value: str) -> Pod:
+    """A pod with a do-not-disrupt annotation, started now."""
+    return replace(p, annotations={DO_NOT_DISRUPT: value}, started=NOW)
+
+
+def test_a_still_active_timed_do_not_disrupt_keeps_its_node_and_the_other_is_deleted():
+    """Delete: "does not consolidate nodes with pods that have a duration-based do-not-disrupt annotation that is still
+    active": the second node's pod is held for 2m from now; the first node goes."""
+    command = one(disrupt(two_cheap_nodes(second=[timed(rs_pod(), "2m")])))
+    assert (command.decision, names(command)) == ("delete", ["node-0"])
+
+
+def test_nodes_are_consolidated_once_their_timed_do_not_disrupt_expires():
+    """Delete: "can consolidate nodes after duration-based do-not-disrupt annotation expires": every pod is held 2m;
+    no command, then one 3 minutes on."""
+    nodes = two_cheap_nodes([timed(rs_pod(), "2m"), timed(rs_pod(), "2m")], [timed(rs_pod(), "2m")])
+    assert disrupt(nodes).commands == []
+    command = one(disrupt(nodes, now=NOW + 180))
+    assert (command.decision, names(command)) == ("delete", ["node-1"])
+
+
+def test_an_invalid_do_not_disrupt_value_does_not_block():
+    """Delete: "can delete nodes, considers invalid do-not-disrupt annotation format as not blocking": the second
+    node's pod says "invalid-format"; that node, with one pod, goes."""
+    command = one(disrupt(two_cheap_nodes(second=[timed(rs_pod(), "invalid-format")])))
+    assert (command.decision, names(command)) == ("delete", ["node-1"])
+
+
+def test_no_delete_that_needs_an_uninitialized_node():
+    """Delete: "won't delete node if it would require pods to schedule on an uninitialized node": the first node is not
+    initialized; the second's pod could only go there."""
+    first, second = two_cheap_nodes()
+    first = replace(first, initialized=False, node=replace(first.node, initialized=False))
+    result = disrupt([first, second])
+    assert result.commands == []
+    assert any(
+        "Not all pods would schedule" in note and "would schedule against uninitialized nodeclaim" in note
+        for note in result.notes["node-1"]
+    ), result.notes
+
+
+def test_no_pods_go_onto_a_destination_under_its_consolidate_after_window():
+    """Delete: "should not consolidate pods onto a destination node that is under its consolidateAfter window"
+    (consolidateAfter 1m): while both nodes are inside their window (their NodeClaims Consolidatable all the same)
+    no pod may move onto the other; two minutes on, the second node's pod moves to the first and the second goes."""
+    nodes = two_cheap_nodes()
+    inside = [replace(n, node=replace(n.node, under_consolidate_after=True)) for n in nodes]
+    assert disrupt(inside, [pool(consolidate_after="1m")]).commands == []
+    command = one(disrupt(nodes, [pool(consolidate_after="1m")], now=NOW + 120))
+    assert (command.decision, names(command), command.destinations) == ("delete", ["node-1"], {"node-0": 1})
+
+
+def test_no_delete_that_would_violate_pod_anti_affinity():
+    """Topology Consideration: "won't delete node if it would violate pod anti-affinity": three 1-CPU nodes in
+    test-zone-1..3, each with a 1-CPU pod that keeps away from the others' hostname."""
+    anti = [term(HOSTNAME, **LABELS)]
+    zones = ("test-zone-1", "test-zone-2", "test-zone-3")
+    nodes = [
+        nodeclaim(
+            f"node-{i}",
+            f"1-cpu-1-mem-amd64-linux-{zone}-on-demand",
+            cpu="1",
+            pods=[rs_pod(cpu="1", anti_affinity=anti)],
+        )
+        for i, zone in enumerate(zones)
+    ]
+    assert disrupt(nodes).commands == []
+
+
+def test_static_nodepool_nodes_are_not_consolidated():
+    """Static NodePool: "should not consolidate static NodePool nodes" (their NodeClaims Consolidatable all the same)."""
+    static = pool("static", replicas=2)
+    nodes = [nodeclaim(f"node-{i}", LEAST_EXPENSIVE, pool="static", max_pods=2) for i in range(2)]
+    result = disrupt(nodes, [static])
+    assert result.commands == []
+
+
+@pytest.mark.parametrize("pools_count", [1, 10], ids=["one nodepool", "many nodepools"])
+@pytest.mark.parametrize("busy", [False, True], ids=["empty", "multi and single node"])
+def test_a_pass_held_back_by_budgets_says_so_on_every_node(busy, pools_count):
+    """Budgets: "should not mark empty node consolidated if the candidates can't be disrupted due to budgets with one
+    nodepool" (and "... all candidates ... with many nodepools"), and the same of multi node and single node
+    consolidation: every NodePool's budget is 0%, so nothing goes, and every node is noted as held back by its budget,
+    which is what keeps the disruption controller from marking the cluster consolidated (a pass that found nothing
+    only because of budgets runs again)."""
+    pools = [pool(f"nodepool-{i}", budgets=[Budget(nodes="0%")]) for i in range(pools_count)]
+    per_pool = 10 if pools_count == 1 else 3
+    pods = (lambda: rs_pod(cpu="1")) if busy else None
+    nodes = [n for p in pools for n in budget_nodes(per_pool, prefix=p.name, node_pool=p.name, pods=pods)]
+    result = disrupt(nodes, pools)
+    assert (result.commands, result.resume) == ([], None)
+    reason = "Underutilized" if busy else "Empty"
+    assert {
+        n.name: f'disruption budget of NodePool "{n.nodepool}" for {reason} allows no more nodes now'
+        in result.notes[n.name]
+        for n in nodes
+    } == {n.name: True for n in nodes}
+
+
+def test_a_non_empty_nodes_command_waits_the_validation_ttl_before_it_runs():
+    """TTL: "should wait for the node TTL for non-empty nodes before consolidating": the delete is proposed, both
+    nodes stay through the 15 s wait, then the small node goes."""
+    made, small, command = delete_proposed()
+    nodes = sorted(lab_types(made))
+    proposed_at = parse_timestamp(command["status"]["proposedAt"])
+    made.advance(proposed_at + 14 - made.now)
+    waiting = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert (waiting["status"]["phase"], sorted(lab_types(made))) == ("Proposed", nodes)
+    made.advance(30)
+    done = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert done["status"]["phase"] == "Succeeded"
+    assert sorted(lab_types(made)) == [n for n in nodes if n != small]
+
+
+def test_a_multi_node_command_waits_the_validation_ttl_before_it_runs():
+    """Multi-NodeClaim: "should wait for the node TTL for non-empty nodes before consolidating (multi-node)": two
+    c-16x nodes down to two pods each are to be merged onto one replacement; both stay through the 15 s wait, then
+    the replacement alone is left."""
+    made = lab(
+        nodepool_doc(template_spec={"requirements": ON_DEMAND}, disruption=CONSOLIDATING), deployment("inflate", 15)
+    )
+    made.advance(30)
+    made.store.create(deployment("more", 15))
+    made.advance(30)
+    nodes = sorted(lab_types(made))
+    assert list(lab_types(made).values()) == ["c-16x-amd64-linux"] * 2
+    lab_scale(made, "inflate", 2)
+    lab_scale(made, "more", 2)
+    command = lab_proposed(made)
+    assert (command["spec"]["method"], command["spec"]["decision"]) == ("multi", "replace")
+    assert sorted(c["node"] for c in command["spec"]["candidates"]) == nodes
+    made.advance(parse_timestamp(command["status"]["proposedAt"]) + 14 - made.now)
+    waiting = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert (waiting["status"]["phase"], sorted(lab_types(made))) == ("Proposed", nodes)
+    made.advance(40)
+    assert made.store.get("DisruptionCommand", command["metadata"]["name"])["status"]["phase"] == "Succeeded"
+    assert list(lab_types(made).values()) == ["c-8x-amd64-linux"]
+
+
+def test_an_emptiness_command_is_rejected_when_a_do_not_disrupt_pod_lands_during_the_wait():
+    """TTL: "should not consolidate if the action becomes invalid during the node TTL wait": the empty node's
+    deletion is proposed, and a do-not-disrupt pod binds to it during the wait."""
+    made = lab(nodepool_doc(template_spec={"requirements": ON_DEMAND}, disruption=CONSOLIDATING), deployment("app", 3))
+    made.advance(30)
+    [node_name] = lab_types(made)
+    lab_scale(made, "app", 0)
+    command = lab_proposed(made)
+    assert command["spec"]["reason"] == "Empty"
+    arrive(made, node_name, "do-not-disrupt")
+    made.advance(20)
+    rejected = made.store.get("DisruptionCommand", command["metadata"]["name"])
+    assert rejected["status"]["phase"] == "Rejected"
+    assert list(lab_types(made)) == [node_name]
+
+
+# Parallelization ---------------------------------------------------------------------------------------------------
+
+
+def test_a_pod_pending_while_a_replace_runs_takes_the_replacement_and_no_extra_node():
+    """Parallelization: "should not schedule an additional node when receiving pending pods while consolidating": the
+    replace has launched its replacement; a new pending pod lands on it, and no third NodeClaim is launched."""
+    made, big, command = replace_proposed()
+    name = command["metadata"]["name"]
+    while made.store.get("DisruptionCommand", name)["status"]["phase"] != "Executing":
+        made.advance(1)
+    [replacement] = made.store.get("DisruptionCommand", name)["status"]["replacementNodeClaims"]
+    [old] = [c["metadata"]["name"] for c in made.store.list("NodeClaim") if c["metadata"]["name"] != replacement]
+    late = deployment("late", 1, "100m")
+    made.store.create(late)
+    for _ in range(60):
+        made.advance(1)
+        assert {c["metadata"]["name"] for c in made.store.list("NodeClaim")} <= {old, replacement}
+    [claim] = made.store.list("NodeClaim")
+    [late_pod] = [p for p in made.store.list("Pod") if p["metadata"]["name"].startswith("late-")]
+    assert claim["metadata"]["name"] == replacement
+    assert late_pod["spec"]["nodeName"] == claim["status"]["nodeName"]
