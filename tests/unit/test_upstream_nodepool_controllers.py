@@ -165,14 +165,12 @@ def _resources(made) -> dict[str, str]:
     return made.nodepool_status()["default"]["resources"]
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_counter_sets_well_known_resources_to_zero_with_no_nodes():
     """Counter: should set well-known resource to zero when no nodes exist in the cluster"""
     made = lab(nodepool_doc())
     assert _resources(made) == BASE
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_counter_follows_the_nodeclaim_then_the_node_once_initialized():
     """Counter: should set the counter from the nodeClaim and then to the node when it initializes"""
     made = lab(nodepool_doc())
@@ -185,7 +183,6 @@ def test_counter_follows_the_nodeclaim_then_the_node_once_initialized():
     assert _resources(made) == {**BASE, "cpu": "1", "pods": "512", "memory": "2Gi", "nodes": "1"}
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_counter_fills_what_an_uninitialized_node_reports_as_zero_from_its_nodeclaim():
     """statenode.go Capacity (behind the counter): before initialization the Node's non-zero capacity, the
     NodeClaim's for the rest"""
@@ -195,7 +192,6 @@ def test_counter_fills_what_an_uninitialized_node_reports_as_zero_from_its_nodec
     assert _resources(made) == {**BASE, "cpu": "2", "pods": "256", "memory": "1Gi", "nodes": "1"}
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_counter_increases_when_new_nodes_are_created():
     """Counter: should increase the counter when new nodes are created"""
     made = lab(nodepool_doc())
@@ -204,7 +200,6 @@ def test_counter_increases_when_new_nodes_are_created():
     assert _resources(made) == {**BASE, "cpu": "100m", "pods": "256", "memory": "1Gi", "nodes": "1"}
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_counter_decreases_when_an_existing_node_is_deleted():
     """Counter: should decrease the counter when an existing node is deleted"""
     made = lab(nodepool_doc())
@@ -219,7 +214,6 @@ def test_counter_decreases_when_an_existing_node_is_deleted():
     assert _resources(made) == {**BASE, "cpu": "500m", "pods": "1k", "memory": "5Gi", "nodes": "1"}
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_counter_does_not_count_a_nodeclaim_being_deleted():
     """state/cluster.go updateNodePoolResources (behind the counter): a NodeClaim marked for deletion no longer
     counts, though it and its Node still exist"""
@@ -234,7 +228,6 @@ def test_counter_does_not_count_a_nodeclaim_being_deleted():
     assert made.nodepool_status()["default"]["nodes"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_counter_zeroes_out_when_all_nodes_are_deleted():
     """Counter: should zero out the counter when all nodes are deleted"""
     made = lab(nodepool_doc())
@@ -273,7 +266,6 @@ def test_status_nodes_follows_nodes_added_and_removed():
     assert counts == [0, 1, 2, 1, 0]
 
 
-@pytest.mark.xfail(strict=True, reason="status.resources lacks the base resources and counts NodeClaim capacity only")
 def test_status_nodes_for_several_nodepools_including_a_static_one():
     """Counter/Status.Nodes Field: should handle multiple nodepools including static with different node counts"""
     made = lab(nodepool_doc(), nodepool_doc("static", replicas=2))
