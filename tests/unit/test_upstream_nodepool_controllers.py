@@ -318,7 +318,6 @@ def test_podevents_sets_the_nodeclaim_last_pod_event():
     assert _last_pod_event(store) == timestamp(START)
 
 
-@pytest.mark.xfail(strict=True, reason="the pod-events controller does not look for the Node")
 def test_podevents_does_not_set_the_last_pod_event_when_the_node_does_not_exist():
     """PodEvents: should not set the nodeclaim lastPodEvent when the node does not exist"""
     store, ctx = _podevents(nodeclaim("a", CAPACITY_1), _pod())
