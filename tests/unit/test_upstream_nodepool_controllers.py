@@ -18,6 +18,7 @@ import pytest
 from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.objects import timestamp
 from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.hydration import HydrationController
 from provisioner.controllers.podevents import PodEventsController
 from provisioner.manifests.errors import ManifestError
 from provisioner.manifests.nodepool import parse_nodepool
@@ -357,3 +358,67 @@ def test_podevents_sets_the_last_pod_event_once_within_the_dedupe_timeframe():
     store.create(_pod("p3"))
     controller.reconcile(ctx)
     assert _last_pod_event(store) == timestamp(START + 10)
+
+
+# nodeclaim/hydration and node/hydration suite_test.go ------------------------------------------------------------
+
+UNMANAGED = {"group": "karpenter.test.sh", "kind": "UnmanagedNodeClass", "name": "default"}
+
+
+@pytest.mark.parametrize(
+    ("ref", "label", "expected"),
+    [
+        pytest.param(KWOK_REF, NODECLASS_LABEL, "default", id="should hydrate missing metadata onto the NodeClaim"),
+        pytest.param(
+            UNMANAGED,
+            "karpenter.test.sh/unmanagednodeclass",
+            None,
+            id="should ignore NodeClaims which aren't managed by this Karpenter instance",
+        ),
+    ],
+)
+def test_nodeclaim_hydration(ref, label, expected):
+    """Hydration (nodeclaim): should hydrate missing metadata onto the NodeClaim / should ignore NodeClaims which
+    aren't managed by this Karpenter instance"""
+    claim = nodeclaim("a", CAPACITY_1, ref=ref)
+    del claim["metadata"]["labels"][label]
+    store, ctx = _podevents(claim)
+    assert HydrationController().reconcile(ctx) is (expected is not None)
+    assert store.get("NodeClaim", "a")["metadata"]["labels"].get(label) == expected
+
+
+@pytest.mark.parametrize(
+    ("ref", "label", "expected"),
+    [
+        pytest.param(KWOK_REF, NODECLASS_LABEL, "default", id="should hydrate missing metadata onto the Node"),
+        pytest.param(
+            UNMANAGED,
+            "karpenter.test.sh/unmanagednodeclass",
+            None,
+            id="should ignore Nodes which aren't managed by this Karpenter instance",
+        ),
+    ],
+)
+def test_node_hydration(ref, label, expected):
+    """Hydration (node): should hydrate missing metadata onto the Node / should ignore Nodes which aren't managed
+    by this Karpenter instance"""
+    claim = nodeclaim("a", CAPACITY_1, ref=ref)
+    node = linked_node(claim)
+    del node["metadata"]["labels"][label]
+    store, ctx = _podevents(claim, node)
+    assert HydrationController().reconcile(ctx) is (expected is not None)
+    assert store.get("Node", "node-a")["metadata"]["labels"].get(label) == expected
+
+
+def test_hydration_runs_with_the_other_controllers():
+    """The hydration controllers run in the manager's step: a NodeClaim and its Node that lack the label get it."""
+    made = lab(nodepool_doc())
+    claim = nodeclaim("a", CAPACITY_1)
+    node = linked_node(claim, initialized=True)
+    del claim["metadata"]["labels"][NODECLASS_LABEL]
+    del node["metadata"]["labels"][NODECLASS_LABEL]
+    made.store.create(claim)
+    made.store.create(node)
+    assert "hydration" in made.manager.step(made.ctx)
+    assert made.store.get("NodeClaim", "a")["metadata"]["labels"][NODECLASS_LABEL] == "default"
+    assert made.store.get("Node", "node-a")["metadata"]["labels"][NODECLASS_LABEL] == "default"
