@@ -269,12 +269,13 @@ class Lab:
         return seconds
 
     def nodepool_status(self) -> dict[str, dict[str, Any]]:
-        """Per NodePool: resources of its launched NodeClaims (with `nodes`), the node count and the conditions its
+        """Per NodePool: resources of its launched NodeClaims and their Nodes (with `nodes`), the node count and the conditions its
         controller keeps. Every save asks; summing 1,819 NodeClaims' capacities was a third of an idle tick at 20,000
         pods, so it is kept until a NodeClaim, a NodePool or a condition changes."""
         controller = self.manager.nodepools
         inputs = (
             self.store.kind_version("NodeClaim"),
+            self.store.kind_version("Node"),  # an initialized Node's capacity is what its NodePool counts
             self.store.cache_epoch,
             repr(self.ctx.nodepools),
             repr(controller.to_state()),

@@ -2,7 +2,7 @@
 ports — the same for the lab, a kwok cluster and an observed one — and says when it next has work to do.
 
 Order within a step: the NodeOverlays (what they change in instance types), the NodePools' status, provisioning
-(batch and launch plans, static NodePools), the NodeClaim facts (pod events, drift, expiration), node health
+(batch and launch plans, static NodePools), the NodeClaim facts (hydration, pod events, drift, expiration), node health
 (repairs onto the queue), termination (drain deleting NodeClaims), the disruption command queue and proposer, the
 cloud provider's own work, the NodeClaim lifecycle (launch, register, initialize, finalize), its consistency
 checks and garbage collection. Each controller owns its state, which the manager gathers into one JSON-able dict
@@ -24,6 +24,7 @@ from provisioner.controllers.drift import DriftController
 from provisioner.controllers.expiration import ExpirationController
 from provisioner.controllers.garbagecollection import GarbageCollectionController
 from provisioner.controllers.health import NodeHealthController
+from provisioner.controllers.hydration import HydrationController
 from provisioner.controllers.nodeoverlay import NodeOverlayController
 from provisioner.controllers.nodepools import NodePoolController
 from provisioner.controllers.podevents import PodEventsController
@@ -45,6 +46,7 @@ class Manager:
         self.drift = DriftController()
         self.expiration = ExpirationController()
         self.health = NodeHealthController()
+        self.hydration = HydrationController()
         self.overlays = NodeOverlayController()
         self.buffers = CapacityBufferController()
         self.nodepools = NodePoolController(state.get("nodepools"))
@@ -62,6 +64,7 @@ class Manager:
             ("provisioning", self.provisioning.reconcile),
             ("static.provisioning", self.static_provisioning.reconcile),
             ("static.deprovisioning", self.static_deprovisioning.reconcile),
+            ("hydration", self.hydration.reconcile),
             ("podevents", self.podevents.reconcile),
             ("consolidatable", self.consolidatable.reconcile),
             ("drift", self.drift.reconcile),

@@ -21,7 +21,7 @@ from provisioner.cluster.objects import Obj
 from provisioner.controllers.context import ClusterContext
 from provisioner.nodeclasses import RESOLVED, explain
 from provisioner.objects import NodePool
-from provisioner.quantity import MILLI, add, format_resources, parse_resources
+from provisioner.quantity import MILLI, add, canonical_quantity, format_resources, parse_resources
 
 VALIDATION_SUCCEEDED = "ValidationSucceeded"
 NODE_CLASS_READY = "NodeClassReady"
@@ -32,6 +32,8 @@ DEPENDENTS = (VALIDATION_SUCCEEDED, NODE_CLASS_READY)  # Ready's: NodeRegistrati
 BUFFER_SIZE = 4
 THRESHOLD_FALSE = 0.5
 UNKNOWN, HEALTHY, UNHEALTHY = "Unknown", "Healthy", "Unhealthy"
+# The counter controller's BaseResources (nodepool/counter/controller.go): always in status.resources, 0 unless used.
+BASE_RESOURCES = {"cpu": 0, "memory": 0, "pods": 0, "ephemeral-storage": 0, "nodes": 0}
 
 
 def health(buffer: list[bool]) -> str:
@@ -217,22 +219,19 @@ class NodePoolController:
         return live
 
     def statuses(self, ctx: ClusterContext, claims: list[Obj]) -> dict[str, dict[str, Any]]:
-        """Each NodePool's status: resources of its launched NodeClaims (with `nodes`), the node count, conditions.
-        Validation is looked at again first: disruption finds a NodePool it cannot evaluate after this controller
-        ran."""
+        """Each NodePool's status: the capacity of its NodeClaims that are not being deleted (with `nodes`) over
+        Karpenter's zeroed base resources, the node count, conditions. Validation is looked at again first:
+        disruption finds a NodePool it cannot evaluate after this controller ran."""
         self._validate(ctx)
-        usage: dict[str, dict[str, int]] = {np.name: {} for np in ctx.nodepools}
-        for claim in claims:
-            pool = (claim["metadata"].get("labels") or {}).get(wk.NODEPOOL)
-            capacity = (claim.get("status") or {}).get("capacity")
-            if pool in usage and capacity:
-                usage[pool] = add(usage[pool], parse_resources(capacity), {"nodes": MILLI})
+        usage = pool_resources(ctx, claims)
         result = {}
         for nodepool in ctx.nodepools:
             pool = self.pools.get(ctx.nodepool_uids.get(nodepool.name, ""))
+            counted = {**BASE_RESOURCES, **usage.get(nodepool.name, {})}
             status: dict[str, Any] = {
-                "resources": format_resources(usage[nodepool.name]) or {"nodes": "0"},
-                "nodes": usage[nodepool.name].get("nodes", 0) // MILLI,
+                # Go's Quantity.String(), as the status subresource stores it: 1000 pods is "1k".
+                "resources": {name: canonical_quantity(text) for name, text in format_resources(counted).items()},
+                "nodes": counted["nodes"] // MILLI,
                 "conditions": [dict(c) for c in pool.conditions] if pool is not None else [],
             }
             if pool is not None and pool.node_class_generation is not None:
@@ -259,3 +258,41 @@ class NodePoolController:
                     changed = True
             self.written[name] = status
         return changed
+
+
+def pool_resources(ctx: ClusterContext, claims: list[Obj]) -> dict[str, dict[str, int]]:
+    """cluster.NodePoolResourcesFor for every NodePool: each launched NodeClaim not being deleted counts one node and
+    its StateNode's Capacity(): its Node's capacity once that is initialized, before then the Node's with the
+    NodeClaim's filling what the Node reports as zero (state/statenode.go Capacity, cluster.go
+    updateNodePoolResources). A Node with a NodePool label but no NodeClaim counts its own capacity."""
+    nodes = {n["metadata"]["name"]: n for n in ctx.api.scan("Node")}
+    by_provider = {n["spec"].get("providerID"): n for n in nodes.values() if (n.get("spec") or {}).get("providerID")}
+    usage: dict[str, dict[str, int]] = {}
+    claimed = set()
+    for claim in claims:
+        status = claim.get("status") or {}
+        provider_id = status.get("providerID")
+        if not provider_id:
+            continue  # not launched: cluster state has no StateNode for it yet
+        node = by_provider.get(provider_id)
+        if node is not None:
+            claimed.add(node["metadata"]["name"])
+        if claim["metadata"].get("deletionTimestamp") or is_true(claim, "InstanceTerminating"):
+            continue  # MarkedForDeletion: its resources no longer count
+        capacity = parse_resources(status.get("capacity") or {})
+        if node is not None:
+            from_node = parse_resources((node.get("status") or {}).get("capacity") or {})
+            if (node["metadata"].get("labels") or {}).get(wk.INITIALIZED) == "true":
+                capacity = from_node
+            else:
+                capacity = {**capacity, **{name: amount for name, amount in from_node.items() if amount}}
+        pool = (claim["metadata"].get("labels") or {}).get(wk.NODEPOOL, "")
+        if pool:
+            usage[pool] = add(usage.get(pool, {}), capacity, {"nodes": MILLI})
+    for name, node in nodes.items():
+        pool = (node["metadata"].get("labels") or {}).get(wk.NODEPOOL, "")
+        if name in claimed or not pool or node["metadata"].get("deletionTimestamp"):
+            continue
+        capacity = parse_resources((node.get("status") or {}).get("capacity") or {})
+        usage[pool] = add(usage.get(pool, {}), capacity, {"nodes": MILLI})
+    return usage

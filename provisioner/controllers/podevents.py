@@ -45,6 +45,9 @@ class PodEventsController:
             ):
                 by_node.setdefault(node, []).append(pod["metadata"]["uid"])
         nodes = set()
+        # Karpenter reads the pod's Node first and leaves the NodeClaim alone when it is not there
+        # (podevents/controller.go Reconcile): the event is spent, not kept for when the Node appears.
+        existing = {node["metadata"]["name"] for node in ctx.api.scan("Node")}
         for claim in ctx.api.list("NodeClaim"):
             node = (claim.get("status") or {}).get("nodeName")
             if not node:
@@ -58,7 +61,7 @@ class PodEventsController:
             if self.pod_sets.get(node) != digest:
                 last = claim["status"].get("lastPodEventTime")
                 recent = last is not None and ctx.now - parse_timestamp(last) < DEDUPE_SECONDS
-                if (node in self.pod_sets or by_node.get(node)) and not recent:
+                if (node in self.pod_sets or by_node.get(node)) and not recent and node in existing:
                     claim["status"]["lastPodEventTime"] = timestamp(ctx.now)
                     ctx.api.update(claim)
                     changed = True

@@ -18,7 +18,12 @@ def poisoned() -> Lab:
         {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodeClaim",
-            "metadata": {"name": "poison", "finalizers": ["karpenter.sh/termination"]},
+            # Labelled as launched NodeClaims are, so the hydration controller has nothing to write on it.
+            "metadata": {
+                "name": "poison",
+                "labels": {"karpenter.kwok.sh/kwoknodeclass": "default"},
+                "finalizers": ["karpenter.sh/termination"],
+            },
             "spec": {
                 "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
                 "requirements": "not-a-list",
