@@ -63,8 +63,11 @@ class Taint:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
-def is_known_ephemeral(taint: Taint) -> bool:
-    """Whether a node is expected to shed `taint` once it has started (Karpenter's IsKnownEphemeralTaint)."""
+def is_known_ephemeral(taint: Taint | None) -> bool:
+    """Whether a node is expected to shed `taint` once it has started (Karpenter's IsKnownEphemeralTaint; no taint
+    is not one)."""
+    if taint is None:
+        return False
     return (taint.key, taint.effect) in KNOWN_EPHEMERAL_TAINTS or taint.key.startswith(EPHEMERAL_TAINT_KEY_PREFIXES)
 
 
