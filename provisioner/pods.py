@@ -99,6 +99,7 @@ class OwnerReference:
     name: str
     uid: str = ""
     controller: bool = True
+    api_version: str = ""  # which kind of that name: default topology spread reads only v1 and apps/v1 controllers
 
 
 @dataclass(frozen=True)
