@@ -6,12 +6,16 @@ pod; karpui's constraints hold a parsed selector, so each test reads the deduced
 injector (the same one Inject parses) and checks the injected pods separately.
 """
 
+import pytest
+
 from provisioner import labels as wk
 from provisioner.cluster.memory import ObjectStore
+from provisioner.options import KarpenterOptions, OptionsError
 from provisioner.pods import DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, OwnerReference, TopologySpreadConstraint
 from provisioner.scheduling.defaultspread import DefaultSpreadInjector
 from provisioner.selectors import LabelSelector
 from tests.builders import pod
+from tests.lab_builders import deployment, lab, nodepool_doc
 
 # A default constraint carries no selector: one is deduced per pod.
 ZONE_DEFAULT = TopologySpreadConstraint(1, wk.ZONE, DO_NOT_SCHEDULE, None)
@@ -293,3 +297,74 @@ def test_should_deduce_independent_selectors_for_pods_of_different_workloads_in_
     assert injector.selector(web) == {"matchExpressions": [_in("app", "web")]}
     assert injector.selector(api) == {"matchExpressions": [_in("app", "api")]}
     assert [len(p.spread) for p in injected] == [1, 1, 0]
+
+
+# The option and provisioning (options.go:358, provisioner.go:336) --------------------------------------------------
+
+SPREAD_BY_ZONE = """
+podTopologySpread:
+  defaultConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: DoNotSchedule
+"""
+
+
+def _zones_of_nodeclaims(options):
+    made = lab(nodepool_doc(), deployment(replicas=3, cpu="100m"), options=options)
+    made.advance(60)
+    claims = made.store.list("NodeClaim")
+    return sorted(c["metadata"]["labels"][wk.ZONE] for c in claims)
+
+
+def test_scheduler_config_default_constraints_spread_a_deployment_over_the_zones():
+    """SCHEDULER_CONFIG's podTopologySpread.defaultConstraints: a Deployment's three small pods, which share one node
+    without it, are spread one per zone, counted by their ReplicaSet's selector."""
+    assert len(_zones_of_nodeclaims(KarpenterOptions())) == 1
+    zones = _zones_of_nodeclaims(KarpenterOptions.from_env({"SCHEDULER_CONFIG": SPREAD_BY_ZONE}))
+    assert len(zones) == 3
+    assert len(set(zones)) == 3
+
+
+@pytest.mark.parametrize(
+    ("constraint", "message"),
+    [
+        ("{maxSkew: 0, topologyKey: z, whenUnsatisfiable: DoNotSchedule}", "[0].maxSkew must be greater than 0"),
+        ("{maxSkew: 1, whenUnsatisfiable: DoNotSchedule}", "[0].topologyKey must be set"),
+        (
+            "{maxSkew: 1, topologyKey: z, whenUnsatisfiable: Never}",
+            '[0].whenUnsatisfiable "Never" must be one of "DoNotSchedule" or "ScheduleAnyway"',
+        ),
+        (
+            "{maxSkew: 1, topologyKey: z, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}",
+            "[0].labelSelector must not be set, as selectors are deduced for each pod",
+        ),
+        (
+            "{maxSkew: 1, topologyKey: z, whenUnsatisfiable: DoNotSchedule, matchLabelKeys: [app]}",
+            "[0].matchLabelKeys must not be set, as it has no effect on default constraints",
+        ),
+        (
+            "{maxSkew: 1, topologyKey: z, whenUnsatisfiable: DoNotSchedule}, {maxSkew: 2, topologyKey: z, "
+            "whenUnsatisfiable: DoNotSchedule}",
+            "[1] is a duplicate of [0], {z, DoNotSchedule}",
+        ),
+    ],
+)
+def test_scheduler_config_refuses_what_kube_scheduler_refuses(constraint, message):
+    """options.go:374 Validate, as kube-scheduler's ValidatePodTopologySpreadArgs."""
+    with pytest.raises(OptionsError) as error:
+        KarpenterOptions.from_env({"SCHEDULER_CONFIG": f"podTopologySpread: {{defaultConstraints: [{constraint}]}}"})
+    assert str(error.value) == (
+        f"parsing scheduler config, validating scheduler config, podTopologySpread.defaultConstraints{message}"
+    )
+
+
+def test_scheduler_config_refuses_unknown_fields_and_allows_none():
+    """ParseSchedulerConfiguration: decoded strictly; empty means no defaults."""
+    with pytest.raises(OptionsError) as error:
+        KarpenterOptions.from_env({"SCHEDULER_CONFIG": "podTopologySpread: {defaults: []}"})
+    assert str(error.value) == (
+        "parsing scheduler config, decoding scheduler config, error unmarshaling JSON: while decoding JSON: json: "
+        'unknown field "defaults"'
+    )
+    assert KarpenterOptions.from_env({"SCHEDULER_CONFIG": ""}).default_spread == ()
