@@ -15,7 +15,7 @@ from provisioner.pods import DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, OwnerRefer
 from provisioner.scheduling.defaultspread import DefaultSpreadInjector
 from provisioner.selectors import LabelSelector
 from tests.builders import pod
-from tests.lab_builders import deployment, lab, nodepool_doc
+from tests.lab_builders import deployment, lab, nodepool_doc, reconfigure
 
 # A default constraint carries no selector: one is deduced per pod.
 ZONE_DEFAULT = TopologySpreadConstraint(1, wk.ZONE, DO_NOT_SCHEDULE, None)
@@ -368,3 +368,19 @@ def test_scheduler_config_refuses_unknown_fields_and_allows_none():
         'unknown field "defaults"'
     )
     assert KarpenterOptions.from_env({"SCHEDULER_CONFIG": ""}).default_spread == ()
+
+
+@pytest.mark.parametrize(("kept", "nodes"), [(True, 3), (False, 1)], ids=["defaults kept", "defaults dropped"])
+def test_consolidation_simulates_the_pods_with_the_default_spread(kept, nodes):
+    """SimulateScheduling's NewScheduler injects the defaults as provisioning's does: three pods spread one per zone
+    stay so while the defaults hold; dropped, consolidation packs them onto one node."""
+    spread = KarpenterOptions.from_env({"SCHEDULER_CONFIG": SPREAD_BY_ZONE})
+    made = lab(nodepool_doc(), deployment(replicas=3, cpu="100m"), options=spread)
+    made.advance(60)
+    launched = sorted(c["metadata"]["name"] for c in made.store.list("NodeClaim"))
+    assert len(launched) == 3
+    reconfigure(made, nodepool_doc(), options=spread if kept else KarpenterOptions())
+    made.advance(600)
+    remaining = sorted(c["metadata"]["name"] for c in made.store.list("NodeClaim"))
+    assert len(remaining) == nodes
+    assert set(remaining) <= set(launched)  # none replaced: no pod moved to a node launched for it
