@@ -6,7 +6,7 @@ pkg/scheduling/taints_test.go (Describe("IsKnownEphemeralTaint")).
 
 from provisioner.pods import HostPort
 from provisioner.scheduling.hostports import HostPortUsage
-from provisioner.taints import NO_EXECUTE, NO_SCHEDULE, Taint, is_known_ephemeral
+from provisioner.taints import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration, is_known_ephemeral, untolerated
 
 # hostportusage_test.go Describe("HostPortUsage") Context("entry type UT") -------------------------------------------
 
@@ -95,3 +95,32 @@ def test_the_external_cloud_provider_taint_matches_by_key_and_effect():
     assert is_known_ephemeral(Taint("node.cloudprovider.kubernetes.io/uninitialized", NO_SCHEDULE, "true")) is True
     assert is_known_ephemeral(Taint("node.cloudprovider.kubernetes.io/uninitialized", NO_SCHEDULE)) is True
     assert is_known_ephemeral(Taint("node.cloudprovider.kubernetes.io/uninitialized", NO_EXECUTE, "true")) is False
+
+
+# taints.go Taints.Tolerates -----------------------------------------------------------------------------------------
+
+
+def test_tolerates_compares_gt_and_lt_numerically():
+    """taints.go:79 passes enableComparisonOperators to ToleratesTaint: Gt tolerates a taint whose value is a larger
+    decimal integer, Lt a smaller one; a value that is no decimal integer (a leading zero, a letter) is tolerated by
+    neither."""
+    gt5 = Toleration(key="tier", operator="Gt", value="5", effect=NO_SCHEDULE)
+    lt5 = Toleration(key="tier", operator="Lt", value="5", effect=NO_SCHEDULE)
+    taints = {value: Taint("tier", NO_SCHEDULE, value) for value in ("6", "5", "4", "-7", "06", "x")}
+    assert {v: gt5.tolerates(t) for v, t in taints.items()} == {
+        "6": True,
+        "5": False,
+        "4": False,
+        "-7": False,
+        "06": False,
+        "x": False,
+    }
+    assert {v: lt5.tolerates(t) for v, t in taints.items()} == {
+        "6": False,
+        "5": False,
+        "4": True,
+        "-7": True,
+        "06": False,
+        "x": False,
+    }
+    assert untolerated([taints["6"], taints["4"]], [gt5]) == [taints["4"]]
