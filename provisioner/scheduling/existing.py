@@ -123,8 +123,8 @@ class ExistingNode:
             raise Unfit(r.RESOURCES, lambda: f"exceeds node resources ({', '.join(exceeded(needed, self.available))})")
         requirements = self.requirements
         if data.requirements:
-            error = requirements.compatibility_error(data.requirements, allow_undefined=frozenset())
-            if error is not None:
+            if not requirements.compatible(data.requirements, allow_undefined=frozenset()):
+                error = requirements.compatibility_error(data.requirements, allow_undefined=frozenset())
                 raise Unfit(r.REQUIREMENTS, f"incompatible requirements, {error}")
             requirements = requirements.merged(data.requirements)
         return first_fitting(
@@ -145,8 +145,8 @@ class ExistingNode:
     ) -> Requirements:
         """One volume alternative on this node, then topology, which counts the pod by its own requirements."""
         if volume:
-            error = requirements.compatibility_error(volume, allow_undefined=frozenset())
-            if error is not None:
+            if not requirements.compatible(volume, allow_undefined=frozenset()):
+                error = requirements.compatibility_error(volume, allow_undefined=frozenset())
                 raise Unfit(r.REQUIREMENTS, f"incompatible volume requirements, {error}")
             requirements = requirements.merged(volume)
         if groups:
