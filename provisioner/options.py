@@ -10,7 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from provisioner.durations import DurationError, parse_go_duration
+from provisioner.overlays import label_key_problems
+from provisioner.pods import DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, TopologySpreadConstraint
+from provisioner.pods import IGNORE as IGNORE_TAINTS
 
 NODE_REPAIR = "NodeRepair"
 RESERVED_CAPACITY = "ReservedCapacity"
@@ -86,6 +91,98 @@ def parse_batch_duration(name: str, value: str) -> float:
     return seconds
 
 
+# The fields a SCHEDULER_CONFIG document may have (sigs.k8s.io/yaml's UnmarshalStrict refuses any other).
+_SCHEDULER_CONFIG_FIELDS = ("podTopologySpread",)
+_SPREAD_ARGS_FIELDS = ("defaultConstraints",)
+_CONSTRAINT_FIELDS = (
+    "maxSkew",
+    "topologyKey",
+    "whenUnsatisfiable",
+    "labelSelector",
+    "minDomains",
+    "nodeAffinityPolicy",
+    "nodeTaintsPolicy",
+    "matchLabelKeys",
+)
+
+
+def _strict(doc: object, known: tuple[str, ...]) -> Mapping[str, Any]:
+    if doc is None:
+        return {}
+    if not isinstance(doc, Mapping):
+        raise OptionsError(
+            "parsing scheduler config, decoding scheduler config, error unmarshaling JSON: while decoding JSON: json: "
+            f"cannot unmarshal {type(doc).__name__} into a struct"
+        )
+    for name in doc:
+        if name not in known:
+            raise OptionsError(
+                "parsing scheduler config, decoding scheduler config, error unmarshaling JSON: while decoding JSON: "
+                f'json: unknown field "{name}"'
+            )
+    return doc
+
+
+def parse_scheduler_config(text: str) -> tuple[TopologySpreadConstraint, ...]:
+    """SCHEDULER_CONFIG (options.go:358): the cluster's default topology spread constraints, refused as Karpenter's
+    Validate (kube-scheduler's ValidatePodTopologySpreadArgs) refuses them; empty means none."""
+    if not text:
+        return ()
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise OptionsError(f"parsing scheduler config, decoding scheduler config, {error}") from None
+    spread = _strict(_strict(doc, _SCHEDULER_CONFIG_FIELDS).get("podTopologySpread"), _SPREAD_ARGS_FIELDS)
+    result: list[TopologySpreadConstraint] = []
+    for index, item in enumerate(spread.get("defaultConstraints") or ()):
+        constraint = _default_constraint(_strict(item, _CONSTRAINT_FIELDS), index)
+        for earlier, other in enumerate(result):
+            if (other.topology_key, other.when_unsatisfiable) == (
+                constraint.topology_key,
+                constraint.when_unsatisfiable,
+            ):
+                raise OptionsError(
+                    f"parsing scheduler config, validating scheduler config, podTopologySpread.defaultConstraints"
+                    f"[{index}] is a duplicate of [{earlier}], {{{constraint.topology_key}, "
+                    f"{constraint.when_unsatisfiable}}}"
+                )
+        result.append(constraint)
+    return tuple(result)
+
+
+def _default_constraint(spec: Mapping[str, Any], index: int) -> TopologySpreadConstraint:
+    """validateDefaultConstraint (options.go:400), whose fragments follow the constraint's field path."""
+    prefix = f"parsing scheduler config, validating scheduler config, podTopologySpread.defaultConstraints[{index}]"
+    max_skew = spec.get("maxSkew") or 0
+    key = str(spec.get("topologyKey") or "")
+    when = str(spec.get("whenUnsatisfiable") or "")
+    if not isinstance(max_skew, int) or max_skew <= 0:
+        raise OptionsError(f"{prefix}.maxSkew must be greater than 0")
+    if not key:
+        raise OptionsError(f"{prefix}.topologyKey must be set")
+    problems = label_key_problems(key)
+    if problems:
+        raise OptionsError(f'{prefix}.topologyKey "{key}" is not a valid label name, {", ".join(problems)}')
+    if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+        raise OptionsError(
+            f'{prefix}.whenUnsatisfiable "{when}" must be one of "{DO_NOT_SCHEDULE}" or "{SCHEDULE_ANYWAY}"'
+        )
+    if spec.get("labelSelector") is not None:
+        raise OptionsError(f"{prefix}.labelSelector must not be set, as selectors are deduced for each pod")
+    if spec.get("matchLabelKeys"):
+        raise OptionsError(f"{prefix}.matchLabelKeys must not be set, as it has no effect on default constraints")
+    min_domains = spec.get("minDomains")
+    return TopologySpreadConstraint(
+        max_skew=max_skew,
+        topology_key=key,
+        when_unsatisfiable=when,
+        selector=None,  # deduced for each pod (provisioner/scheduling/defaultspread.py)
+        min_domains=min_domains if isinstance(min_domains, int) else None,
+        node_affinity_policy=str(spec.get("nodeAffinityPolicy") or HONOR),
+        node_taints_policy=str(spec.get("nodeTaintsPolicy") or IGNORE_TAINTS),
+    )
+
+
 def format_feature_gates(gates: Mapping[str, bool]) -> str:
     """The FEATURE_GATES text that gives these gates, in Karpenter's default string's order."""
     return ",".join(f"{name}={'true' if gates.get(name, d) else 'false'}" for name, d in DEFAULT_FEATURE_GATES.items())
@@ -107,6 +204,8 @@ class KarpenterOptions:
     # pod, and at the latest this long after it opened.
     batch_idle_duration: float = BATCH_IDLE_SECONDS
     batch_max_duration: float = BATCH_MAX_SECONDS
+    # SCHEDULER_CONFIG's podTopologySpread.defaultConstraints: the spread a pod without its own is scheduled with.
+    default_spread: tuple[TopologySpreadConstraint, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], defaults: KarpenterOptions | None = None) -> KarpenterOptions:
@@ -132,6 +231,9 @@ class KarpenterOptions:
             idle = parse_batch_duration("BATCH_IDLE_DURATION", env["BATCH_IDLE_DURATION"])
         if "BATCH_MAX_DURATION" in env:
             maximum = parse_batch_duration("BATCH_MAX_DURATION", env["BATCH_MAX_DURATION"])
+        default_spread = base.default_spread
+        if "SCHEDULER_CONFIG" in env:
+            default_spread = parse_scheduler_config(env["SCHEDULER_CONFIG"])
         return cls(
             feature_gates=gates,
             preference_policy=preference,
@@ -140,6 +242,7 @@ class KarpenterOptions:
             legacy_node_repair=legacy_repair,
             batch_idle_duration=idle,
             batch_max_duration=maximum,
+            default_spread=default_spread,
         )
 
     def gate(self, name: str) -> bool:
@@ -156,6 +259,7 @@ OPTION_VARIABLES = (
     "LEGACY_NODE_REPAIR",
     "BATCH_IDLE_DURATION",
     "BATCH_MAX_DURATION",
+    "SCHEDULER_CONFIG",
 )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -60,10 +62,35 @@ class HostPort:
     host_ip: str = "0.0.0.0"  # noqa: S104 - the Kubernetes default meaning "all addresses"
 
     def conflicts(self, other: HostPort) -> bool:
+        """Karpenter's HostPort.Matches (hostportusage.go:50): same port and protocol, and the same address unless
+        either is unspecified, IPv4's 0.0.0.0 or IPv6's ::."""
         if self.port != other.port or self.protocol != other.protocol:
             return False
-        unspecified = ("", "0.0.0.0")  # noqa: S104
-        return self.host_ip in unspecified or other.host_ip in unspecified or self.host_ip == other.host_ip
+        mine, theirs = _address(self.host_ip), _address(other.host_ip)
+        if mine is None or theirs is None:  # not an address: Go's nil IP, which equals only another nil IP
+            return (mine is None and theirs is None) or _unspecified(mine) or _unspecified(theirs)
+        return mine == theirs or mine.is_unspecified or theirs.is_unspecified
+
+    def __str__(self) -> str:
+        """As Karpenter prints a HostPort (hostportusage.go:46)."""
+        return f"IP={self.host_ip} Port={self.port} Proto={self.protocol}"
+
+
+@functools.cache  # a pod's few host IPs are compared against every node's ports in each simulation
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address net.ParseIP reads: an IPv4-mapped IPv6 address is the IPv4 one (net.IP.Equal holds them equal);
+    "" is 0.0.0.0, the Kubernetes default."""
+    try:
+        address = ipaddress.ip_address(text or "0.0.0.0")  # noqa: S104
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _unspecified(address: ipaddress.IPv4Address | ipaddress.IPv6Address | None) -> bool:
+    return address is not None and address.is_unspecified
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +99,7 @@ class OwnerReference:
     name: str
     uid: str = ""
     controller: bool = True
+    api_version: str = ""  # which kind of that name: default topology spread reads only v1 and apps/v1 controllers
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,10 @@ class Requirements(Mapping[str, Requirement]):
     def __repr__(self) -> str:
         return f"Requirements({', '.join(str(r) for r in self._by_key.values())})"
 
+    def __str__(self) -> str:
+        """As Karpenter prints Requirements (requirements.go:287): sorted, comma-joined, without the hostname."""
+        return ", ".join(sorted(str(r) for key, r in self._by_key.items() if key != wk.HOSTNAME))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Requirements) and self._by_key == other._by_key
 
@@ -275,8 +279,33 @@ class Requirements(Mapping[str, Requirement]):
         for key, requirement in incoming._by_key.items():
             if key in allow_undefined or key in self._by_key or requirement.operator in _NEGATIVE:
                 continue
-            reasons.append(f'label "{key}" does not have known values')
+            reasons.append(self._undefined(key, allow_undefined))
         return sorted(reasons) + self.intersection_errors(incoming)
+
+    def compatibility_error(
+        self, incoming: Requirements, allow_undefined: frozenset[str] = wk.WELL_KNOWN_LABELS
+    ) -> str | None:
+        """Karpenter's Compatible error text (requirements.go:163): the first undefined custom key alone, else every
+        shared key without a common value, joined as multierr joins them; None when compatible."""
+        for key in sorted(incoming._by_key):
+            if key in allow_undefined or key in self._by_key or incoming._by_key[key].operator in _NEGATIVE:
+                continue
+            return self._undefined(key, allow_undefined)
+        return "; ".join(self.intersection_errors(incoming)) or None
+
+    def _undefined(self, key: str, allow_undefined: frozenset[str]) -> str:
+        return f'label "{key}" does not have known values{self._label_hint(key, allow_undefined)}'
+
+    def _label_hint(self, key: str, allow_undefined: frozenset[str]) -> str:
+        """labelHint (requirements.go:189): a known key that contains `key`, or ends with its name part, is named as
+        the likely intended one; keys allowed undefined first, then this set's own. Go visits each set in map order,
+        so where two keys would do it names either; karpui names the first in sorted order."""
+        suffix = key.split("/", 1)[1] if "/" in key else key
+        for candidates in (sorted(allow_undefined), sorted(self._by_key)):
+            for known in candidates:
+                if key in known or known.endswith(suffix):
+                    return f' (typo of "{known}"?)'
+        return ""
 
     def compatible(self, incoming: Requirements, allow_undefined: frozenset[str] = wk.WELL_KNOWN_LABELS) -> bool:
         """Same verdict as `compatibility_errors`, without building messages."""

@@ -9,6 +9,8 @@ from typing import Any
 NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
 EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 EQUAL, EXISTS = "Equal", "Exists"
+LT, GT = "Lt", "Gt"  # Kubernetes 1.35's TaintTolerationComparisonOperators
+_INT64 = 2**63
 
 DISRUPTED = "karpenter.sh/disrupted"
 
@@ -63,8 +65,11 @@ class Taint:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
-def is_known_ephemeral(taint: Taint) -> bool:
-    """Whether a node is expected to shed `taint` once it has started (Karpenter's IsKnownEphemeralTaint)."""
+def is_known_ephemeral(taint: Taint | None) -> bool:
+    """Whether a node is expected to shed `taint` once it has started (Karpenter's IsKnownEphemeralTaint; no taint
+    is not one)."""
+    if taint is None:
+        return False
     return (taint.key, taint.effect) in KNOWN_EPHEMERAL_TAINTS or taint.key.startswith(EPHEMERAL_TAINT_KEY_PREFIXES)
 
 
@@ -95,9 +100,26 @@ class Toleration:
             return False
         if self.operator == EXISTS:
             return True
-        if self.operator == EQUAL:
+        if self.operator in (EQUAL, ""):
             return self.value == taint.value
+        if self.operator in (LT, GT):
+            # Karpenter's Taints.Tolerates enables the comparison operators (taints.go:79): both values decimal
+            # integers, the taint's below (Lt) or above (Gt) the toleration's.
+            mine, theirs = _decimal_integer(self.value), _decimal_integer(taint.value)
+            if mine is None or theirs is None:
+                return False
+            return theirs < mine if self.operator == LT else theirs > mine
         return False
+
+
+def _decimal_integer(text: str) -> int | None:
+    """apimachinery's IsDecimalInteger then ParseInt(64): an optional '-', no leading zero (but "0"), digits, within
+    int64."""
+    digits = text[1:] if text.startswith("-") else text
+    if not digits.isascii() or not digits.isdigit() or (digits.startswith("0") and text != "0"):
+        return None
+    value = int(text)
+    return value if -_INT64 <= value < _INT64 else None
 
 
 TOLERATE_PREFER_NO_SCHEDULE = Toleration(operator=EXISTS, effect=PREFER_NO_SCHEDULE)

@@ -38,6 +38,7 @@ from provisioner.options import IGNORE, RESERVED_CAPACITY
 from provisioner.pods import SCHEDULE_ANYWAY, Pod
 from provisioner.quantity import parse_resources
 from provisioner.scheduling import logs
+from provisioner.scheduling.defaultspread import DefaultSpreadInjector
 from provisioner.scheduling.reservations import RESERVATION_STRICT
 from provisioner.scheduling.results import RESERVED, VOLUMES, NodeClaimPlan, PodFailure, Reason, SchedulingResult
 from provisioner.scheduling.scheduler import MIN_VALUES_UNMET, PoolOffer, SchedulingInput, solve
@@ -466,6 +467,9 @@ def scheduling_input(ctx: ClusterContext, pods: list[Pod], nodes: list[Node] | N
         if types is not None:
             offers.append(PoolOffer(nodepool, types))
     nodes = cluster_nodes(ctx) if nodes is None else nodes
+    # SCHEDULER_CONFIG's default spread on the scheduling copies of pods without their own, before topology is
+    # counted (provisioner.go:336); unconfigured, the pods are the same ones.
+    pods = DefaultSpreadInjector(ctx.api).inject(pods, ctx.options.default_spread)
     return SchedulingInput(
         pods=pods,
         pools=offers,

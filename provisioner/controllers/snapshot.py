@@ -26,8 +26,9 @@ from provisioner.labels import DO_NOT_DISRUPT
 from provisioner.nodes import Node
 from provisioner.objects import NodePool
 from provisioner.options import RESERVED_CAPACITY, SPOT_TO_SPOT_CONSOLIDATION
-from provisioner.pods import Pod
+from provisioner.pods import Pod, TopologySpreadConstraint
 from provisioner.requirements import Requirements
+from provisioner.scheduling.defaultspread import DefaultSpreadInjector
 from provisioner.scheduling.scheduler import PoolOffer
 
 _Prices = dict[str, dict[str, list[InstanceType]]]  # NodePool -> instance type name -> its types, in catalog order
@@ -51,11 +52,16 @@ SNAPSHOT_KINDS = (
 )
 
 
+# What default spread selectors are deduced from: read only when SCHEDULER_CONFIG gives default constraints.
+SPREAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+
+
 def snapshot_inputs(ctx: ClusterContext) -> tuple[Any, ...]:
     """Everything `cluster_view` reads that can change, but the clock and the nominations: the objects (by kind
     version), the NodePools and their instance types (the lists themselves: a new catalog is a new list)."""
+    spread_kinds = SPREAD_KINDS if ctx.options.default_spread else ()
     return (
-        tuple(ctx.api.kind_version(kind) for kind in SNAPSHOT_KINDS),
+        tuple(ctx.api.kind_version(kind) for kind in (*SNAPSHOT_KINDS, *spread_kinds)),
         repr(ctx.nodepools),
         tuple(ctx.instance_types_for(np) for np in ctx.nodepools),
         tuple(ctx.catalogs.values()),
@@ -160,8 +166,17 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         device_classes=dra.device_classes(ctx.api),
         node_devices=dra.node_inventory(ctx.api, nodes, ctx.catalogs),
         volume_requirements=_volume_requirements(ctx),
+        default_spread=_default_spread(ctx, [*(p for n in nodes for p in n.pods), *pending]),
     )
     return view, claimed
+
+
+def _default_spread(ctx: ClusterContext, pods: list[Pod]) -> dict[str, tuple[TopologySpreadConstraint, ...]]:
+    """Pod uid -> the default spread constraints a simulation schedules it with, for the pods that get them."""
+    if not ctx.options.default_spread:
+        return {}
+    injected = DefaultSpreadInjector(ctx.api).inject(pods, ctx.options.default_spread)
+    return {after.uid: after.spread for before, after in zip(pods, injected, strict=True) if after is not before}
 
 
 def _volume_requirements(ctx: ClusterContext) -> dict[str, tuple[Requirements, ...]]:

@@ -14,7 +14,7 @@ from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass
 from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.options import RESPECT, STRICT
-from provisioner.pods import Pod
+from provisioner.pods import Pod, TopologySpreadConstraint
 from provisioner.quantity import MILLI, Resources, add, format_quantity
 from provisioner.requirements import Requirement, Requirements
 from provisioner.scheduling.limits import pool_usage
@@ -47,6 +47,8 @@ class ClusterView:
     buffer_nodes: frozenset[str] = frozenset()
     # Pod uid -> where its volumes let its node be (provisioner.volumes): a pod moves only where its PV can follow.
     volume_requirements: Mapping[str, tuple[Requirements, ...]] = field(default_factory=dict)
+    # Pod uid -> the SCHEDULER_CONFIG default spread it is simulated with (provisioner.scheduling.defaultspread).
+    default_spread: Mapping[str, tuple[TopologySpreadConstraint, ...]] = field(default_factory=dict)
 
 
 def departing_pods(view: ClusterView, removed: Collection[str] = ()) -> list[Pod]:
@@ -99,6 +101,9 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView, *, include_bloc
     if view.volume_requirements:
         volumes = view.volume_requirements
         pods = [replace(p, volume_requirements=volumes[p.uid]) if p.uid in volumes else p for p in pods]
+    if view.default_spread:  # NewScheduler injects the defaults for the simulation too (provisioner.go:336)
+        spread = view.default_spread
+        pods = [replace(p, spread=spread[p.uid]) if p.uid in spread else p for p in pods]
     request = SchedulingInput(
         pods=pods,
         pools=view.pools,

@@ -123,9 +123,9 @@ class ExistingNode:
             raise Unfit(r.RESOURCES, lambda: f"exceeds node resources ({', '.join(exceeded(needed, self.available))})")
         requirements = self.requirements
         if data.requirements:
-            errors = requirements.compatibility_errors(data.requirements, allow_undefined=frozenset())
-            if errors:
-                raise Unfit(r.REQUIREMENTS, f"incompatible requirements, {errors[0]}")
+            if not requirements.compatible(data.requirements, allow_undefined=frozenset()):
+                error = requirements.compatibility_error(data.requirements, allow_undefined=frozenset())
+                raise Unfit(r.REQUIREMENTS, f"incompatible requirements, {error}")
             requirements = requirements.merged(data.requirements)
         return first_fitting(
             data.volumes, lambda volume: self._with_topology(pod, data, topology, groups, requirements, volume)
@@ -145,16 +145,16 @@ class ExistingNode:
     ) -> Requirements:
         """One volume alternative on this node, then topology, which counts the pod by its own requirements."""
         if volume:
-            errors = requirements.compatibility_errors(volume, allow_undefined=frozenset())
-            if errors:
-                raise Unfit(r.REQUIREMENTS, f"incompatible volume requirements, {errors[0]}")
+            if not requirements.compatible(volume, allow_undefined=frozenset()):
+                error = requirements.compatibility_error(volume, allow_undefined=frozenset())
+                raise Unfit(r.REQUIREMENTS, f"incompatible volume requirements, {error}")
             requirements = requirements.merged(volume)
         if groups:
             try:
                 added = topology.add_requirements(pod, data, requirements, groups)
             except TopologyError as error:
                 raise Unfit(r.TOPOLOGY, error.reason) from None
-            if requirements.compatibility_errors(added, allow_undefined=frozenset()):
+            if not requirements.compatible(added, allow_undefined=frozenset()):
                 raise Unfit(r.TOPOLOGY, "incompatible topology requirements")
             requirements = requirements.merged(added)
         return requirements

@@ -184,8 +184,9 @@ class NodeClaimTemplate:
         if not data.requirements:
             return None
         if not self.requirements.compatible(data.requirements):
-            errors = self.requirements.compatibility_errors(data.requirements)
-            return Unfit(r.REQUIREMENTS, "incompatible requirements, " + errors[0])
+            return Unfit(
+                r.REQUIREMENTS, f"incompatible requirements, {self.requirements.compatibility_error(data.requirements)}"
+            )
         merged = self.requirements.merged(data.requirements)
         if not self.index.compatible(merged):
             return Unfit(r.REQUIREMENTS, lambda: "no instance type satisfied the requirements " + _summary(merged))
@@ -316,7 +317,7 @@ class PlannedNodeClaim:
                 current = requirements
                 raise Unfit(
                     r.REQUIREMENTS,
-                    lambda: "incompatible requirements, " + current.compatibility_errors(data.requirements)[0],
+                    lambda: f"incompatible requirements, {current.compatibility_error(data.requirements)}",
                 )
             requirements = requirements.merged(data.requirements)
         if volume:
@@ -325,7 +326,7 @@ class PlannedNodeClaim:
                 current = requirements
                 raise Unfit(
                     r.REQUIREMENTS,
-                    lambda: "incompatible volume requirements, " + current.compatibility_errors(volume)[0],
+                    lambda: f"incompatible volume requirements, {current.compatibility_error(volume)}",
                 )
             requirements = requirements.merged(volume)
         if groups:
@@ -336,7 +337,7 @@ class PlannedNodeClaim:
             if not requirements.compatible(added):
                 current = requirements
                 raise Unfit(
-                    r.TOPOLOGY, lambda: "incompatible topology requirements, " + current.compatibility_errors(added)[0]
+                    r.TOPOLOGY, lambda: f"incompatible topology requirements, {current.compatibility_error(added)}"
                 )
             requirements = requirements.merged(added)
         index = template.index
