@@ -18,6 +18,7 @@ from provisioner.catalog import InstanceType
 from provisioner.controllers.provisioning import ProvisioningController
 from provisioner.lab import Lab
 from provisioner.options import DEFAULT_FEATURE_GATES, STATIC_CAPACITY, KarpenterOptions
+from provisioner.quantity import parse_resources
 from provisioner.requirements import Requirement, Requirements
 from tests.builders import ZONE, instance_type, nodepool, pod, req, schedule
 from tests.lab_builders import lab, nodepool_doc
@@ -323,3 +324,82 @@ def test_the_provisioner_uses_the_dynamic_nodepool_beside_a_static_one():
     provision_once(made)
     [nodeclaim] = made.store.list("NodeClaim")
     assert nodeclaim["metadata"]["labels"]["karpenter.sh/nodepool"] == "dynamic"
+
+
+# Context("Daemonsets") --------------------------------------------------------------------------------------------
+
+
+def test_a_daemonset_pods_hostname_pin_is_dropped_and_its_own_requests_kept():
+    """Context("Daemonsets") It("should remove daemonset node hostname affinity when considering daemonset
+    schedulability"): the DaemonSet asks 4 CPU/4Gi and requires foo=bar; its live pod asks 2 CPU/2Gi (a LimitRange
+    changed it) and is pinned to node-name. The pod's requests count, with the DaemonSet's affinity instead of the
+    pin, so the 1 CPU/1Gi pod selecting foo=bar needs 3 CPU/3Gi: default-instance-type, 4 CPU/4Gi."""
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": ["bar"]}]}]
+            }
+        }
+    }
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "ds", "namespace": "default", "uid": "uid-ds"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "ds"}},
+            "template": {
+                "metadata": {"labels": {"app": "ds"}},
+                "spec": {
+                    "affinity": affinity,
+                    "containers": [
+                        {"name": "c", "image": "pause", "resources": {"requests": {"cpu": "4", "memory": "4Gi"}}}
+                    ],
+                },
+            },
+        },
+    }
+    daemon_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "ds-pod",
+            "namespace": "default",
+            "uid": "uid-ds-pod",
+            "labels": {"app": "ds"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "name": "ds",
+                    "uid": "uid-ds",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "metadata.name", "operator": "In", "values": ["node-name"]}]}
+                        ]
+                    }
+                }
+            },
+            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "2", "memory": "2Gi"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    selecting = unschedulable_pod("p")
+    selecting["spec"]["nodeSelector"] = {"foo": "bar"}
+    selecting["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1Gi"
+    pool = with_template_metadata(labels={"foo": "bar"})
+    controller = provision_once(lab(pool, daemonset, daemon_pod, selecting, types=fake_catalog()))
+    assert controller.last_result is not None
+    [nodeclaim] = controller.last_result.new_nodeclaims
+    chosen = nodeclaim.cheapest.instance_type
+    assert (chosen.name, chosen.capacity) == (
+        "default-instance-type",
+        {**chosen.capacity, **parse_resources({"cpu": "4", "memory": "4Gi"})},
+    )

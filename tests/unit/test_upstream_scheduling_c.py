@@ -23,6 +23,20 @@ def affinity(key: str, **fields: Any) -> PodAffinityTerm:
     return PodAffinityTerm(topology_key=key, selector=selector(**S2), **fields)
 
 
+def pending_pod(name: str, cpu: str = "1") -> dict[str, Any]:
+    """test.UnschedulablePod: a bare pending pod kube-scheduler found no node for."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        },
+    }
+
+
 # suite_test.go Describe("Custom Constraints") ---------------------------------------------------------------------
 
 
@@ -37,17 +51,7 @@ def test_a_nodepool_that_is_not_ready_provisions_nothing():
     """Context("Scheduling Logic") It("should not schedule pods with nodePool which is not ready "): karpui's NodePool
     is not Ready while its node class does not exist (NodeClassReady false), the one way a lab NodePool is not."""
     missing = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "missing"}
-    pending = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "default", "uid": "uid-p"},
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-        },
-    }
-    made = lab(nodepool_doc(template_spec={"nodeClassRef": missing}), pending)
+    made = lab(nodepool_doc(template_spec={"nodeClassRef": missing}), pending_pod("p"))
     made.advance(30)
     assert made.store.list("NodeClaim") == []
 
@@ -145,3 +149,64 @@ def test_a_startup_taint_alone_does_not_stop_the_pod():
     assert scheduled_ids(result) == {p.id}
     [nodeclaim] = result.new_nodeclaims
     assert nodeclaim.startup_taints == (startup,)
+
+
+# suite_test.go Describe("VolumeUsage") ---------------------------------------------------------------------------
+
+
+def test_pods_sharing_an_nfs_volume_all_go_to_the_existing_node():
+    """Describe("VolumeUsage") It("should not fail for NFS volumes"): a node launched for a first pod; then an NFS
+    PersistentVolume in that node's zone, bound to a claim with storage class "", and five pods each mounting the
+    claim twice: all five fit the existing node, so no second node. (The lab's zones are kwok's, so the volume's zone
+    is the one the first node landed in rather than test-zone-1.)"""
+    made = lab(nodepool_doc(), pending_pod("first"))
+    made.advance(60)
+    [first_node] = made.store.list("Node")
+    zone = first_node["metadata"]["labels"][ZONE]
+    made.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "my-volume"},
+            "spec": {
+                "storageClassName": "nfs",
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "nfs": {"server": "fake.server", "path": "/some/path"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}]
+                    }
+                },
+            },
+            "status": {"phase": "Bound"},
+        }
+    )
+    made.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": "my-claim",
+                "namespace": "default",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {
+                "storageClassName": "",
+                "volumeName": "my-volume",
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+            "status": {"phase": "Bound"},
+        }
+    )
+    for i in range(5):
+        sharing = pending_pod(f"nfs-{i}", cpu="100m")
+        sharing["spec"]["volumes"] = [
+            {"name": "a", "persistentVolumeClaim": {"claimName": "my-claim"}},
+            {"name": "b", "persistentVolumeClaim": {"claimName": "my-claim"}},
+        ]
+        made.store.create(sharing)
+    made.advance(60)
+    assert [n["metadata"]["name"] for n in made.store.list("Node")] == [first_node["metadata"]["name"]]
+    assert len(made.store.list("NodeClaim")) == 1
