@@ -69,9 +69,10 @@ def only(made: Lab, kind: str) -> dict[str, Any]:
 
 def test_the_nodepools_termination_grace_period_is_the_nodeclaims():
     """It("should respect terminationGracePeriod value set on the nodePool over global terminationGracePeriod"): the
-    NodePool's 223h reaches the NodeClaim's spec (karpui has no cloud provider's global default to override)."""
+    NodePool's 223h reaches the NodeClaim's spec (karpui has no cloud provider's global default to override), written
+    as Karpenter's *metav1.Duration marshals it: Go's time.Duration.String."""
     made = provisioned(nodepool_doc(template_spec={"terminationGracePeriod": "223h"}))
-    assert only(made, "NodeClaim")["spec"]["terminationGracePeriod"] == "223h"
+    assert only(made, "NodeClaim")["spec"]["terminationGracePeriod"] == "223h0m0s"
 
 
 def test_without_a_termination_grace_period_the_nodeclaim_has_none():
