@@ -121,6 +121,26 @@ def test_template_labels_in_a_subdomain_of_the_kubernetes_domains_reach_the_node
 # Context("NodeClaim Creation") ------------------------------------------------------------------------------------
 
 
+def test_the_nodeclaims_requirements_name_its_nodepool_and_node_class():
+    """Context("NodeClaim Creation") It("should create a nodeclaim request with expected requirements"), as the
+    created NodeClaim holds them: NewNodeClaimTemplate makes every template label a requirement, the node class label
+    among them (nodeclaimtemplate.go:79-84), and ToNodeClaim adds the instance types and their capacity types."""
+    made = provisioned(nodepool_doc())
+    requirements = {r["key"]: r for r in only(made, "NodeClaim")["spec"]["requirements"]}
+    assert sorted(requirements) == [
+        "karpenter.kwok.sh/kwoknodeclass",
+        "karpenter.sh/capacity-type",
+        "karpenter.sh/nodepool",
+        INSTANCE_TYPE,
+    ]
+    assert requirements["karpenter.kwok.sh/kwoknodeclass"] == {
+        "key": "karpenter.kwok.sh/kwoknodeclass",
+        "operator": "In",
+        "values": ["default"],
+    }
+    assert requirements["karpenter.sh/nodepool"]["values"] == ["default"]
+
+
 def test_an_ios_nodepool_offers_only_the_arm_type():
     """Context("NodeClaim Creation") It("should create a nodeclaim request restricting instance types on operating
     system"): of the fake provider's types only arm-instance-type runs ios."""
