@@ -45,6 +45,16 @@ def format_duration(seconds: int | None) -> str:
     return "".join(parts)
 
 
+def go_duration(seconds: int) -> str:
+    """Go's time.Duration.String of whole seconds, as a metav1.Duration field is written: 223h -> "223h0m0s", 90 ->
+    "1m30s", 0 -> "0s"."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{seconds}s"
+    return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
+
+
 # time.ParseDuration's units, in seconds.
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _GO_NUMBER = re.compile(r"[0-9]*(?:\.[0-9]*)?")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.records import fingerprint_of, node_entry, record_command
-from provisioner.durations import format_duration, parse_duration
+from provisioner.durations import DurationError, format_duration, parse_duration
 from provisioner.scheduling.logs import LogRecord
 
 
@@ -74,13 +74,22 @@ def _expire(ctx: ClusterContext) -> bool:
     return changed
 
 
+def _compact(grace: str) -> str:
+    """A NodeClaim's terminationGracePeriod as the NodePool would say it: Karpenter writes Go's form ("1h0m0s")."""
+    try:
+        return format_duration(parse_duration(grace))
+    except DurationError:
+        return grace
+
+
 def _record(ctx: ClusterContext, claim: Obj) -> None:
     """The expiry on the queue, already executing: the NodeClaim, its node and pods, and why it is forced."""
     name = claim["metadata"]["name"]
     node_name = (claim.get("status") or {}).get("nodeName") or ""
     grace = (claim.get("spec") or {}).get("terminationGracePeriod")
     drain = (
-        f"its pods leave within its terminationGracePeriod of {grace}, PDBs and do-not-disrupt notwithstanding"
+        f"its pods leave within its terminationGracePeriod of {_compact(grace)}, PDBs and do-not-disrupt "
+        "notwithstanding"
         if grace
         else "with no terminationGracePeriod, a PDB or a do-not-disrupt pod can still hold its drain"
     )

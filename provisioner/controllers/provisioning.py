@@ -31,6 +31,7 @@ from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.consolidation import currently_reschedulable
 from provisioner.dra.claims import DeviceRequest, allocate, merged
+from provisioner.durations import go_duration, parse_duration
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.objects import NodePool
@@ -654,7 +655,8 @@ def create_nodeclaim(ctx: ClusterContext, plan: NodeClaimPlan) -> Obj:
     if plan.startup_taints:
         spec["startupTaints"] = [t.to_spec() for t in plan.startup_taints]
     if nodepool.termination_grace_period:
-        spec["terminationGracePeriod"] = nodepool.termination_grace_period
+        # A *metav1.Duration in Karpenter's NodeClaim, so written as Go prints it ("223h" becomes "223h0m0s").
+        spec["terminationGracePeriod"] = go_duration(parse_duration(nodepool.termination_grace_period) or 0)
     nodeclaim = ctx.api.create(
         {
             "apiVersion": "karpenter.sh/v1",

@@ -109,9 +109,13 @@ class NodeClaimTemplate:
     def build(
         cls, nodepool: NodePool, instance_types: list[InstanceType], daemonsets: list[DaemonSet], min_values: str
     ) -> NodeClaimTemplate:
-        requirements = nodepool.template_requirements()
         node_class_key = f"{nodepool.node_class_ref.group}/{nodepool.node_class_ref.kind.lower()}"
         labels = {**nodepool.template_labels, wk.NODEPOOL: nodepool.name, node_class_key: nodepool.node_class_ref.name}
+        # Every template label is a requirement too, the node class's among them (nodeclaimtemplate.go:79-84), so the
+        # NodeClaim's spec.requirements name its node class as Karpenter's do.
+        requirements = nodepool.template_requirements().merged(
+            [Requirement.in_values(node_class_key, nodepool.node_class_ref.name)]
+        )
         everything = TypeIndex(instance_types)
         mask = everything.compatible(requirements)
         excluded = {

@@ -1,6 +1,6 @@
 import pytest
 
-from provisioner.durations import DurationError, format_duration, parse_duration
+from provisioner.durations import DurationError, format_duration, go_duration, parse_duration
 from provisioner.selectors import LabelSelector, SelectorError
 
 LABELS = {"app": "web", "tier": "front", "env": "prod"}
@@ -54,3 +54,12 @@ def test_never_only_where_allowed():
         parse_duration("Never")
     with pytest.raises(DurationError):
         parse_duration("5d")
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [("223h", "223h0m0s"), ("90m", "1h30m0s"), ("1h30m", "1h30m0s"), ("30s", "30s"), ("0s", "0s"), ("48h", "48h0m0s")],
+)
+def test_go_duration_prints_as_go_does(text, printed):
+    """What Go's time.Duration.String prints for time.ParseDuration(text) (go1 run, as metav1.Duration marshals)."""
+    assert go_duration(parse_duration(text)) == printed
