@@ -245,7 +245,6 @@ def test_instance_type_drift_is_not_looked_for_in_the_first_hour_after_creation(
     assert _status(_drift(made, controller)) == "True"
 
 
-@DIFFERS
 def test_a_nodeclaim_without_zone_or_capacity_type_labels_matches_any_offering():
     """drift.go instanceTypeNotFound: the offerings are matched against the NodeClaim's labels with well-known labels
     allowed undefined, so a NodeClaim without zone and capacity-type labels (as the Disruption Describe's) is not
