@@ -504,7 +504,6 @@ def _underutilized_lab(consolidate_after: str = "1m") -> Lab:
     return _lab(disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": consolidate_after})
 
 
-@pytest.mark.xfail(strict=True, reason="karpui marks unmanaged NodeClaims; fixed next")
 def test_consolidatable_ignores_nodeclaims_not_managed_by_this_instance_of_karpenter():
     """Underutilized: "should ignore NodeClaims not managed by this instance of Karpenter"."""
     made = _underutilized_lab()
