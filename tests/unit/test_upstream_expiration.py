@@ -19,9 +19,6 @@ from tests.lab_builders import KWOK_REF, lab, nodepool_doc
 UNMANAGED_REF = {"group": "karpenter.test.sh", "kind": "UnmanagedNodeClass", "name": "default"}
 
 
-DIFFERS = pytest.mark.xfail(strict=True, reason="karpui expires unmanaged NodeClaims; fixed next")
-
-
 def _claim(
     made: Lab, expire_after: str = "30s", *, node_class_ref: dict[str, str] | None = None, finalizers: bool = False
 ) -> dict[str, Any]:
@@ -53,7 +50,7 @@ def _expire(made: Lab, controller: ExpirationController | None = None, after: fl
     "managed",
     [
         pytest.param(True, id="should remove nodeclaims that are expired"),
-        pytest.param(False, id="should ignore expired NodeClaims that are not managed", marks=DIFFERS),
+        pytest.param(False, id="should ignore expired NodeClaims that are not managed"),
     ],
 )
 def test_expiration_table(managed):
