@@ -91,7 +91,6 @@ def test_should_not_update_the_drift_hash_when_nodepool_behavior_field_is_update
     assert changed == _hash()
 
 
-@DIFFERS
 def test_the_hash_takes_the_taints_as_a_set():
     """apis/v1/nodepool.go Hash: hashstructure with SlicesAsSets, so taints written in another order are the same
     template (no drift)."""
@@ -101,7 +100,6 @@ def test_the_hash_takes_the_taints_as_a_set():
     assert _hash(taints=taints) != _hash(taints=taints[:1])
 
 
-@DIFFERS
 def test_the_hash_takes_durations_by_their_length():
     """apis/v1/nodepool.go Hash: expireAfter and terminationGracePeriod hash as time.Durations (NillableDuration's
     Raw text is `hash:"ignore"`), so "60m" is the same template as "1h"; Never differs from any length."""
