@@ -8,12 +8,13 @@ import bisect
 from typing import Any
 
 from provisioner import labels as wk
-from provisioner.cluster.conditions import clear_condition, is_true, set_claim_condition
-from provisioner.cluster.objects import parse_timestamp
+from provisioner.cluster.conditions import clear_condition, condition, is_true, set_claim_condition
+from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.controllers.context import ClusterContext
 from provisioner.controllers.lifecycle import is_managed
 from provisioner.controllers.provisioning import HASH_VERSION, nodepool_hash
 from provisioner.disruption.drift import HASH_ANNOTATION, HASH_VERSION_ANNOTATION, drift_reason, instance_type_not_found
+from provisioner.objects import NodePool
 
 DRIFTED = "Drifted"
 # Karpenter asks the cloud provider for instance types only for a NodeClaim more than an hour old (drift.go:247):
@@ -58,6 +59,9 @@ class DriftController:
             pool = pools.get(name)
             if pool is None or not is_managed(claim):
                 continue
+            if _restamped(claim, pool, hashes[name]):
+                claim = ctx.api.update(claim)
+                changed = True
             if claim["metadata"].get("deletionTimestamp"):
                 continue
             if not is_true(claim, "Launched"):
@@ -98,3 +102,19 @@ class DriftController:
         self._seen = (ctx.api.kind_version("NodeClaim"), *inputs[1:])
         self._ran_at = ctx.now
         return changed
+
+
+def _restamped(claim: Obj, pool: NodePool, current: str) -> bool:
+    """The hash controller's updateNodeClaimHash (nodepool/hash/controller.go:102): while the NodePool was not hashed
+    at this hash version, a NodeClaim of another version takes this one, and the NodePool's hash unless it is already
+    Drifted (a hash of another version cannot say whether it still is); True if the NodeClaim changed."""
+    annotations = claim["metadata"].get("annotations") or {}
+    if pool.annotations.get(HASH_VERSION_ANNOTATION) == HASH_VERSION:
+        return False
+    if annotations.get(HASH_VERSION_ANNOTATION) == HASH_VERSION:
+        return False
+    stamped = {**annotations, HASH_VERSION_ANNOTATION: HASH_VERSION}
+    if condition(claim, DRIFTED) is None:
+        stamped[HASH_ANNOTATION] = current
+    claim["metadata"]["annotations"] = stamped
+    return True

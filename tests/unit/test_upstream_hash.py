@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner.cluster.conditions import set_claim_condition
 from provisioner.controllers import lifecycle
 from provisioner.controllers.drift import DriftController
@@ -23,9 +21,6 @@ from tests.lab_builders import KWOK_REF, lab
 
 HASH = "karpenter.sh/nodepool-hash"
 HASH_VERSION_KEY = "karpenter.sh/nodepool-hash-version"
-
-
-DIFFERS = pytest.mark.xfail(strict=True, reason="karpui differs from Karpenter here; fixed next")
 
 
 def _doc(annotations: dict[str, str] | None = None, **changes: Any) -> dict[str, Any]:
@@ -137,7 +132,6 @@ def _annotations(made: Lab, name: str) -> dict[str, str]:
     return {k: v for k, v in found.items() if k in (HASH, HASH_VERSION_KEY)}
 
 
-@DIFFERS
 def test_should_update_nodepool_hash_versions_on_all_nodeclaims_when_they_dont_match_the_controllers():
     """Static Drift Hash: "should update nodepool hash versions on all nodeclaims when the hash versions don't match
     the controller hash version"."""
@@ -158,7 +152,6 @@ def test_should_not_update_nodepool_hash_on_nodeclaims_when_the_hash_versions_ma
     assert _annotations(made, "nodeclaim") == {HASH: "1234564654", HASH_VERSION_KEY: HASH_VERSION}
 
 
-@DIFFERS
 def test_should_not_update_nodepool_hash_on_the_nodeclaim_if_its_drifted():
     """Static Drift Hash: "should not update nodepool hash on the nodeclaim if it's drifted" (its version is)."""
     made = _lab({HASH: "abceduefed", HASH_VERSION_KEY: "test"})
