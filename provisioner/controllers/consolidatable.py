@@ -15,6 +15,7 @@ from provisioner import labels as wk
 from provisioner.cluster.conditions import clear_condition, is_true, set_claim_condition, transition_time
 from provisioner.cluster.objects import Obj, parse_timestamp
 from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.lifecycle import is_managed
 
 CONSOLIDATABLE = "Consolidatable"
 
@@ -54,6 +55,10 @@ class ConsolidatableController:
         changed = False
         moments = []
         for claim in ctx.api.list("NodeClaim"):
+            # Karpenter leaves a NodeClaim of a node class it does not manage, or one being deleted, as it is
+            # (nodeclaim/disruption/controller.go:83).
+            if not is_managed(claim) or claim["metadata"].get("deletionTimestamp"):
+                continue
             at = consolidatable_at(ctx, claim)
             if at is not None and ctx.now >= at:
                 updated = set_claim_condition(claim, CONSOLIDATABLE, "True", ctx.now, CONSOLIDATABLE)

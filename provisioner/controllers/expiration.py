@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from provisioner.cluster.objects import Obj, parse_timestamp, timestamp
 from provisioner.controllers.context import ClusterContext
+from provisioner.controllers.lifecycle import is_managed
 from provisioner.controllers.records import fingerprint_of, node_entry, record_command
 from provisioner.durations import DurationError, format_duration, parse_duration
 from provisioner.scheduling.logs import LogRecord
@@ -17,8 +18,9 @@ def expire_seconds(claim: Obj) -> int | None:
 
 
 def expiry(claim: Obj) -> float | None:
-    """When the NodeClaim expires, or None (Never, or already being deleted)."""
-    if claim["metadata"].get("deletionTimestamp"):
+    """When the NodeClaim expires, or None (Never, already being deleted, or of a node class this Karpenter does not
+    manage: expiration.go:64 leaves that one alone)."""
+    if claim["metadata"].get("deletionTimestamp") or not is_managed(claim):
         return None
     seconds = expire_seconds(claim)
     if seconds is None:

@@ -96,6 +96,7 @@ class Manager:
             ("provisioning", lambda: _maybe(self.provisioning.next_due(ctx.now))),
             ("disruption", self.disruption.next_due),
             ("consolidatable", lambda: self.consolidatable.next_due(ctx)),
+            ("drift", lambda: self.drift.next_due(ctx)),
             ("disruption.queue", lambda: commands.next_due(ctx)),
             ("node.termination", lambda: self.termination.next_due(ctx)),
             ("nodeclaim.expiration", lambda: self.expiration.next_due(ctx)),

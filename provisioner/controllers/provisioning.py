@@ -31,7 +31,7 @@ from provisioner.controllers.batcher import Batcher
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.consolidation import currently_reschedulable
 from provisioner.dra.claims import DeviceRequest, allocate, merged
-from provisioner.durations import go_duration, parse_duration
+from provisioner.durations import format_duration, go_duration, parse_duration
 from provisioner.manifests.pod import pod_from_spec
 from provisioner.nodes import DaemonSet, Node, state_node_name
 from provisioner.objects import NodePool
@@ -73,17 +73,25 @@ def retry_delay(failures: int) -> float:
 
 
 def nodepool_hash(nodepool: NodePool) -> str:
-    """Karpenter's drift hash: the template without requirements (those drift by label comparison instead)."""
+    """Karpenter's drift hash: the template without requirements (those drift by label comparison instead). As
+    hashstructure (SlicesAsSets) hashes it in apis/v1/nodepool.go:340-346, taints are a set, and durations count by
+    length ("60m" is "1h"; NillableDuration's text is `hash:"ignore"`). A duration already in its shortest form, and
+    taints already in order, keep the text this hash was first taken from, so NodeClaims stamped then do not drift."""
+    grace = nodepool.termination_grace_period
     payload = {
         "labels": nodepool.template_labels,
         "annotations": nodepool.template_annotations,
-        "taints": [t.to_spec() for t in nodepool.taints],
-        "startupTaints": [t.to_spec() for t in nodepool.startup_taints],
+        "taints": _taint_set(nodepool.taints),
+        "startupTaints": _taint_set(nodepool.startup_taints),
         "nodeClassRef": [nodepool.node_class_ref.group, nodepool.node_class_ref.kind, nodepool.node_class_ref.name],
-        "expireAfter": nodepool.expire_after,
-        "terminationGracePeriod": nodepool.termination_grace_period,
+        "expireAfter": format_duration(nodepool.expire_after_seconds),
+        "terminationGracePeriod": None if grace is None else format_duration(parse_duration(grace)),
     }
     return str(int(hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:15], 16))
+
+
+def _taint_set(taints: Collection[Taint]) -> list[dict[str, str]]:
+    return sorted((t.to_spec() for t in taints), key=lambda spec: json.dumps(spec, sort_keys=True))
 
 
 class ProvisioningController:

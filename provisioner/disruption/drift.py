@@ -23,8 +23,11 @@ def drift_reason(
     claim_labels: Mapping[str, str],
     instance_types: Sequence[InstanceType],
     hash_version: str,
+    *,
+    check_types: bool = True,
 ) -> str | None:
-    """Karpenter's first matching drift reason, or None."""
+    """Karpenter's first matching drift reason, or None; without `check_types`, the NodePool's (hash and
+    requirements) only, as Karpenter's drift looks no further for a NodeClaim less than an hour old."""
     if claim_annotations.get(HASH_VERSION_ANNOTATION) == hash_version and claim_annotations.get(
         HASH_ANNOTATION
     ) not in (None, nodepool_hash):
@@ -32,6 +35,11 @@ def drift_reason(
     requirements = Requirements(r.to_requirement() for r in nodepool.requirements)
     if not Requirements.from_labels(claim_labels).compatible(requirements, allow_undefined=frozenset()):
         return REQUIREMENTS_DRIFTED
+    return instance_type_not_found(claim_labels, instance_types) if check_types else None
+
+
+def instance_type_not_found(claim_labels: Mapping[str, str], instance_types: Sequence[InstanceType]) -> str | None:
+    """InstanceTypeNotFound when the NodeClaim's instance type is gone or has no offering its labels allow."""
     name = claim_labels.get(wk.INSTANCE_TYPE)
     by_name = {it.name: it for it in instance_types}
     it = by_name.get(name or "")
@@ -41,7 +49,11 @@ def drift_reason(
     # A reserved node may be demoted to on-demand when its reservation ends, so either kind of offering keeps it
     # (Karpenter's instanceTypeNotFound leaves the reservation id to the provider).
     capacities = {capacity, wk.CAPACITY_TYPE_ON_DEMAND} if capacity == wk.CAPACITY_TYPE_RESERVED else {capacity}
-    if not any(o.zone == zone and o.capacity_type in capacities for o in it.offerings):
+    # The offerings are matched against the labels with well-known labels allowed undefined (HasCompatible), so a
+    # NodeClaim without a zone or capacity-type label matches an offering in any (drift.go:298).
+    if not any(
+        (zone is None or o.zone == zone) and (capacity is None or o.capacity_type in capacities) for o in it.offerings
+    ):
         return INSTANCE_TYPE_NOT_FOUND
     return None
 
