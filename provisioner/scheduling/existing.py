@@ -196,8 +196,10 @@ def _effective_taints(node: Node) -> tuple[Taint, ...]:
     """An uninitialised Karpenter node will shed its startup and ephemeral taints; pods need not tolerate them."""
     if node.initialized or not node.managed:
         return node.taints
-    startup = set(node.startup_taints)
-    return tuple(t for t in node.taints if t not in startup and not is_known_ephemeral(t))
+    # Karpenter's StateNode.Taints (statenode.go:425) matches startup taints with MatchTaint: key and effect, so a
+    # startup taint whose value the node's agent has changed is still shed.
+    startup = {(t.key, t.effect) for t in node.startup_taints}
+    return tuple(t for t in node.taints if (t.key, t.effect) not in startup and not is_known_ephemeral(t))
 
 
 def _missing_daemons(

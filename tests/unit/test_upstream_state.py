@@ -605,7 +605,6 @@ def test_managed_should_consider_startup_taints_on_a_managed_node_after_the_node
     assert effective_taints(node) == STARTUP
 
 
-@pytest.mark.xfail(strict=True, reason="karpui matches startup taints by key, value and effect")
 def test_a_startup_taint_whose_value_the_node_changed_is_still_a_startup_taint_until_initialized() -> None:
     """Not an It: StateNode.Taints (statenode.go:425) matches startup taints with MatchTaint, key and effect only."""
     changed = [{"key": "taint-key", "value": "other-value", "effect": "NoSchedule"}]
