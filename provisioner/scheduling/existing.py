@@ -37,7 +37,9 @@ def _derived(node: Node, daemonsets: Sequence[DaemonSet]) -> Derived:
     hit = kept.get(id(daemonsets))
     if hit is not None and hit[0] is daemonsets:
         return hit[1]
-    running = [p for p in node.pods if not p.is_terminal() and not p.deleting]
+    # Every pod not terminal holds its room and ports, a terminating one too until it is gone: Karpenter's cluster
+    # state drops a pod's requests only once it is terminal or deleted (cluster.go:451 UpdatePod, :932).
+    running = [p for p in node.pods if not p.is_terminal()]
     used = _requested(running)
     requirements = Requirements.from_labels(node.labels)
     derived: Derived = (

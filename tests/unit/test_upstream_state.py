@@ -261,7 +261,6 @@ def test_should_not_add_requests_if_the_pod_is_terminal() -> None:
     assert requested_cpu(state_node(made, "node-1")) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="karpui leaves a terminating pod's requests off its node")
 def test_a_terminating_pod_still_counts_on_its_node() -> None:
     """Not an It: Karpenter's Cluster.UpdatePod (cluster.go:451) drops a pod's requests from its node only once the
     pod is terminal or gone; a pod being deleted (deletionTimestamp, still running) keeps its room until then."""
