@@ -13,8 +13,6 @@ import dataclasses
 import random
 from typing import Any
 
-import pytest
-
 from provisioner.cluster.objects import timestamp
 from provisioner.controllers.nodecounts import node_counts
 from provisioner.controllers.provisioning import cluster_nodes, daemonsets, nomination_seconds
@@ -694,7 +692,6 @@ def test_should_handle_nodepool_resources_when_nodeclaim_inside_of_the_state_nod
     assert usage_cpu(made, "default") == cpu("1")
 
 
-@pytest.mark.xfail(strict=True, reason="pool_usage counts nodes marked for deletion")
 def test_should_update_nodepool_resources_when_node_is_terminating() -> None:
     """ "should update nodepool resources when node is terminating (deletionTimestamp set)"."""
     made = empty_lab()
@@ -712,7 +709,6 @@ def set_disrupted(made: Lab, node_name: str, on: bool) -> None:
     made.store.update(node)
 
 
-@pytest.mark.xfail(strict=True, reason="pool_usage counts nodes marked for deletion")
 def test_should_update_nodepool_resources_when_node_is_marked_and_unmarked_for_deletion() -> None:
     made = empty_lab()
     nodeclaim_and_node(made, "node-1", capacity={"cpu": "2"})
@@ -723,7 +719,6 @@ def test_should_update_nodepool_resources_when_node_is_marked_and_unmarked_for_d
     assert usage_cpu(made, "default") == cpu("2")
 
 
-@pytest.mark.xfail(strict=True, reason="pool_usage counts nodes marked for deletion")
 def test_should_not_double_subtract_resources_when_marking_for_deletion_and_then_deleting() -> None:
     made = empty_lab()
     nodeclaim_and_node(made, "node-1", capacity={"cpu": "2"}, finalizers=[TERMINATION])
