@@ -42,10 +42,11 @@ def _derived(node: Node, daemonsets: Sequence[DaemonSet]) -> Derived:
     running = [p for p in node.pods if not p.is_terminal()]
     used = _requested(running)
     requirements = Requirements.from_labels(node.labels)
+    taints = _effective_taints(node)
     derived: Derived = (
         requirements,
-        _effective_taints(node),
-        subtract(node.allocatable, add(used, _missing_daemons(node, requirements, running, daemonsets))),
+        taints,
+        subtract(node.allocatable, add(used, _missing_daemons(taints, requirements, running, daemonsets))),
         HostPortUsage(tuple(port for p in running for port in p.host_ports)),
         set(),
     )
@@ -205,10 +206,12 @@ def _effective_taints(node: Node) -> tuple[Taint, ...]:
 
 
 def _missing_daemons(
-    node: Node, labels: Requirements, running: Sequence[Pod], daemonsets: Sequence[DaemonSet]
+    taints: Sequence[Taint], labels: Requirements, running: Sequence[Pod], daemonsets: Sequence[DaemonSet]
 ) -> Resources:
     """Requests of DaemonSets that will run on this node but have no pod there yet; `labels` are the node's labels
-    as requirements (what _derived has already built from them)."""
+    as requirements (what _derived has already built from them). `taints` are the node's taints as the scheduler
+    holds them (an uninitialized node's without its startup and ephemeral ones), which Karpenter checks daemons
+    against (scheduler.go:826 calculateExistingNodeClaims)."""
     if not daemonsets:
         return {}
     present = {(p.namespace, p.owner.name) for p in running if p.owner is not None and p.owner.kind == "DaemonSet"}
@@ -217,7 +220,7 @@ def _missing_daemons(
         if (daemonset.namespace, daemonset.name) in present:
             continue
         daemon = daemonset.template
-        if untolerated(node.taints, daemon.tolerations):
+        if untolerated(taints, daemon.tolerations):
             continue
         state = PodState.of(daemon)
         data = state.data()

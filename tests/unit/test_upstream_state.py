@@ -840,3 +840,28 @@ def test_should_handle_nodeclaim_cleanup_correctly() -> None:
     made.store.remove_finalizer(made.store.must_get("NodeClaim", "test-nodeclaim"), TERMINATION)
     assert made.store.get("NodeClaim", "test-nodeclaim") is None
     assert counts(made) == (0, 0, 0)
+
+
+# Not Its: the DaemonSet overhead an existing node still has to make room for (scheduler.go:826-850
+# calculateExistingNodeClaims, getCompatibleDaemonPods, isDaemonPodCompatibleWithNode).
+
+
+def daemonset_with(made: Lab, spec: dict[str, Any]) -> None:
+    made.store.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "ds", "namespace": "default"},
+            "spec": {"template": {"metadata": {}, "spec": {**pod_doc("t", "1")["spec"], **spec}}},
+        }
+    )
+
+
+def test_a_daemonset_not_tolerating_a_startup_taint_still_takes_room_on_an_uninitialized_node() -> None:
+    """Karpenter checks daemons against StateNode.Taints() (scheduler.go:826), which an uninitialized node's startup
+    taints are not among: the DaemonSet's pod will run there once they are lifted."""
+    made = empty_lab()
+    startup = [{"key": "example.com/agent", "effect": "NoSchedule"}]
+    nodeclaim_and_node(made, "node-1", taints=startup, startup_taints=startup)
+    daemonset_with(made, {})
+    assert available(state_node(made, "node-1"), daemonsets(made.ctx))["cpu"] == cpu("3")
