@@ -24,6 +24,7 @@ from provisioner.pods import HostPort
 from provisioner.quantity import MILLI, Resources, parse_quantity, parse_resources
 from provisioner.scheduling.existing import ExistingNode
 from provisioner.scheduling.limits import pool_usage
+from tests.builders import HOSTNAME, node, pod, schedule, term
 from tests.lab_builders import lab, nodepool_doc
 
 NODEPOOL = "karpenter.sh/nodepool"
@@ -865,3 +866,16 @@ def test_a_daemonset_not_tolerating_a_startup_taint_still_takes_room_on_an_unini
     nodeclaim_and_node(made, "node-1", taints=startup, startup_taints=startup)
     daemonset_with(made, {})
     assert available(state_node(made, "node-1"), daemonsets(made.ctx))["cpu"] == cpu("3")
+
+
+def test_a_terminating_pods_required_anti_affinity_still_keeps_matching_pods_out_of_its_domain() -> None:
+    """Not an It: ForPodsWithAntiAffinity (cluster.go:252) yields every tracked pod with required anti-affinity
+    whose node is known, a terminating one too (only a terminal or deleted pod's binding is dropped), and the
+    scheduler's Topology keeps matching pods out of its domains (topology.go:313 updateInverseAffinities)."""
+    guard = dataclasses.replace(
+        pod("1", labels={"app": "guard"}, anti_affinity=[term(HOSTNAME, app="web")], node_name="node-1"),
+        deleting=True,
+    )
+    existing = node("node-1", scheduled=[guard])
+    result = schedule([pod("1", labels={"app": "web"})], nodes=[existing])
+    assert (dict(result.placements).get("node-1"), len(result.new_nodeclaims)) == (None, 1)
