@@ -879,3 +879,22 @@ def test_a_terminating_pods_required_anti_affinity_still_keeps_matching_pods_out
     existing = node("node-1", scheduled=[guard])
     result = schedule([pod("1", labels={"app": "web"})], nodes=[existing])
     assert (dict(result.placements).get("node-1"), len(result.new_nodeclaims)) == (None, 1)
+
+
+def test_a_node_not_registered_yet_is_one_state_node_with_its_nodeclaim_read_from_the_nodeclaim() -> None:
+    """Not an It: Karpenter keys its state nodes by providerID (cluster.go:383 UpdateNodeClaim, :416 UpdateNode), so
+    a Node its NodeClaim has not registered yet is that NodeClaim's state node, not a second one; until the Node
+    carries the registered label its labels and taints are the NodeClaim's (statenode.go:380 Labels, :406 Taints)."""
+    made = empty_lab()
+    dedicated = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
+    claim = nodeclaim_doc("claim-1", capacity={"cpu": "2"})
+    claim["status"]["providerID"] = "fake://node-1"
+    claim["spec"]["taints"] = [dedicated]
+    claim["metadata"]["labels"][ZONE] = "test-zone-a"
+    made.store.create(claim)
+    unregistered = [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]
+    made.store.create(node_doc("node-1", allocatable={"cpu": "2"}, taints=unregistered))
+    [only] = state(made)
+    assert (only.name, only.managed, only.initialized, only.labels.get(ZONE)) == ("node-1", True, False, "test-zone-a")
+    assert effective_taints(only) == [dedicated]
+    assert pool_usage("default", state(made)) == {"cpu": cpu("2"), "nodes": MILLI}
