@@ -8,7 +8,7 @@ from typing import Any
 from provisioner.cluster.api import ClusterReader
 from provisioner.cluster.conditions import is_true
 from provisioner.cluster.objects import Obj, parse_timestamp
-from provisioner.labels import INITIALIZED
+from provisioner.labels import INITIALIZED, REGISTERED
 from provisioner.manifests.pod import pod_from_manifest
 from provisioner.nodes import Node
 from provisioner.pods import Pod
@@ -119,13 +119,19 @@ def pod_order(obj: Obj) -> tuple[str, str]:
 def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None, *, under_consolidate_after: bool = False) -> Node:
     """A Node for the scheduler; a Karpenter node counts as initialized once its Node carries the initialized label."""
     status = obj.get("status") or {}
-    labels = obj["metadata"].get("labels") or {}
-    taints = tuple(Taint.from_spec(t) for t in (obj.get("spec") or {}).get("taints") or [])
+    node_labels = labels = obj["metadata"].get("labels") or {}
+    node_taints = taints = tuple(Taint.from_spec(t) for t in (obj.get("spec") or {}).get("taints") or [])
+    if nodeclaim is not None and node_labels.get(REGISTERED) != "true":
+        # Karpenter's StateNode.Labels and Taints (statenode.go:380, :406): until the Node is registered (its
+        # NodeClaim synced onto it) the NodeClaim's are the ones that hold; the Node's own name stays its hostname.
+        labels = {"kubernetes.io/hostname": obj["metadata"]["name"], **(nodeclaim["metadata"].get("labels") or {})}
+        claim_taints = ((nodeclaim.get("spec") or {}).get("taints")) or []
+        taints = tuple(Taint.from_spec(t) for t in claim_taints)
     startup = tuple(Taint.from_spec(t) for t in ((nodeclaim or {}).get("spec") or {}).get("startupTaints") or [])
     # Karpenter's StateNode.Initialized (statenode.go:449): the Node's label, not its NodeClaim's condition (the
     # label lands first, and a NodeClaim merely Registered still counts once it is there); a node karpui did not
     # launch is always initialized.
-    initialized = labels.get(INITIALIZED) == "true" if nodeclaim is not None else True
+    initialized = node_labels.get(INITIALIZED) == "true" if nodeclaim is not None else True
     allocatable = parse_resources(status.get("allocatable") or {})
     capacity = parse_resources(status.get("capacity") or status.get("allocatable") or {})
     if not initialized and nodeclaim is not None:
@@ -149,7 +155,7 @@ def node_view(obj: Obj, pods: list[Pod], nodeclaim: Obj | None, *, under_consoli
         # Karpenter's MarkedForDeletion: a command took it (the disrupted taint), or it or its NodeClaim is deleting.
         marked_for_deletion=bool(obj["metadata"].get("deletionTimestamp"))
         or bool((nodeclaim or {}).get("metadata", {}).get("deletionTimestamp"))
-        or any(t.key == "karpenter.sh/disrupted" for t in taints),
+        or any(t.key == "karpenter.sh/disrupted" for t in node_taints),
         unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
         under_consolidate_after=under_consolidate_after,
     )

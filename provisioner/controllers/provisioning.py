@@ -503,16 +503,29 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
     claim_by_node = {
         (c.get("status") or {}).get("nodeName"): c for c in claims.values() if (c.get("status") or {}).get("nodeName")
     }
+    # Karpenter keys its state nodes by providerID (cluster.go:383, :416): a Node its NodeClaim has not registered
+    # yet (no status.nodeName) is still that NodeClaim's state node, not a second node beside it.
+    claim_by_provider = {
+        (c.get("status") or {}).get("providerID"): c
+        for c in claims.values()
+        if (c.get("status") or {}).get("providerID")
+    }
     nodes = []
+    matched: set[str] = set()
     for obj in ctx.api.list("Node"):
         name = obj["metadata"]["name"]
-        nodes.append(
-            node_view(obj, by_node.get(name, []), claim_by_node.get(name), under_consolidate_after=name in fresh)
-        )
+        claim = claim_by_node.get(name) or claim_by_provider.get((obj.get("spec") or {}).get("providerID") or "")
+        if claim is not None:
+            matched.add(claim["metadata"]["name"])
+        nodes.append(node_view(obj, by_node.get(name, []), claim, under_consolidate_after=name in fresh))
     seen = {node.name for node in nodes}
     for claim in claims.values():
         status = claim.get("status") or {}
-        if status.get("nodeName") in seen or claim["metadata"].get("deletionTimestamp"):
+        if (
+            status.get("nodeName") in seen
+            or claim["metadata"]["name"] in matched
+            or claim["metadata"].get("deletionTimestamp")
+        ):
             continue
         # Not launched yet (a launch that failed a write, on a real API): its capacity is at least what it was
         # made to hold, so the pods it was made for are not given a second NodeClaim meanwhile. Or registered to a

@@ -37,13 +37,16 @@ def _derived(node: Node, daemonsets: Sequence[DaemonSet]) -> Derived:
     hit = kept.get(id(daemonsets))
     if hit is not None and hit[0] is daemonsets:
         return hit[1]
-    running = [p for p in node.pods if not p.is_terminal() and not p.deleting]
+    # Every pod not terminal holds its room and ports, a terminating one too until it is gone: Karpenter's cluster
+    # state drops a pod's requests only once it is terminal or deleted (cluster.go:451 UpdatePod, :932).
+    running = [p for p in node.pods if not p.is_terminal()]
     used = _requested(running)
     requirements = Requirements.from_labels(node.labels)
+    taints = _effective_taints(node)
     derived: Derived = (
         requirements,
-        _effective_taints(node),
-        subtract(node.allocatable, add(used, _missing_daemons(node, requirements, running, daemonsets))),
+        taints,
+        subtract(node.allocatable, add(used, _missing_daemons(taints, requirements, running, daemonsets))),
         HostPortUsage(tuple(port for p in running for port in p.host_ports)),
         set(),
     )
@@ -196,15 +199,19 @@ def _effective_taints(node: Node) -> tuple[Taint, ...]:
     """An uninitialised Karpenter node will shed its startup and ephemeral taints; pods need not tolerate them."""
     if node.initialized or not node.managed:
         return node.taints
-    startup = set(node.startup_taints)
-    return tuple(t for t in node.taints if t not in startup and not is_known_ephemeral(t))
+    # Karpenter's StateNode.Taints (statenode.go:425) matches startup taints with MatchTaint: key and effect, so a
+    # startup taint whose value the node's agent has changed is still shed.
+    startup = {(t.key, t.effect) for t in node.startup_taints}
+    return tuple(t for t in node.taints if (t.key, t.effect) not in startup and not is_known_ephemeral(t))
 
 
 def _missing_daemons(
-    node: Node, labels: Requirements, running: Sequence[Pod], daemonsets: Sequence[DaemonSet]
+    taints: Sequence[Taint], labels: Requirements, running: Sequence[Pod], daemonsets: Sequence[DaemonSet]
 ) -> Resources:
     """Requests of DaemonSets that will run on this node but have no pod there yet; `labels` are the node's labels
-    as requirements (what _derived has already built from them)."""
+    as requirements (what _derived has already built from them). `taints` are the node's taints as the scheduler
+    holds them (an uninitialized node's without its startup and ephemeral ones), which Karpenter checks daemons
+    against (scheduler.go:826 calculateExistingNodeClaims)."""
     if not daemonsets:
         return {}
     present = {(p.namespace, p.owner.name) for p in running if p.owner is not None and p.owner.kind == "DaemonSet"}
@@ -213,7 +220,7 @@ def _missing_daemons(
         if (daemonset.namespace, daemonset.name) in present:
             continue
         daemon = daemonset.template
-        if untolerated(node.taints, daemon.tolerations):
+        if untolerated(taints, daemon.tolerations):
             continue
         state = PodState.of(daemon)
         data = state.data()

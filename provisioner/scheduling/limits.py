@@ -13,10 +13,12 @@ from provisioner.scheduling.poddata import PodData
 
 
 def pool_usage(nodepool: str, nodes: Iterable[Node]) -> Resources:
-    """What a NodePool's nodes (and its NodeClaims still launching) hold of what its limits count."""
+    """What a NodePool's nodes (and its NodeClaims still launching) hold of what its limits count. A node marked for
+    deletion holds nothing: Karpenter's NodePoolResourcesFor leaves it out (cluster.go:871-875), and its scheduler
+    counts only the Active() nodes against the limits (provisioner.go:417, scheduler.go:869)."""
     usage: Resources = {}
     for node in nodes:
-        if node.nodepool == nodepool:
+        if node.nodepool == nodepool and not node.marked_for_deletion:
             usage = add(usage, node.capacity or node.allocatable, {"nodes": MILLI})
     return usage
 

@@ -49,10 +49,12 @@ class Topology:
         self._owned: dict[str, list[TopologyGroup]] = {}
         self._inverse_owned: dict[str, list[TopologyGroup]] = {}
         self._independent: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
-        # Existing pods with required anti-affinity keep matching pods out of their domains.
+        # Existing pods with required anti-affinity keep matching pods out of their domains, a terminating one too:
+        # Karpenter's cluster state forgets a pod's binding only once it is terminal or gone, and its
+        # ForPodsWithAntiAffinity (cluster.go:252) yields every pod it still binds (topology.go:313).
         for node in nodes:
             for pod in node.anti_affinity_pods:
-                if self._counts(pod):
+                if not pod.is_terminal() and pod.id not in self._moving:
                     self._add_inverse(pod, node.labels)
 
     # Ownership ------------------------------------------------------------------------------------------------

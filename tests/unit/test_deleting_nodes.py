@@ -261,7 +261,9 @@ def test_a_deleting_nodes_pod_that_fits_nowhere_is_told_once_and_its_verdict_kep
     pod") and gets a FailedScheduling event. karpui tells it once per verdict, as for pending pods, and drops the
     verdict once the pod is no longer among those to move."""
     made = one_pod_on_its_node()
-    reconfigure(made, nodepool_doc(limits={"cpu": "2"}))  # the c-2x node uses the whole limit
+    # Only a type too small for its one CPU is left (a node marked for deletion counts against no limit).
+    only_small = [{"key": INSTANCE_TYPE, "operator": "In", "values": ["c-1x-amd64-linux"]}]
+    reconfigure(made, nodepool_doc(template_spec={"requirements": only_small}))
     pod = web_pod(made)
     mark_for_deletion(made, pod["spec"]["nodeName"])
     controller = ProvisioningController({})
