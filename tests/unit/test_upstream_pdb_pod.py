@@ -175,14 +175,12 @@ def test_is_currently_reschedulable_does_not_consider_pod_with_do_not_disrupt_an
 # Beyond the suite: what pdb.go's isEvictable decides before any budget is read (pdb.go:88-105).
 
 
-@pytest.mark.xfail(strict=True, reason="karpui asks PDBs of pods Karpenter never evicts")
 def test_two_pdbs_fully_block_a_pod_even_when_each_allows_disruptions() -> None:
     """isFullyBlocked: more than one matching PDB blocks eviction whatever they allow (pdb.go:99-105)."""
     store = _store(_budget("pdb-1", maxUnavailable=5), _budget("pdb-2", maxUnavailable=5), _pod(POD_LABELS))
     assert _currently_reschedulable(store) is False
 
 
-@pytest.mark.xfail(strict=True, reason="karpui asks PDBs of pods Karpenter never evicts")
 def test_a_pod_that_tolerates_the_disrupted_taint_is_never_held_by_a_pdb() -> None:
     """isEvictable: a pod Karpenter never evicts (it tolerates karpenter.sh/disrupted:NoSchedule) passes every PDB,
     for CanEvictPods and for isFullyBlocked alike (pdb.go:88-92, utils/pod/scheduling.go:57-62)."""
@@ -192,7 +190,6 @@ def test_a_pod_that_tolerates_the_disrupted_taint_is_never_held_by_a_pdb() -> No
     assert (_can_evict(store), _currently_reschedulable(store)) == ([], True)
 
 
-@pytest.mark.xfail(strict=True, reason="karpui asks PDBs of pods Karpenter never evicts")
 def test_a_terminating_statefulset_pod_is_never_held_by_a_pdb() -> None:
     """isEvictable: a terminating pod is not active, so no PDB holds it, though a StatefulSet's is reschedulable."""
     going = _pod(POD_LABELS, deletionTimestamp="2027-01-15T08:00:00Z")
