@@ -160,7 +160,9 @@ class TerminationController:
             return False
         name = current["metadata"]["name"]
         changed = taint_disrupted(ctx, current, LOGGER, leaving_load_balancers=True)
-        waiting, evicted = self._drain_step(ctx, name)
+        # No single NodeClaim to read a DisruptionReason from: Karpenter's evictionReason fails its lookup and says
+        # nothing (terminator/eviction.go:368-372), so the pod is told "Evicted pod: ".
+        waiting, evicted = self._drain_step(ctx, name, reason="")
         if waiting:
             return changed or evicted
         self.refused = {uid: entry for uid, entry in self.refused.items() if entry[0] != name}

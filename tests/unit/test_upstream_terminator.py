@@ -89,7 +89,6 @@ def test_eviction_api_should_succeed_with_no_event_when_the_pod_uid_conflicts() 
     assert {uid: entry[1] for uid, entry in terminating.controller.refused.items()} == {new["metadata"]["uid"]: 1}
 
 
-@pytest.mark.xfail(strict=True, reason="karpui tells a pod of a Node with no NodeClaim it was a Forceful Termination")
 def test_eviction_api_should_succeed_with_an_evicted_event_when_there_are_no_pdbs() -> None:
     """It("should succeed with an evicted event when there are no PDBs"): the Go test's Node has no NodeClaim, so
     evictionReason finds none and the pod is told no reason."""
