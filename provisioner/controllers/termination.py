@@ -195,9 +195,6 @@ class TerminationController:
             return changed  # a pass per node per second, as Karpenter requeues, and when a pod's back-off ends
         self.drained_at[name] = ctx.now
         waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim), eviction_reason(claim))
-        if waiting:
-            message = f"Failed to drain node, {waiting} pods are waiting to be evicted"
-            ctx.publish(node, "Warning", FAILED_DRAINING, message)
         if waiting or ctx.now - started < MIN_DRAIN_SECONDS:
             return changed or evicted
         node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
@@ -227,6 +224,13 @@ class TerminationController:
             return 0, False
         waiting = len(pods)
         evicted = False
+        # Karpenter's Drain enqueues the pods and its controller tells the Node at once (termination/controller.go:
+        # 207-211), before the eviction queue gets to a pod: a PDB's refusal below, published under the same reason
+        # and Node, is the one the 2-minute dedupe drops. A Node with no NodeClaim is told too.
+        node_obj = ctx.api.get("Node", node)
+        if node_obj is not None:
+            message = f"Failed to drain node, {waiting} pods are waiting to be evicted"
+            ctx.publish(node_obj, "Warning", FAILED_DRAINING, message)
         if deadline is not None:
             for pod in [p for p in pods if not p["metadata"].get("deletionTimestamp")]:
                 grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
@@ -259,7 +263,6 @@ class TerminationController:
                     else "evicting pod violates a PDB"
                 )
                 message = f"Failed to drain node, {why} (Pod={pod['metadata']['namespace']}/{pod['metadata']['name']})"
-                node_obj = ctx.api.get("Node", node)
                 if node_obj is not None:
                     ctx.publish(node_obj, "Warning", FAILED_DRAINING, message)
             else:

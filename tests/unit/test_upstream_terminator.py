@@ -111,7 +111,6 @@ def test_eviction_api_should_succeed_with_no_event_when_there_are_pdbs_that_allo
     assert _events(made, "Evicted") == [("Evicted", "Pod", "p", "Evicted pod: Forceful Termination", 1)]
 
 
-@pytest.mark.xfail(strict=True, reason="karpui publishes the queue's refusal before the drain's event")
 def test_eviction_api_should_return_a_node_drain_error_event_when_a_pdb_is_blocking() -> None:
     """It("should return a NodeDrainError event when a PDB is blocking"): the eviction answers 429 and the pod is
     retried after the queue's 100 ms base delay. The queue's "evicting pod violates a PDB" shares FailedDraining and
@@ -268,3 +267,16 @@ def test_evicted_is_told_once_per_pod_name_within_two_minutes() -> None:
     _labelled(made, "web-0", node, owners=[{**OWNER[0], "kind": "StatefulSet", "name": "web"}])
     terminating.run()
     assert [count for *_, count in _events(made, "Evicted")] == [2]
+
+
+def test_a_node_with_no_nodeclaim_is_told_its_drain_waits_too() -> None:
+    """Karpenter's finalize drains a Node with no NodeClaim as any other, and publishes NodeFailedToDrain for it when
+    pods wait (termination/controller.go:207-211)."""
+    made = _lab()
+    node = _managed_node(made, "lonely", "kwok://lonely")
+    _budget(made)
+    _labelled(made, "p", node)
+    _Terminating(made, node).run()
+    assert _events(made, "FailedDraining") == [
+        ("FailedDraining", "Node", "lonely", "Failed to drain node, 1 pods are waiting to be evicted", 1)
+    ]
