@@ -4,7 +4,7 @@ catalogs, and where logs go."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -261,12 +261,24 @@ class ClusterContext:
         )
 
     def publish(
-        self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float = RECORDER_DEDUPE_SECONDS
+        self,
+        involved: Obj,
+        kind: str,
+        reason: str,
+        message: str,
+        *,
+        dedupe_seconds: float = RECORDER_DEDUPE_SECONDS,
+        dedupe_values: Sequence[str] | None = None,
     ) -> None:
         """An Event as Karpenter's recorder publishes one with the object as its dedupe value: dropped while an event
-        of the same reason on the same object was published less than `dedupe_seconds` ago, whatever either says."""
+        of the same reason on the same object was published less than `dedupe_seconds` ago, whatever either says.
+        `dedupe_values` are the Event's own DedupeValues where they are not the object (events/recorder.go:41-46
+        keys on the reason and them alone: EvictPod's is the pod's name, whatever its namespace)."""
         meta = involved["metadata"]
-        key = _published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")
+        if dedupe_values is None:
+            key = _published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")
+        else:
+            key = f"{reason.lower()}-{'-'.join(dedupe_values)}"
         if self.published.get(key, 0.0) > self.now:
             return
         self.published[key] = self.now + dedupe_seconds

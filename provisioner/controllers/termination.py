@@ -235,7 +235,9 @@ class TerminationController:
             for pod in [p for p in pods if not p["metadata"].get("deletionTimestamp")]:
                 grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
                 if ctx.now > deadline - grace:
-                    ctx.event(pod, "Normal", "Disrupted", _deleting_message(deadline, ctx.now, grace))
+                    # DisruptPodDelete's DedupeValues: the pod's name (terminator/events/events.go:44-52).
+                    message = _deleting_message(deadline, ctx.now, grace)
+                    ctx.publish(pod, "Normal", "Disrupted", message, dedupe_values=[pod["metadata"]["name"]])
                     ctx.api.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
                     pods.remove(pod)
                     evicted = True
@@ -268,7 +270,9 @@ class TerminationController:
             else:
                 self.refused.pop(uid, None)
                 evicted = True
-                ctx.event(pod, "Normal", "Evicted", f"Evicted pod: {reason}")
+                # EvictPod's DedupeValues: the pod's name (terminator/events/events.go:33-41), so a StatefulSet's pod
+                # evicted again under the same name within 2 minutes is told once.
+                ctx.publish(pod, "Normal", "Evicted", f"Evicted pod: {reason}", dedupe_values=[pod["metadata"]["name"]])
         return waiting, evicted
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
 from provisioner import labels as wk
 from provisioner.cluster.objects import timestamp
 from provisioner.lab import Lab
@@ -249,7 +247,6 @@ def test_force_delete_should_clamp_grace_period_seconds_to_at_least_1_when_node_
     assert made.store.get("Pod", "p", "default")["metadata"]["deletionTimestamp"] is not None
 
 
-@pytest.mark.xfail(strict=True, reason="karpui records every Evicted without the recorder's dedupe")
 def test_evicted_is_told_once_per_pod_name_within_two_minutes() -> None:
     """EvictPod's DedupeValues are the pod's name alone (terminator/events/events.go:33-41): a StatefulSet's pod made
     again under its name and evicted again within 2 minutes is not told again; after them it is."""
