@@ -279,14 +279,27 @@ class ClusterContext:
             key = _published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")
         else:
             key = f"{reason.lower()}-{'-'.join(dedupe_values)}"
-        if self.published.get(key, 0.0) > self.now:
-            return
-        self.published[key] = self.now + dedupe_seconds
-        self.event(involved, kind, reason, message)
+        if self._take(key, dedupe_seconds):
+            self.event(involved, kind, reason, message)
 
     def publishes(self, reason: str, kind: str, name: str, namespace: str = "") -> bool:
         """Whether `publish` would tell an event of `reason` on this object now (asked before reading the object)."""
         return self.published.get(_published_key(reason, kind, name, namespace), 0.0) <= self.now
+
+    def admits(self, reason: str, kind: str, name: str, namespace: str, rate_limiter: TokenBucket) -> bool:
+        """Whether Karpenter's recorder writes a rate-limited event of `reason` on this object now (the caller then
+        records it with `event`). The recorder takes the dedupe entry first and asks the limiter after (events/
+        recorder.go:66-74), so an event the limiter turns away still holds the object's next for 2 minutes."""
+        return self._take(_published_key(reason, kind, name, namespace), RECORDER_DEDUPE_SECONDS) and (
+            rate_limiter.try_accept(self.now)
+        )
+
+    def _take(self, key: str, seconds: float) -> bool:
+        """recorder.shouldCreateEvent: False while `key` is held, else hold it for `seconds` and say True."""
+        if self.published.get(key, 0.0) > self.now:
+            return False
+        self.published[key] = self.now + seconds
+        return True
 
     def published_state(self) -> dict[str, float]:
         """`published` without what has run out, to keep across steps."""

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner.controllers.provisioning import FAILED_DEDUPE, nominate
 from provisioner.lab import Lab
 from tests.unit.test_upstream_lifecycle import _lab, _step
@@ -150,7 +148,6 @@ def test_rate_limiting_should_allow_many_events_over_time_due_to_smoothed_rate_l
     assert _calls(made, "Nominated") == 15
 
 
-@pytest.mark.xfail(strict=True, reason="karpui asks the rate limiter before the dedupe takes the pod")
 def test_a_pod_the_rate_limiter_turns_away_is_held_by_the_dedupe_all_the_same() -> None:
     """Karpenter's recorder takes an event's dedupe entry before it asks the event's rate limiter (pkg/events/
     recorder.go:66-74): a pod whose nomination the limiter turned away is not told for 2 minutes, even once tokens
