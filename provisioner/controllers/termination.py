@@ -333,7 +333,9 @@ def _force_deletions(ctx: ClusterContext) -> list[float]:
 
 def _tier(pod: Obj) -> int:
     """Karpenter's drain order: ordinary pods, then DaemonSet pods, then critical ones, then critical DaemonSets."""
-    daemon = any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
+    # IsOwnedByDaemonSet: any owner reference to an apps/v1 DaemonSet (a CRD's "DaemonSet" is an ordinary owner).
+    owners = pod["metadata"].get("ownerReferences") or []
+    daemon = any(o.get("kind") == "DaemonSet" and o.get("apiVersion", "apps/v1") == "apps/v1" for o in owners)
     critical = pod["spec"].get("priorityClassName") in CRITICAL
     return (2 if critical else 0) + (1 if daemon else 0)
 

@@ -58,7 +58,16 @@ def pod_from_manifest(doc: Mapping[str, Any], *, created: float = 0.0, spec_view
         uid=meta.get("uid", ""),
         annotations=dict(meta.get("annotations") or {}),
         created=created,
-        owner=OwnerReference(controller["kind"], controller["name"], controller.get("uid", "")) if controller else None,
+        owner=(
+            OwnerReference(
+                controller["kind"],
+                controller["name"],
+                controller.get("uid", ""),
+                api_version=controller.get("apiVersion", ""),
+            )
+            if controller
+            else None
+        ),
         node_name=spec.get("nodeName") or "",
         nominated_node_name=status.get("nominatedNodeName") or "",
         unschedulable=unschedulable,

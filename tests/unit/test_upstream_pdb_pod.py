@@ -375,3 +375,25 @@ def test_a_daemonset_pod_counts_as_one_for_the_pdb_check_but_a_mirror_pod_does_n
     assert blockers(claimed("n1", pods=[daemon]), nodepool(), [budget], NOW) == [
         "Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])"
     ]
+
+
+def test_a_pod_owned_by_a_daemonset_of_another_api_group_is_an_ordinary_pod() -> None:
+    """IsOwnedByDaemonSet and IsOwnedByNode match the kind under its apiVersion (utils/pod/scheduling.go:172-209): a
+    CRD's own "DaemonSet" (OpenKruise's Advanced DaemonSet) owns an ordinary pod, which Karpenter provisions for and
+    moves; an apps/v1 DaemonSet's pod it does not."""
+    unschedulable = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+    kruise = _pod(conditions=unschedulable)
+    kruise["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "DaemonSet", "name": "d", "uid": "d", "controller": True}
+    ]
+    apps = _pod(conditions=unschedulable)
+    apps["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "e", "controller": True}
+    ]
+    store = _store(kruise, apps)
+    views = {p.name: p for p in _pods(store)}
+    kruise_pod, apps_pod = views[kruise["metadata"]["name"]], views[apps["metadata"]["name"]]
+    assert [(p.is_daemonset_pod(), p.is_provisionable(), p.is_reschedulable()) for p in (kruise_pod, apps_pod)] == [
+        (False, True, True),
+        (True, False, False),
+    ]
