@@ -397,3 +397,19 @@ def test_a_pod_owned_by_a_daemonset_of_another_api_group_is_an_ordinary_pod() ->
         (False, True, True),
         (True, False, False),
     ]
+
+
+def test_a_running_pod_that_is_not_ready_is_not_healthy_for_its_pdb() -> None:
+    """The PDB status karpui writes as kube-controller-manager does (disruption controller's countHealthyPods): a pod
+    counts as healthy only while Ready, so minAvailable 1 over a Ready pod and a not-Ready one allows no disruption."""
+    ready, unready = _pod(POD_LABELS), _pod(POD_LABELS, UNREADY)
+    for obj in (ready, unready):
+        obj["status"]["phase"] = "Running"
+    store = _store(_budget(minAvailable=1), ready, unready)
+    [budget] = store.list("PodDisruptionBudget")
+    assert pdb.budget_status(budget, _pods(store)) == {
+        "currentHealthy": 1,
+        "desiredHealthy": 1,
+        "expectedPods": 2,
+        "disruptionsAllowed": 0,
+    }
