@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from provisioner.controllers.provisioning import FAILED_DEDUPE, nominate
 from provisioner.lab import Lab
+from tests.lab_builders import lab, nodepool_doc
 from tests.unit.test_upstream_lifecycle import _lab, _step
 
 _names = iter(range(1, 1_000_000))
@@ -163,3 +166,26 @@ def test_a_pod_the_rate_limiter_turns_away_is_held_by_the_dedupe_all_the_same() 
     _step(made, 120)
     nominate(made.ctx, pods[-1], lambda: "nodeclaim/a")
     assert _calls(made, "Nominated") == 11
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="karpui tells FailedScheduling once per verdict; Karpenter publishes it every pass, deduped 5 min by UID",
+)
+def test_a_pod_that_still_fails_to_schedule_is_told_again_once_the_five_minute_dedupe_runs_out() -> None:
+    """PodFailedToScheduleEvent (provisioning/scheduling/events.go:64-73) is published by every scheduling pass
+    (scheduler.go:322-333; the pod controller triggers one every 10 s while the pod is pending, provisioning/
+    controller.go:70-77), deduped for 5 minutes by the pod's UID: a pod failing the same way for 6 minutes is told
+    twice, the one Event counted twice."""
+    made = lab(nodepool_doc(limits={"cpu": "0"}))
+    pod = _pod(made)
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    made.store.update(pod)
+    made.advance(30)
+    assert _calls(made, "FailedScheduling") == 1
+    made.advance(330)
+    assert _calls(made, "FailedScheduling") == 2
