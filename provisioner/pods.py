@@ -99,7 +99,14 @@ class OwnerReference:
     name: str
     uid: str = ""
     controller: bool = True
-    api_version: str = ""  # which kind of that name: default topology spread reads only v1 and apps/v1 controllers
+    # "" when not known: the kind's usual group (apps/v1 for workloads, v1 for a Node). Which kind of that name:
+    # default topology spread reads only v1 and apps/v1 controllers, a DaemonSet is apps/v1's alone.
+    api_version: str = ""
+
+    def is_kind(self, kind: str, api_version: str) -> bool:
+        """Karpenter's IsOwnedBy match: the kind under that apiVersion, so a CRD's own "DaemonSet" (OpenKruise's
+        apps.kruise.io one) is not the apps/v1 kind (utils/pod/scheduling.go:200-209)."""
+        return self.kind == kind and self.api_version in ("", api_version)
 
 
 @dataclass(frozen=True)
@@ -148,16 +155,16 @@ class Pod:
         return self.uid or self.key
 
     def is_daemonset_pod(self) -> bool:
-        return self.owner is not None and self.owner.kind == "DaemonSet"
+        return self.owner is not None and self.owner.is_kind("DaemonSet", "apps/v1")
 
     def is_mirror_pod(self) -> bool:
-        return self.owner is not None and self.owner.kind == "Node"
+        return self.owner is not None and self.owner.is_kind("Node", "v1")
 
     def is_reschedulable(self) -> bool:
         """Would move if its node went (Karpenter's IsReschedulable): active, or a StatefulSet's terminating pod (made
         again only once it is gone, so it needs a place meanwhile); not a DaemonSet or mirror pod."""
         active = not self.is_terminal() and not self.deleting
-        terminating_stateful = self.deleting and self.owner is not None and self.owner.kind == "StatefulSet"
+        terminating_stateful = self.deleting and self.owner is not None and self.owner.is_kind("StatefulSet", "apps/v1")
         return (active or terminating_stateful) and not self.is_daemonset_pod() and not self.is_mirror_pod()
 
     def is_terminal(self) -> bool:

@@ -32,7 +32,9 @@ def budget_status(obj: Obj, pods: Iterable[Pod]) -> dict[str, int]:
         if p.namespace == namespace and selector is not None and selector.matches(p.labels) and not p.is_terminal()
     ]
     expected = len(covered)
-    healthy = sum(1 for p in covered if p.phase == "Running" and not p.deleting)
+    # The disruption controller's countHealthyPods: not being deleted, and Ready (a Running pod whose Ready condition
+    # is False, a failing readiness probe, is not healthy and leaves the others no room).
+    healthy = sum(1 for p in covered if p.phase == "Running" and not p.deleting and not p.unready)
     if "minAvailable" in spec:
         desired = _count(spec["minAvailable"], expected)
     else:

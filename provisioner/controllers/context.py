@@ -4,7 +4,7 @@ catalogs, and where logs go."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -261,20 +261,45 @@ class ClusterContext:
         )
 
     def publish(
-        self, involved: Obj, kind: str, reason: str, message: str, *, dedupe_seconds: float = RECORDER_DEDUPE_SECONDS
+        self,
+        involved: Obj,
+        kind: str,
+        reason: str,
+        message: str,
+        *,
+        dedupe_seconds: float = RECORDER_DEDUPE_SECONDS,
+        dedupe_values: Sequence[str] | None = None,
     ) -> None:
         """An Event as Karpenter's recorder publishes one with the object as its dedupe value: dropped while an event
-        of the same reason on the same object was published less than `dedupe_seconds` ago, whatever either says."""
+        of the same reason on the same object was published less than `dedupe_seconds` ago, whatever either says.
+        `dedupe_values` are the Event's own DedupeValues where they are not the object (events/recorder.go:41-46
+        keys on the reason and them alone: EvictPod's is the pod's name, whatever its namespace)."""
         meta = involved["metadata"]
-        key = _published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")
-        if self.published.get(key, 0.0) > self.now:
-            return
-        self.published[key] = self.now + dedupe_seconds
-        self.event(involved, kind, reason, message)
+        if dedupe_values is None:
+            key = _published_key(reason, involved["kind"], meta["name"], meta.get("namespace") or "")
+        else:
+            key = f"{reason.lower()}-{'-'.join(dedupe_values)}"
+        if self._take(key, dedupe_seconds):
+            self.event(involved, kind, reason, message)
 
     def publishes(self, reason: str, kind: str, name: str, namespace: str = "") -> bool:
         """Whether `publish` would tell an event of `reason` on this object now (asked before reading the object)."""
         return self.published.get(_published_key(reason, kind, name, namespace), 0.0) <= self.now
+
+    def admits(self, reason: str, kind: str, name: str, namespace: str, rate_limiter: TokenBucket) -> bool:
+        """Whether Karpenter's recorder writes a rate-limited event of `reason` on this object now (the caller then
+        records it with `event`). The recorder takes the dedupe entry first and asks the limiter after (events/
+        recorder.go:66-74), so an event the limiter turns away still holds the object's next for 2 minutes."""
+        return self._take(_published_key(reason, kind, name, namespace), RECORDER_DEDUPE_SECONDS) and (
+            rate_limiter.try_accept(self.now)
+        )
+
+    def _take(self, key: str, seconds: float) -> bool:
+        """recorder.shouldCreateEvent: False while `key` is held, else hold it for `seconds` and say True."""
+        if self.published.get(key, 0.0) > self.now:
+            return False
+        self.published[key] = self.now + seconds
+        return True
 
     def published_state(self) -> dict[str, float]:
         """`published` without what has run out, to keep across steps."""

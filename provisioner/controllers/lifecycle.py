@@ -250,11 +250,10 @@ def _tell_pods_no_capacity(ctx: ClusterContext, name: str, error: Exception) -> 
             continue
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        if not ctx.publishes("InsufficientCapacityError", "Pod", pod_name, namespace):
-            continue
-        if ctx.ice_pod_events.try_accept(ctx.now):
+        # The dedupe entry is taken before the rate limiter is asked, as Karpenter's recorder does.
+        if ctx.admits("InsufficientCapacityError", "Pod", pod_name, namespace, ctx.ice_pod_events):
             message = f"NodeClaim {name} nominated for this pod failed to launch: {error}"
-            ctx.publish(pod, "Warning", "InsufficientCapacityError", message)
+            ctx.event(pod, "Warning", "InsufficientCapacityError", message)
 
 
 def node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:

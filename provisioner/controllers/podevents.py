@@ -39,7 +39,9 @@ class PodEventsController:
             owners = pod["metadata"].get("ownerReferences") or []
             if (
                 node
-                and not any(o.get("kind") == "DaemonSet" for o in owners)
+                and not any(
+                    o.get("kind") == "DaemonSet" and o.get("apiVersion", "apps/v1") == "apps/v1" for o in owners
+                )
                 and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                 and not pod["metadata"].get("deletionTimestamp")
             ):

@@ -729,13 +729,14 @@ PREFERENCE_WARNING_SECONDS = 24 * 3600.0
 
 def nominate(ctx: ClusterContext, pod: Pod, where: Callable[[], str]) -> None:
     """Karpenter's NominatePodEvent: "Pod should schedule on: nodeclaim/x[, node/y]", once per pod in 2 minutes and
-    through the one rate limiter every pod's nomination shares (a pod it turns away is not held for 2 minutes)."""
-    # Asked cheapest first: a batch of thousands of pods reads only the few objects the limiter lets through.
-    if not ctx.publishes("Nominated", "Pod", pod.name, pod.namespace) or not ctx.nominated_events.try_accept(ctx.now):
+    through the one rate limiter every pod's nomination shares (a pod it turns away is held for the 2 minutes all the
+    same, as the recorder takes the dedupe entry before it asks the limiter)."""
+    # Asked before the object is read: a batch of thousands of pods reads only the few the limiter lets through.
+    if not ctx.admits("Nominated", "Pod", pod.name, pod.namespace, ctx.nominated_events):
         return
     obj = pod_object(ctx, pod)
     if obj is not None:
-        ctx.publish(obj, "Normal", "Nominated", f"Pod should schedule on: {where()}")
+        ctx.event(obj, "Normal", "Nominated", f"Pod should schedule on: {where()}")
 
 
 def _claims_by_node(ctx: ClusterContext) -> dict[str, str]:

@@ -160,7 +160,9 @@ class TerminationController:
             return False
         name = current["metadata"]["name"]
         changed = taint_disrupted(ctx, current, LOGGER, leaving_load_balancers=True)
-        waiting, evicted = self._drain_step(ctx, name)
+        # No single NodeClaim to read a DisruptionReason from: Karpenter's evictionReason fails its lookup and says
+        # nothing (terminator/eviction.go:368-372), so the pod is told "Evicted pod: ".
+        waiting, evicted = self._drain_step(ctx, name, reason="")
         if waiting:
             return changed or evicted
         self.refused = {uid: entry for uid, entry in self.refused.items() if entry[0] != name}
@@ -193,9 +195,6 @@ class TerminationController:
             return changed  # a pass per node per second, as Karpenter requeues, and when a pod's back-off ends
         self.drained_at[name] = ctx.now
         waiting, evicted = self._drain_step(ctx, name, grace_deadline(claim), eviction_reason(claim))
-        if waiting:
-            message = f"Failed to drain node, {waiting} pods are waiting to be evicted"
-            ctx.publish(node, "Warning", FAILED_DRAINING, message)
         if waiting or ctx.now - started < MIN_DRAIN_SECONDS:
             return changed or evicted
         node["metadata"].setdefault("annotations", {})[wk.DRAINED] = "true"
@@ -225,11 +224,20 @@ class TerminationController:
             return 0, False
         waiting = len(pods)
         evicted = False
+        # Karpenter's Drain enqueues the pods and its controller tells the Node at once (termination/controller.go:
+        # 207-211), before the eviction queue gets to a pod: a PDB's refusal below, published under the same reason
+        # and Node, is the one the 2-minute dedupe drops. A Node with no NodeClaim is told too.
+        node_obj = ctx.api.get("Node", node)
+        if node_obj is not None:
+            message = f"Failed to drain node, {waiting} pods are waiting to be evicted"
+            ctx.publish(node_obj, "Warning", FAILED_DRAINING, message)
         if deadline is not None:
             for pod in [p for p in pods if not p["metadata"].get("deletionTimestamp")]:
                 grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30) or 0)
                 if ctx.now > deadline - grace:
-                    ctx.event(pod, "Normal", "Disrupted", _deleting_message(deadline, ctx.now, grace))
+                    # DisruptPodDelete's DedupeValues: the pod's name (terminator/events/events.go:44-52).
+                    message = _deleting_message(deadline, ctx.now, grace)
+                    ctx.publish(pod, "Normal", "Disrupted", message, dedupe_values=[pod["metadata"]["name"]])
                     ctx.api.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
                     pods.remove(pod)
                     evicted = True
@@ -257,13 +265,14 @@ class TerminationController:
                     else "evicting pod violates a PDB"
                 )
                 message = f"Failed to drain node, {why} (Pod={pod['metadata']['namespace']}/{pod['metadata']['name']})"
-                node_obj = ctx.api.get("Node", node)
                 if node_obj is not None:
                     ctx.publish(node_obj, "Warning", FAILED_DRAINING, message)
             else:
                 self.refused.pop(uid, None)
                 evicted = True
-                ctx.event(pod, "Normal", "Evicted", f"Evicted pod: {reason}")
+                # EvictPod's DedupeValues: the pod's name (terminator/events/events.go:33-41), so a StatefulSet's pod
+                # evicted again under the same name within 2 minutes is told once.
+                ctx.publish(pod, "Normal", "Evicted", f"Evicted pod: {reason}", dedupe_values=[pod["metadata"]["name"]])
         return waiting, evicted
 
 
@@ -324,7 +333,9 @@ def _force_deletions(ctx: ClusterContext) -> list[float]:
 
 def _tier(pod: Obj) -> int:
     """Karpenter's drain order: ordinary pods, then DaemonSet pods, then critical ones, then critical DaemonSets."""
-    daemon = any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
+    # IsOwnedByDaemonSet: any owner reference to an apps/v1 DaemonSet (a CRD's "DaemonSet" is an ordinary owner).
+    owners = pod["metadata"].get("ownerReferences") or []
+    daemon = any(o.get("kind") == "DaemonSet" and o.get("apiVersion", "apps/v1") == "apps/v1" for o in owners)
     critical = pod["spec"].get("priorityClassName") in CRITICAL
     return (2 if critical else 0) + (1 if daemon else 0)
 

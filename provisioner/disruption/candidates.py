@@ -11,6 +11,21 @@ from provisioner.disruption.types import Candidate, ClaimedNode, DisruptionBudge
 from provisioner.durations import DurationError, parse_go_duration
 from provisioner.objects import WHEN_EMPTY, NodePool
 from provisioner.pods import Pod
+from provisioner.taints import DISRUPTED, NO_SCHEDULE, Taint
+
+_DISRUPTED_NO_SCHEDULE = Taint(DISRUPTED, NO_SCHEDULE)
+
+
+def evictable(pod: Pod, now: float) -> bool:
+    """Karpenter's IsEvictable (utils/pod/scheduling.go:57-62): a pod the drain evicts, so the only kind a PDB can
+    hold: active, not tolerating karpenter.sh/disrupted:NoSchedule, not a mirror pod, no active do-not-disrupt."""
+    return (
+        not pod.is_terminal()
+        and not pod.deleting
+        and not pod.is_mirror_pod()
+        and not any(t.tolerates(_DISRUPTED_NO_SCHEDULE) for t in pod.tolerations)
+        and not pod_blocks(pod, now)
+    )
 
 
 def pod_blocks(pod: Pod, now: float) -> bool:
@@ -118,8 +133,9 @@ def blockers(
     reasons.extend(f'Pod has "{wk.DO_NOT_DISRUPT}" annotation (Pod={p.key})' for p in pods if pod_blocks(p, now))
     # Without PDBs nothing below can block; asking each of 20,000 pods anyway was a tenth of a pass.
     for pod in pods if pdbs else ():
-        # Eviction passes by pods it never evicts: inactive and mirror pods, and those do-not-disrupt protects.
-        if (not pod.is_reschedulable() and not pod.is_daemonset_pod()) or pod_blocks(pod, now):
+        # CanEvictPods passes by pods the drain never evicts (pdb.go:88-92): inactive (a terminating StatefulSet pod
+        # too) and mirror pods, those that tolerate the disrupted taint, and those do-not-disrupt protects.
+        if not evictable(pod, now):
             continue
         covering = [pdb for pdb in pdbs if pdb.covers(pod)]
         if len(covering) > 1:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType
-from provisioner.disruption.candidates import pod_blocks
+from provisioner.disruption.candidates import evictable, pod_blocks
 from provisioner.disruption.types import Candidate, ClaimedNode, Command, DisruptionBudgetPolicy
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass
@@ -67,7 +67,7 @@ def departing_pods(view: ClusterView, removed: Collection[str] = ()) -> list[Pod
 def currently_reschedulable(pod: Pod, now: float, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
     """Karpenter's IsCurrentlyReschedulable: a pod that would move if its node went, now (not a DaemonSet's or a
     mirror pod, no active do-not-disrupt, no PDB that allows no eviction at all)."""
-    return pod.is_reschedulable() and not pod_blocks(pod, now) and not _fully_protected(pod, pdbs)
+    return pod.is_reschedulable() and not pod_blocks(pod, now) and not _fully_protected(pod, pdbs, now)
 
 
 def in_flight(view: ClusterView, departing: Collection[str]) -> ClusterView:
@@ -94,7 +94,7 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView, *, include_bloc
         p
         for c in candidates
         for p in c.pods
-        if include_blocked or (not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs))
+        if include_blocked or (not pod_blocks(p, view.now) and not _fully_protected(p, view.pdbs, view.now))
     ]
     # As Karpenter's SimulateScheduling, which gets every pod's volume topology as provisioning does.
     pods = [*moving, *departing_pods(view, removed), *view.pending]
@@ -119,10 +119,14 @@ def simulate(candidates: Sequence[Candidate], view: ClusterView, *, include_bloc
     return solve(request)
 
 
-def _fully_protected(pod: Pod, pdbs: Sequence[DisruptionBudgetPolicy]) -> bool:
-    """Karpenter's isFullyBlocked: a PDB that allows no eviction ever keeps the pod where it is, unless it always
-    lets unhealthy pods go and this one is not Ready (pdb.go:109-116)."""
-    return any(pdb.fully_blocking and pdb.covers(pod) and not pdb.lets_go(pod) for pdb in pdbs)
+def _fully_protected(pod: Pod, pdbs: Sequence[DisruptionBudgetPolicy], now: float) -> bool:
+    """Karpenter's isFullyBlocked (pdb.go:86-130): a pod the drain evicts is kept where it is by two PDBs (the
+    eviction API refuses such a pod whatever they allow), or by one that allows no eviction ever, unless that one
+    always lets unhealthy pods go and this one is not Ready."""
+    if not pdbs or not evictable(pod, now):
+        return False
+    covering = [pdb for pdb in pdbs if pdb.covers(pod)]
+    return len(covering) > 1 or any(pdb.fully_blocking and not pdb.lets_go(pod) for pdb in covering)
 
 
 def simulation_problems(result: SchedulingResult, candidates: Sequence[Candidate], view: ClusterView) -> list[str]:
