@@ -299,9 +299,13 @@ class ProvisioningController:
             if self.verdicts.get(uid) != verdict:
                 self.verdicts[uid] = verdict
                 ctx.log(logs.could_not_schedule(failure.pod, failure.message))
-                obj = pod_object(ctx, failure.pod)
-                if obj is not None:
-                    ctx.event(obj, "Warning", "FailedScheduling", f"Failed to schedule pod, {failure.message}")
+            # Every pass publishes PodFailedToScheduleEvent, deduped by the pod alone for 5 minutes (events.go:64-73,
+            # scheduler.go:322-333): a pod that keeps failing is told again every 5 minutes, and a new verdict
+            # within them is not told. The log line above stays once per verdict: every pass would flood the log.
+            obj = pod_object(ctx, failure.pod)
+            if obj is not None:
+                message = f"Failed to schedule pod, {failure.message}"
+                ctx.publish(obj, "Warning", "FailedScheduling", message, dedupe_seconds=FAILED_DEDUPE)
         for plan in result.new_nodeclaims:
             for pod in plan.pods:
                 self.verdicts.pop(pod.uid, None)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from provisioner.controllers.provisioning import FAILED_DEDUPE, nominate
 from provisioner.lab import Lab
 from tests.lab_builders import lab, nodepool_doc
@@ -168,10 +166,6 @@ def test_a_pod_the_rate_limiter_turns_away_is_held_by_the_dedupe_all_the_same() 
     assert _calls(made, "Nominated") == 11
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="karpui tells FailedScheduling once per verdict; Karpenter publishes it every pass, deduped 5 min by UID",
-)
 def test_a_pod_that_still_fails_to_schedule_is_told_again_once_the_five_minute_dedupe_runs_out() -> None:
     """PodFailedToScheduleEvent (provisioning/scheduling/events.go:64-73) is published by every scheduling pass
     (scheduler.go:322-333; the pod controller triggers one every 10 s while the pod is pending, provisioning/
