@@ -247,11 +247,14 @@ class NodePoolController:
         """kwok mode: the NodePools' status subresource, patched where it differs from what was last written."""
         changed = False
         for name, status in self.statuses(ctx, ctx.api.list("NodeClaim")).items():
-            if self.written.get(name) == status:
-                continue
             stored = ctx.api.get("NodePool", name)
             if stored is None:
                 continue
+            if self.written.get(name) == status and (stored.get("status") or {}) == status:
+                continue
+            # Compared with the stored status too, not only with what was last written: another writer (a person, a
+            # tool, a Karpenter left running) may have put an older status back, and Karpenter's status patch
+            # restores it at the next reconcile.
             if (stored.get("status") or {}) != status and not ctx.backing_off("nodepool.status", stored):
                 with ctx.guard("nodepool.status", stored):
                     ctx.api.patch("NodePool", name, "", {"status": status})

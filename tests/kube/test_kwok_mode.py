@@ -49,7 +49,15 @@ def _diagnosis(engines: list[Engine]) -> str:
         lines.append(f"engine leading={engine.leading} steps={engine.steps}")
         errors = models.LogEntry.objects.filter(cluster_id=engine.cluster_id, level="ERROR").order_by("-time")[:10]
         lines += [f"  {e.time:%H:%M:%S} {e.logger} {e.message} {e.fields}" for e in reversed(errors)]
+        if engine.manager is not None:
+            for uid, pool in engine.manager.nodepools.pools.items():
+                lines.append(f"  NodePool uid={uid} {pool.to_state()} written={engine.manager.nodepools.written}")
         if engine.ctx is not None:
+            lines.append(
+                f"  NodePools {[(np.name, np.generation) for np in engine.ctx.nodepools]} {engine.ctx.nodepool_uids}"
+            )
+            for nodepool in engine.ctx.api.list("NodePool"):
+                lines.append(f"  NodePool {nodepool['metadata']} {nodepool.get('status')}")
             for claim in engine.ctx.api.list("NodeClaim"):
                 conditions = {c["type"]: c["status"] for c in (claim.get("status") or {}).get("conditions") or []}
                 lines.append(f"  NodeClaim {claim['metadata']['name']} {conditions}")

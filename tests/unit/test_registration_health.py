@@ -187,3 +187,26 @@ def test_a_nodeclaim_not_launched_in_five_minutes_is_deleted():  # "... hasn't l
         "timeout": "5m0s",
         "reason": "launch_timeout",
     }
+
+
+def test_kwok_mode_puts_the_nodepool_status_back_when_another_writer_overwrote_it():
+    """Karpenter's status patch compares with the object as it is: a NodePool status someone else replaced after
+    karpui wrote it is written again at the next reconcile, not taken as still written."""
+    from provisioner.manifests.nodepool import parse_nodepool
+
+    store = ObjectStore(clock=lambda: START)
+    stored = store.create(nodepool_doc())
+    ctx = ClusterContext(
+        store, _FailingCloud(), START, random.Random(0), [parse_nodepool(nodepool_doc())],
+        {"default": stored["metadata"]["uid"]}, {}, {},
+    )  # fmt: skip
+    controller = NodePoolController()
+    assert controller._write(ctx) is True
+    written = store.get("NodePool", "default")["status"]
+    assert (written["nodes"], [c["type"] for c in written["conditions"]]) == (0, ["ValidationSucceeded", "Ready"])
+    assert controller._write(ctx) is False  # nothing changed: no write
+    overwritten = store.get("NodePool", "default")
+    overwritten["status"] = {}
+    store.update(overwritten)
+    assert controller._write(ctx) is True
+    assert store.get("NodePool", "default")["status"] == written
