@@ -302,8 +302,12 @@ class ProvisioningController:
             # Every pass publishes PodFailedToScheduleEvent, deduped by the pod alone for 5 minutes (events.go:64-73,
             # scheduler.go:322-333): a pod that keeps failing is told again every 5 minutes, and a new verdict
             # within them is not told. The log line above stays once per verdict: every pass would flood the log.
-            obj = pod_object(ctx, failure.pod)
-            if obj is not None:
+            # Asked before the object is read: thousands of pods failing pass after pass read only those told now.
+            pod = failure.pod
+            if (
+                ctx.publishes("FailedScheduling", "Pod", pod.name, pod.namespace)
+                and (obj := pod_object(ctx, pod)) is not None
+            ):
                 message = f"Failed to schedule pod, {failure.message}"
                 ctx.publish(obj, "Warning", "FailedScheduling", message, dedupe_seconds=FAILED_DEDUPE)
         for plan in result.new_nodeclaims:

@@ -23,6 +23,7 @@ from provisioner.requirements import Requirement, Requirements
 from tests.builders import ZONE, instance_type, nodepool, pod, req, schedule
 from tests.lab_builders import lab, nodepool_doc
 from tests.unit.test_upstream_scheduling_a import fake_catalog
+from tests.unit.test_upstream_scheduling_b import unschedulable_pod
 
 OS = "kubernetes.io/os"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -31,23 +32,9 @@ FAKE_GPU_A = "fake.com/vendor-a"
 FAKE_GPU_B = "fake.com/vendor-b"
 
 
-def unschedulable_pod(name: str = "p", cpu: str = "1") -> dict[str, Any]:
-    """test.UnschedulablePod: a bare pending pod kube-scheduler found no node for."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-        },
-    }
-
-
 def provisioned(pool: dict[str, Any], *documents: dict[str, Any], settle: float = 60) -> Lab:
     """A lab with `pool` and `documents`, after a provisioning batch and time for its node to register."""
-    made = lab(pool, unschedulable_pod(), *documents)
+    made = lab(pool, unschedulable_pod("p"), *documents)
     made.advance(settle)
     return made
 
@@ -332,7 +319,7 @@ STATIC_GATE = KarpenterOptions(feature_gates={**DEFAULT_FEATURE_GATES, STATIC_CA
 
 def test_the_provisioner_makes_no_nodeclaim_for_a_static_nodepool():
     """Context("StaticNodePool") It("should not create NodeClaims for StaticNodePool")."""
-    made = lab(nodepool_doc("static", replicas=2), unschedulable_pod(), options=STATIC_GATE)
+    made = lab(nodepool_doc("static", replicas=2), unschedulable_pod("p"), options=STATIC_GATE)
     controller = provision_once(made)
     assert made.store.list("NodeClaim") == []
     assert controller.last_result is not None and len(controller.last_result.failures) == 1
@@ -341,7 +328,7 @@ def test_the_provisioner_makes_no_nodeclaim_for_a_static_nodepool():
 def test_the_provisioner_uses_the_dynamic_nodepool_beside_a_static_one():
     """Context("StaticNodePool") It("should still provision dynamic NodeClaims when there are both Static and Dynamic
     NodePools")."""
-    made = lab(nodepool_doc("static", replicas=1), nodepool_doc("dynamic"), unschedulable_pod(), options=STATIC_GATE)
+    made = lab(nodepool_doc("static", replicas=1), nodepool_doc("dynamic"), unschedulable_pod("p"), options=STATIC_GATE)
     provision_once(made)
     [nodeclaim] = made.store.list("NodeClaim")
     assert nodeclaim["metadata"]["labels"]["karpenter.sh/nodepool"] == "dynamic"

@@ -14,6 +14,7 @@ from provisioner.taints import Taint
 from tests.builders import CAPACITY_TYPE, HOSTNAME, ZONE, pod, selector
 from tests.lab_builders import lab, nodepool_doc
 from tests.unit.test_upstream_scheduling_a import LABELLED, scheduled, solve
+from tests.unit.test_upstream_scheduling_b import unschedulable_pod
 from tests.unit.test_upstream_topology import Cluster, default_pool, pods, scheduled_ids, tsc
 
 S2 = {"security": "s2"}
@@ -21,20 +22,6 @@ S2 = {"security": "s2"}
 
 def affinity(key: str, **fields: Any) -> PodAffinityTerm:
     return PodAffinityTerm(topology_key=key, selector=selector(**S2), **fields)
-
-
-def pending_pod(name: str, cpu: str = "1") -> dict[str, Any]:
-    """test.UnschedulablePod: a bare pending pod kube-scheduler found no node for."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-        },
-    }
 
 
 # suite_test.go Describe("Custom Constraints") ---------------------------------------------------------------------
@@ -51,7 +38,7 @@ def test_a_nodepool_that_is_not_ready_provisions_nothing():
     """Context("Scheduling Logic") It("should not schedule pods with nodePool which is not ready "): karpui's NodePool
     is not Ready while its node class does not exist (NodeClassReady false), the one way a lab NodePool is not."""
     missing = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "missing"}
-    made = lab(nodepool_doc(template_spec={"nodeClassRef": missing}), pending_pod("p"))
+    made = lab(nodepool_doc(template_spec={"nodeClassRef": missing}), unschedulable_pod("p"))
     made.advance(30)
     assert made.store.list("NodeClaim") == []
 
@@ -159,7 +146,7 @@ def test_pods_sharing_an_nfs_volume_all_go_to_the_existing_node():
     PersistentVolume in that node's zone, bound to a claim with storage class "", and five pods each mounting the
     claim twice: all five fit the existing node, so no second node. (The lab's zones are kwok's, so the volume's zone
     is the one the first node landed in rather than test-zone-1.)"""
-    made = lab(nodepool_doc(), pending_pod("first"))
+    made = lab(nodepool_doc(), unschedulable_pod("first"))
     made.advance(60)
     [first_node] = made.store.list("Node")
     zone = first_node["metadata"]["labels"][ZONE]
@@ -201,7 +188,7 @@ def test_pods_sharing_an_nfs_volume_all_go_to_the_existing_node():
         }
     )
     for i in range(5):
-        sharing = pending_pod(f"nfs-{i}", cpu="100m")
+        sharing = unschedulable_pod(f"nfs-{i}", cpu="100m")
         sharing["spec"]["volumes"] = [
             {"name": "a", "persistentVolumeClaim": {"claimName": "my-claim"}},
             {"name": "b", "persistentVolumeClaim": {"claimName": "my-claim"}},
