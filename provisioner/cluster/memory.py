@@ -106,7 +106,11 @@ INDEXERS: dict[str, dict[str, Callable[[Obj], str]]] = {
     "ReplicaSet": {"owner": _controller_uid, "collector": _collector_finalizer},
     "Deployment": {"collector": _collector_finalizer},
     "DaemonSet": {"collector": _collector_finalizer},
-    "Node": {"collector": _collector_finalizer},
+    "Node": {
+        "collector": _collector_finalizer,
+        # Registration finds a NodeClaim's Node by its providerID, once per NodeClaim being registered.
+        "spec.providerID": lambda o: str((o.get("spec") or {}).get("providerID") or ""),
+    },
     "ResourceClaim": {"owner": _controller_uid},
     "ResourceSlice": {
         "owner": _controller_uid,

@@ -258,7 +258,7 @@ def _tell_pods_no_capacity(ctx: ClusterContext, name: str, error: Exception) -> 
 
 def node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:
     """The Node with the NodeClaim's providerID, or None before its launch. Looked up first by the name it
-    registered, else by the providerID's last part (kwok's `kwok://<node name>`), before a search of every Node."""
+    registered, else by the providerID's last part (kwok's `kwok://<node name>`), else by providerID (indexed)."""
     status = claim.get("status") or {}
     provider_id = status.get("providerID")
     if not provider_id:
@@ -266,7 +266,7 @@ def node_of(ctx: ClusterContext, claim: Obj) -> Obj | None:
     node = ctx.api.get("Node", status.get("nodeName") or str(provider_id).rsplit("/", 1)[-1])
     if node is not None and (node.get("spec") or {}).get("providerID") == provider_id:
         return node
-    return next((n for n in ctx.api.list("Node") if (n.get("spec") or {}).get("providerID") == provider_id), None)
+    return next(iter(ctx.api.list("Node", fields={"spec.providerID": str(provider_id)})), None)
 
 
 def _time_out(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes, timeout: float, reason: str) -> bool:
@@ -300,7 +300,7 @@ def _register(ctx: ClusterContext, claim: Obj, outcomes: LaunchOutcomes) -> bool
             return True
         return False
     provider_id = claim["status"]["providerID"]
-    if sum(1 for n in ctx.api.scan("Node") if (n.get("spec") or {}).get("providerID") == provider_id) > 1:
+    if len(ctx.api.list("Node", fields={"spec.providerID": provider_id})) > 1:
         if set_claim_condition(
             claim, "Registered", "False", ctx.now, "MultipleNodesFound", "Invariant violated, matched multiple nodes"
         ):
