@@ -35,8 +35,9 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be true or false, got {value!r}")
 
 
-def env_number(name: str, default: float, *, whole: bool = False) -> float:
-    """A non-negative number from the environment (a whole one with `whole`), or ImproperlyConfigured naming it."""
+def env_number(name: str, default: float, *, whole: bool = False, at_least: float = 0) -> float:
+    """A number of at least `at_least` from the environment (a whole one with `whole`), or ImproperlyConfigured
+    naming it."""
     value = os.environ.get(name)
     if value is None or not value.strip():
         return default
@@ -44,8 +45,8 @@ def env_number(name: str, default: float, *, whole: bool = False) -> float:
         number = int(value) if whole else float(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a {'whole ' if whole else ''}number, got {value!r}") from None
-    if not 0 <= number < float("inf"):
-        raise ImproperlyConfigured(f"{name} must be a finite number of at least 0, got {value!r}")
+    if not at_least <= number < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be a finite number of at least {at_least:g}, got {value!r}")
     return number
 
 
@@ -94,6 +95,10 @@ KARPUI_KUBECONFIG = os.environ.get(
     "KARPUI_KUBECONFIG", "in-cluster" if os.environ.get("KUBERNETES_SERVICE_HOST") else os.environ.get("KUBECONFIG", "")
 )
 KARPUI_KUBE_CONTEXT = os.environ.get("KARPUI_KUBE_CONTEXT", "")
+# Karpenter's KUBE_CLIENT_QPS and KUBE_CLIENT_BURST, with its defaults: the engine's requests to that cluster's API
+# server, a second on average and at most at once (its informers' watches are long-lived, not counted per event).
+KARPUI_KUBE_CLIENT_QPS = env_number("KARPUI_KUBE_CLIENT_QPS", 200, whole=True, at_least=1)
+KARPUI_KUBE_CLIENT_BURST = env_number("KARPUI_KUBE_CLIENT_BURST", 300, whole=True, at_least=1)
 KARPUI_FEATURE_GATES = feature_gates(os.environ.get("KARPUI_FEATURE_GATES", ""))
 # DRA works by default; true restores Karpenter's IGNORE_DRA_REQUESTS behaviour (such pods are never provisioned).
 KARPUI_IGNORE_DRA_REQUESTS = env_bool("KARPUI_IGNORE_DRA_REQUESTS", False)

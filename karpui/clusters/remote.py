@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from karpui import models
 from provisioner.adapters.direct import DirectAPI
 from provisioner.adapters.kinds import BY_KIND, Resource
@@ -18,9 +20,10 @@ from provisioner.cluster.objects import Obj
 
 def transport(cluster: models.Cluster) -> Transport:
     """The official client's connection to the cluster: its service account in a pod, else the kubeconfig's."""
+    limits = {"qps": settings.KARPUI_KUBE_CLIENT_QPS, "burst": int(settings.KARPUI_KUBE_CLIENT_BURST)}
     if cluster.kubeconfig == models.Cluster.IN_CLUSTER:
-        return Transport.in_cluster()
-    return Transport.from_kubeconfig(cluster.kubeconfig or None, cluster.kube_context or None)
+        return Transport.in_cluster(**limits)
+    return Transport.from_kubeconfig(cluster.kubeconfig or None, cluster.kube_context or None, **limits)
 
 
 # What a person writes in a cluster through karpui: its NodePools and node classes.

@@ -31,8 +31,9 @@ from provisioner.cluster.objects import APIError, TooManyRequests
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
-DEFAULT_QPS = 50.0
-DEFAULT_BURST = 100
+# Karpenter's KUBE_CLIENT_QPS and KUBE_CLIENT_BURST defaults (operator/options/options.go:218-219).
+DEFAULT_QPS = 200.0
+DEFAULT_BURST = 300
 REQUEST_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 5.0
 READS = ("GET",)
@@ -175,7 +176,8 @@ class Transport:
 def _api_client(configuration: Any) -> Any:
     # Our own retries and back-off decide; urllib3 should report a failure at once, not retry it three times.
     configuration.retries = urllib3.util.Retry(total=0, redirect=0, raise_on_status=False)
-    configuration.connection_pool_maxsize = 32  # a watch per kind holds a connection, and writes need more
+    # A watch per informed kind (23) holds a connection; writes, and kube.EVICTION_WORKERS evictions at once, need more.
+    configuration.connection_pool_maxsize = 64
     return client.ApiClient(configuration)
 
 

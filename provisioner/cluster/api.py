@@ -15,16 +15,17 @@ Objects are Kubernetes-shaped dicts (`objects.Obj`). What every implementation g
 * `delete` of an object with finalizers only sets `deletionTimestamp` (once); the object goes when the last
   finalizer is removed (`remove_finalizer`). A missing object raises `NotFound` (404).
 * `evict` is the eviction subresource: it deletes the pod, or raises `TooManyRequests` (429) when a
-  PodDisruptionBudget allows no more disruptions.
+  PodDisruptionBudget allows no more disruptions. `evict_all` evicts many pods (a remote cluster's at once, as
+  Karpenter's eviction queue does) and answers, pod by pod, None or the error `evict` would have raised.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from provisioner.cluster.objects import Obj
+from provisioner.cluster.objects import APIError, NotFound, Obj
 from provisioner.selectors import LabelSelector
 
 
@@ -70,3 +71,19 @@ class ClusterAPI(ClusterReader, Protocol):
     def remove_finalizer(self, obj: Obj, finalizer: str) -> None: ...
 
     def evict(self, pod: Obj) -> None: ...
+
+    def evict_all(self, pods: Sequence[Obj]) -> builtins.list[APIError | None]: ...
+
+
+def evict_each(api: ClusterAPI, pods: Sequence[Obj]) -> builtins.list[APIError | None]:
+    """`evict_all` one pod after another: a pod already gone is evicted."""
+    outcomes: builtins.list[APIError | None] = []
+    for pod in pods:
+        try:
+            api.evict(pod)
+            outcomes.append(None)
+        except NotFound:
+            outcomes.append(None)
+        except APIError as error:
+            outcomes.append(error)
+    return outcomes

@@ -12,7 +12,7 @@ the cluster's: a list of Events has both, a get or a write is karpui's own.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from provisioner.cluster.api import ClusterAPI
@@ -108,3 +108,6 @@ class CompositeCluster:
 
     def evict(self, pod: Obj) -> None:
         self._writing("Pod", "evict").evict(pod)
+
+    def evict_all(self, pods: Sequence[Obj]) -> builtins.list[APIError | None]:
+        return self._writing("Pod", "evict").evict_all(pods)

@@ -10,17 +10,19 @@ from __future__ import annotations
 import builtins
 import copy
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from provisioner.apimachinery.apply import applied, with_last_applied
 from provisioner.apimachinery.mergepatch import merge_patch
 from provisioner.cluster import pdb
+from provisioner.cluster.api import evict_each
 from provisioner.cluster.objects import (
     CLUSTER_SCOPED,
     FOREGROUND_FINALIZER,
     ORPHAN_FINALIZER,
     AlreadyExists,
+    APIError,
     Conflict,
     Key,
     NotFound,
@@ -405,6 +407,9 @@ class ObjectStore:
         if refusal is not None:
             raise TooManyRequests(refusal)
         self.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+
+    def evict_all(self, pods: Sequence[Obj]) -> builtins.list[APIError | None]:
+        return evict_each(self, pods)
 
     def expire_events(self, ttl: float = EVENT_TTL_SECONDS) -> int:
         """Delete Events last seen more than `ttl` ago, as the API server does (--event-ttl); how many went. The

@@ -11,7 +11,7 @@ from typing import Any
 
 from provisioner import labels as wk
 from provisioner.cluster.conditions import condition, set_claim_condition
-from provisioner.cluster.objects import Obj, TooManyRequests, parse_timestamp
+from provisioner.cluster.objects import APIError, Obj, TooManyRequests, parse_timestamp
 from provisioner.controllers.context import ClusterContext, doubling_delay
 from provisioner.disruption.candidates import pod_blocks
 from provisioner.durations import parse_duration
@@ -244,35 +244,41 @@ class TerminationController:
             if not pods:
                 return 0, evicted
         first = min(_tier(p) for p in pods)
+        evicting = []
         for pod in [p for p in pods if _tier(p) == first]:
             if pod["metadata"].get("deletionTimestamp"):
                 continue  # going already: waited on until it is gone, as Karpenter's drain does
             if pod_blocks(ctx.views.pod(pod), ctx.now):
                 continue  # do-not-disrupt pods are waited on, never evicted (until a grace period ends)
+            backing_off = self.refused.get(pod["metadata"].get("uid", ""))
+            if backing_off is None or backing_off[2] <= ctx.now:
+                evicting.append(pod)
+        failed: APIError | None = None  # an error other than a PDB's refusal: raised once every outcome is told
+        for pod, outcome in zip(evicting, ctx.api.evict_all(evicting), strict=True):
             uid = pod["metadata"].get("uid", "")
             backing_off = self.refused.get(uid)
-            if backing_off is not None and backing_off[2] > ctx.now:
-                continue
-            try:
-                ctx.api.evict(pod)
-            except TooManyRequests as refusal:
+            if isinstance(outcome, TooManyRequests):
                 refusals = (backing_off[1] if backing_off is not None else 0) + 1
                 self.refused[uid] = [node, refusals, ctx.now + eviction_delay(refusals)]
                 # Karpenter tells it on the Node, in its words, naming the pod.
                 why = (
                     "eviction does not support multiple PDBs"
-                    if "more than one" in str(refusal)
+                    if "more than one" in str(outcome)
                     else "evicting pod violates a PDB"
                 )
                 message = f"Failed to drain node, {why} (Pod={pod['metadata']['namespace']}/{pod['metadata']['name']})"
                 if node_obj is not None:
                     ctx.publish(node_obj, "Warning", FAILED_DRAINING, message)
+            elif outcome is not None:
+                failed = failed or outcome
             else:
                 self.refused.pop(uid, None)
                 evicted = True
                 # EvictPod's DedupeValues: the pod's name (terminator/events/events.go:33-41), so a StatefulSet's pod
                 # evicted again under the same name within 2 minutes is told once.
                 ctx.publish(pod, "Normal", "Evicted", f"Evicted pod: {reason}", dedupe_values=[pod["metadata"]["name"]])
+        if failed is not None:
+            raise failed
         return waiting, evicted
 
 

@@ -176,6 +176,27 @@ def test_eviction_answers_too_many_requests_when_a_pdb_allows_no_disruption(impl
     assert api.get("Pod", "a") is not None
 
 
+def test_evict_all_answers_pod_by_pod_as_evict_would(implementation, api):
+    """Many evictions at once under a budget allowing two: two pods go and the third is refused, whichever the server
+    took first; a pod already gone counts as evicted."""
+    for name in ("a", "b", "c"):
+        api.create(pod(name, labels={"app": "web"}, node="n1"))
+    api.create(pdb(1))
+    counted(implementation, api, 2)
+    implementation.sync()
+    pods = [api.get("Pod", name) for name in ("a", "b", "c")]
+    gone = api.create(pod("gone", phase=""))  # unscheduled: deleted at once
+    api.delete("Pod", "gone", "default")
+    outcomes = api.evict_all([*pods, gone])
+    assert len(outcomes) == 4
+    assert outcomes[3] is None
+    refused = [error for error in outcomes[:3] if error is not None]
+    assert len(refused) == 1
+    assert isinstance(refused[0], TooManyRequests)
+    assert "would violate the pod's disruption budget" in str(refused[0])
+    assert api.evict_all([]) == []
+
+
 def test_eviction_deletes_the_pod_when_the_pdb_allows_it(implementation, api):
     api.create(pod("a", labels={"app": "web"}, node="n1"))
     api.create(pod("b", labels={"app": "web"}, node="n1"))

@@ -123,3 +123,38 @@ def test_celery_uses_redis_as_the_broker_when_redis_url_is_set():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "42"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expect"),
+    [
+        ("KARPUI_KUBE_CLIENT_QPS", "0", "KARPUI_KUBE_CLIENT_QPS must be a finite number of at least 1, got '0'"),
+        ("KARPUI_KUBE_CLIENT_BURST", "1.5", "KARPUI_KUBE_CLIENT_BURST must be a whole number, got '1.5'"),
+    ],
+)
+def test_the_kube_client_limits_refuse_a_bad_value_naming_it(tmp_path, name, value, expect):
+    env = {**os.environ, name: value, "KARPUI_VAR_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0
+    assert expect in result.stderr
+
+
+def test_a_kube_clusters_client_is_limited_as_karpenters_by_default_and_by_the_settings(tmp_path, settings):
+    """KUBE_CLIENT_QPS=200 and KUBE_CLIENT_BURST=300 are Karpenter's defaults; the settings change them."""
+    from karpui import models
+    from karpui.clusters import remote
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
+    )
+    cluster = models.Cluster(name="k", mode="kwok", kubeconfig=str(kubeconfig))
+    limiter = remote.transport(cluster).limiter
+    assert (limiter.qps, limiter.burst) == (200, 300)
+    settings.KARPUI_KUBE_CLIENT_QPS, settings.KARPUI_KUBE_CLIENT_BURST = 20, 30
+    limiter = remote.transport(cluster).limiter
+    assert (limiter.qps, limiter.burst) == (20, 30)

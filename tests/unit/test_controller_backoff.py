@@ -5,10 +5,11 @@ PodDisruptionBudget refused."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from provisioner.cloudprovider.kwok import KwokCloudProvider
+from provisioner.cluster.api import evict_each
 from provisioner.cluster.memory import ObjectStore
 from provisioner.cluster.objects import APIError, Obj, TooManyRequests
 from provisioner.controllers.context import ClusterContext
@@ -86,6 +87,9 @@ class RefusingEvictions:
             raise TooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.")
         self.store.evict(pod)
 
+    def evict_all(self, pods: Sequence[Obj]) -> list[APIError | None]:
+        return evict_each(self, pods)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
@@ -151,3 +155,43 @@ def test_each_pod_backs_off_on_its_own() -> None:
         "web-1": [5, 3.1],
         "web-2": [1, 2.6],
     }
+
+
+class FailingOne(RefusingEvictions):
+    """Evictions that all go through at once, one of them failing with a server error."""
+
+    def __init__(self, store: ObjectStore, failing: str) -> None:
+        super().__init__(store, opens_at=0.0)
+        self.failing = failing
+        self.batches: list[list[str]] = []
+
+    def evict(self, pod: Obj) -> None:
+        if pod["metadata"]["name"] == self.failing:
+            raise APIError("Internal error occurred: etcdserver: request timed out")
+        super().evict(pod)
+
+    def evict_all(self, pods: Sequence[Obj]) -> list[APIError | None]:
+        self.batches.append([p["metadata"]["name"] for p in pods])
+        return super().evict_all(pods)
+
+
+def test_a_nodes_pods_are_evicted_in_one_batch_and_a_server_error_fails_the_reconcile_after_the_others_are_told() -> (
+    None
+):
+    """The drain hands the whole tier to evict_all (sent at once to a real server); a 500 on one pod fails the
+    NodeClaim's reconcile, as a single eviction's did, but only after every other outcome is kept: the pods evicted
+    are told, and the failed one is no PDB refusal to back off from."""
+    store = ObjectStore(clock=lambda: 0.0)
+    draining_node(store, "web-1", "web-2", "web-3")
+    api = FailingOne(store, failing="web-2")
+    controller = TerminationController({})
+    ctx = context(api, 0.0)
+    controller.reconcile(ctx)
+    assert api.batches == [["web-1", "web-2", "web-3"]]
+    assert [p["metadata"]["name"] for p in store.list("Pod")] == ["web-2"]
+    evicted = sorted(e["involvedObject"]["name"] for e in store.list("Event") if e["reason"] == "Evicted")
+    assert evicted == ["web-1", "web-3"]
+    assert controller.refused == {}
+    assert [(t.record.message, t.record.fields["error"]) for t in ctx.logs if t.record.level == "ERROR"] == [
+        ("Reconciler error", "APIError: Internal error occurred: etcdserver: request timed out")
+    ]
