@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from provisioner.controllers.nodecounts import Counts, node_counts
+from provisioner.pods import OwnerReference, Pod
+from tests.builders import instance_type, nodepool, pod
+from tests.disruption_builders import claimed, run
 from tests.lab_builders import lab, nodepool_doc
 from tests.unit.test_static_capacity import ON
 from tests.unit.test_upstream_state import nodeclaim_doc
@@ -46,3 +49,35 @@ def test_a_static_nodepools_command_candidates_are_pending_disruption():
     [first, _] = sorted(c["metadata"]["name"] for c in made.store.list("NodeClaim"))
     made.store.create(live_command("drifted-1", "static", first))
     assert node_counts(made.ctx, "static") == Counts(active=1, deleting=0, pending_disruption=1)
+
+
+# The NodePool limits a consolidation replacement is held to (helpers.go SimulateScheduling, provisioner.go Create) ---
+
+ON_DEMAND = (("test-zone-1", "on-demand"),)
+LIMIT_TYPES = [instance_type("big", "4", "4Gi", zones=ON_DEMAND), instance_type("small", "1", "1Gi", zones=ON_DEMAND)]
+
+
+def rs_pod(cpu: str) -> Pod:
+    return pod(cpu=cpu, owner=OwnerReference("ReplicaSet", "rs"))
+
+
+def test_a_replacement_may_launch_while_the_node_it_replaces_holds_the_pools_limit():
+    """helpers.go:70-72 with scheduler.go:738-745: the simulation counts only the NodePool's nodes that stay against
+    its limits, and Provisioner.Create (provisioner.go:485) refuses a launch only when the pool's usage already
+    exceeds one. A pool at exactly its cpu limit (4 of 4, the candidate's) is replaced by a 1-cpu node."""
+    node = claimed("n1", "big", types=LIMIT_TYPES, pods=[rs_pod("100m")])
+    result = run([node], pools=[nodepool(limits={"cpu": "4"})], types=LIMIT_TYPES)
+    [command] = result.commands
+    assert (command.method, command.decision) == ("single", "replace")
+    assert [o.instance_type.name for o in command.replacements[0].options] == ["small"]
+
+
+def test_no_replacement_is_created_in_a_pool_already_over_its_limits():
+    """provisioner.go:485 (Limits.ExceededBy): a NodePool whose nodes already exceed a limit (4 cpu of 3) creates
+    no replacement, though the simulation found room for one without the candidate."""
+    node = claimed("n1", "big", types=LIMIT_TYPES, pods=[rs_pod("100m")])
+    result = run([node], pools=[nodepool(limits={"cpu": "3"})], types=LIMIT_TYPES)
+    assert result.commands == []
+    assert result.notes["n1"] == [
+        'NodePool "default" is already over its limits (cpu 4 of its limit 3): the replacement cannot be created'
+    ]
