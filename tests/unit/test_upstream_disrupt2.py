@@ -9,14 +9,47 @@ from __future__ import annotations
 
 from typing import Any
 
+from provisioner.controllers import disruption
 from provisioner.controllers.nodecounts import Counts, node_counts
+from provisioner.disruption import methods
 from provisioner.pods import OwnerReference, Pod
 from tests.builders import instance_type, nodepool, pod
 from tests.disruption_builders import claimed, run
 from tests.lab_builders import lab, nodepool_doc
+from tests.unit import test_engine_memos as memos
 from tests.unit.test_static_capacity import ON
 from tests.unit.test_upstream_state import nodeclaim_doc
 from tests.unit.test_upstream_static import running
+
+# Single-node consolidation's timeout (singlenodeconsolidation.go:63-75, 145-172) -------------------------------------
+
+
+def test_the_controller_keeps_the_nodepools_a_stopped_walk_did_not_reach_for_its_next_pass(monkeypatch):
+    """singlenodeconsolidation.go:63-75: the SingleNodeConsolidation method keeps PreviouslyUnseenNodePools from
+    one pass to the next. A walk stopped before its first candidate (a bound of 0) leaves the one NodePool unseen;
+    the controller keeps it (in its state too) and hands it to its next pass over new inputs."""
+    running = memos.lab()
+    running.store.create(memos.deployment("full", 22))  # two full 8-vCPU nodes: none can go
+    monkeypatch.setattr(methods, "MAX_SINGLE_SIMULATIONS", 0)
+    asked: list[frozenset[str]] = []
+    original = disruption.disruption_pass
+
+    def recorded(*args: Any, **kwargs: Any) -> methods.PassResult:
+        asked.append(frozenset(kwargs["unseen_nodepools"]))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(disruption, "disruption_pass", recorded)
+    running.advance(25)  # the pass at 20 s: the first with consolidatable nodes
+    controller = running.manager.disruption
+    assert controller.last_result is not None and controller.last_result.unseen_nodepools == frozenset({"default"})
+    assert controller.unseen_nodepools == frozenset({"default"})
+    assert controller.to_state()["unseenNodePools"] == ["default"]
+    assert disruption.DisruptionController(controller.to_state()).unseen_nodepools == frozenset({"default"})
+    before = len(asked)
+    running.store.create(memos.deployment("more", 1, cpu="100m"))  # new inputs: a pass afresh
+    running.advance(10)
+    assert len(asked) > before and asked[-1] == frozenset({"default"})
+
 
 # NodePoolState's pending disruption (queue.go:337-340) ------------------------------------------------------------
 
