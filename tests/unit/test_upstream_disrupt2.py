@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from provisioner.adapters.direct import DirectAPI
+from provisioner.adapters.kinds import BY_KIND, Resource
+from provisioner.adapters.kube import KubeCluster
+from provisioner.cluster.composite import KWOK, CompositeCluster
 from provisioner.controllers import disruption
 from provisioner.controllers.nodecounts import Counts, node_counts
 from provisioner.disruption import methods
@@ -17,6 +23,7 @@ from tests.builders import instance_type, nodepool, pod
 from tests.disruption_builders import claimed, run
 from tests.lab_builders import lab, nodepool_doc
 from tests.unit import test_engine_memos as memos
+from tests.unit import test_upstream_terminator as terminator
 from tests.unit.test_static_capacity import ON
 from tests.unit.test_upstream_state import nodeclaim_doc
 from tests.unit.test_upstream_static import running
@@ -114,3 +121,103 @@ def test_no_replacement_is_created_in_a_pool_already_over_its_limits():
     assert result.notes["n1"] == [
         'NodePool "default" is already over its limits (cpu 4 of its limit 3): the replacement cannot be created'
     ]
+
+
+# The grace period of a force delete (terminator/eviction.go:331-340) -------------------------------------------------
+
+
+def test_the_memory_store_keeps_a_deletions_grace_period_as_the_api_server_does():
+    """DeleteOptions.gracePeriodSeconds: kept as the object's deletionGracePeriodSeconds, on a pod held by a
+    finalizer as on one removed at once; a delete without one stamps none."""
+    made = lab(nodepool_doc())
+    for name, finalizers in (("held", ["karpenter.sh/test-finalizer"]), ("gone", []), ("plain", [])):
+        made.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "finalizers": finalizers},
+                "spec": {"containers": [{"name": "app", "image": "pause"}]},
+            }
+        )
+    made.store.delete("Pod", "held", "default", grace_period_seconds=30)
+    assert made.store.get("Pod", "held", "default")["metadata"]["deletionGracePeriodSeconds"] == 30
+    gone = made.store.delete("Pod", "gone", "default", grace_period_seconds=1)
+    assert (gone["metadata"]["deletionGracePeriodSeconds"], made.store.get("Pod", "gone", "default")) == (1, None)
+    plain = made.store.delete("Pod", "plain", "default")
+    assert "deletionGracePeriodSeconds" not in plain["metadata"]
+
+
+def _force_deleted_grace(deadline_seconds: float) -> int:
+    """The grace period the drain force-deletes a pod (terminationGracePeriodSeconds 120, held by a finalizer so it
+    can be read back) with, its NodeClaim's deadline `deadline_seconds` from now."""
+    made = terminator._lab()
+    node = terminator._registered_node(made)
+    held = terminator._labelled(made, "p", node, terminationGracePeriodSeconds=120)
+    held["metadata"]["finalizers"] = ["karpenter.sh/test-finalizer"]
+    made.store.update(held)
+    terminating = terminator._Terminating(made, node)
+    terminator._with_deadline(made, deadline_seconds)
+    terminating.run()
+    grace: int = made.store.get("Pod", "p", "default")["metadata"]["deletionGracePeriodSeconds"]
+    return grace
+
+
+@pytest.mark.parametrize(
+    ("deadline", "grace"),
+    [
+        pytest.param(60, 60, id="should force-delete a pod via the queue, bypassing PDBs"),
+        pytest.param(-3600, 1, id="should clamp gracePeriodSeconds to >= 1 when nodeTerminationTime is in the past"),
+    ],
+)
+def test_a_force_delete_grants_what_is_left_of_the_nodes_grace_period(deadline, grace):
+    """Eviction/Queue / Pod Force-Delete via Queue: forceDelete deletes the pod with gracePeriodSeconds clamped to
+    the node's remaining terminationGracePeriod, at least 1 (eviction.go:335-340)."""
+    assert _force_deleted_grace(deadline) == grace
+
+
+class DeletingTransport:
+    """The transport's `request`, recording each request's body and answering a DELETE with a Status."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, Any]] = []
+
+    def request(self, method, path, *, query=(), body=None, content_type="", eviction=False):
+        self.sent.append((method, path, body))
+        return {"kind": "Status", "status": "Success", "details": {"name": "p", "kind": "pods", "uid": "u1"}}
+
+
+@pytest.mark.parametrize("port", ["cached", "direct"])
+def test_the_kube_adapters_delete_sends_the_grace_period_as_delete_options(port):
+    """client.DeleteOptions{GracePeriodSeconds} (eviction.go:337-340): a DeleteOptions body with gracePeriodSeconds,
+    as the official client's V1DeleteOptions(grace_period_seconds=...) serializes; no body without one."""
+    transport = DeletingTransport()
+    resources = {"Pod": Resource(BY_KIND["Pod"], "v1")}
+    api: KubeCluster | DirectAPI
+    if port == "cached":
+        api = KubeCluster(transport)  # type: ignore[arg-type]
+        api.resources = resources
+    else:
+        api = DirectAPI(transport, resources)  # type: ignore[arg-type]
+    api.delete("Pod", "p", "default", grace_period_seconds=7)
+    api.delete("Pod", "p", "default")
+    path = "/api/v1/namespaces/default/pods/p"
+    assert transport.sent == [
+        ("DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 7}),
+        ("DELETE", path, None),
+    ]
+
+
+def test_the_composite_cluster_passes_the_grace_period_on():
+    """CompositeCluster routes a Pod's delete to the cluster with its grace period."""
+    remote = lab(nodepool_doc()).store
+    remote.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default", "finalizers": ["hold"]},
+            "spec": {"containers": [{"name": "app", "image": "pause"}]},
+        }
+    )
+    composite = CompositeCluster(remote, lab(nodepool_doc()).store, mode=KWOK)
+    composite.delete("Pod", "p", "default", grace_period_seconds=3)
+    assert remote.get("Pod", "p", "default")["metadata"]["deletionGracePeriodSeconds"] == 3
