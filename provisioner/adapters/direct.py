@@ -7,7 +7,7 @@ import builtins
 from collections.abc import Mapping
 
 from provisioner.adapters.kinds import BY_KIND, Resource
-from provisioner.adapters.kube import KubeCluster
+from provisioner.adapters.kube import KubeCluster, delete_options
 from provisioner.adapters.transport import Transport
 from provisioner.cluster.objects import NotFound, Obj
 from provisioner.selectors import LabelSelector
@@ -43,8 +43,9 @@ class DirectAPI:
         answer["kind"] = obj["kind"]
         return answer
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> Obj:
-        answer: Obj = self.transport.request("DELETE", self._resource(kind).item(name, namespace))
+    def delete(self, kind: str, name: str, namespace: str = "", *, grace_period_seconds: int | None = None) -> Obj:
+        path = self._resource(kind).item(name, namespace)
+        answer: Obj = self.transport.request("DELETE", path, body=delete_options(grace_period_seconds))
         return answer
 
     def update(self, obj: Obj, *, spec_changed: bool = False) -> Obj:

@@ -263,10 +263,12 @@ class KubeCluster:
         assert answer is not None
         return self._stored(answer, resource)
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> Obj:
+    def delete(self, kind: str, name: str, namespace: str = "", *, grace_period_seconds: int | None = None) -> Obj:
         resource = self._resource(kind)
         cached = self.cache.get(kind, name, namespace)
-        answer = self.transport.request("DELETE", resource.item(name, namespace))
+        answer = self.transport.request(
+            "DELETE", resource.item(name, namespace), body=delete_options(grace_period_seconds)
+        )
         if answer.get("kind") == "Status" or not answer.get("metadata"):
             # Deleted at once: the answer is a Status, or the object as it last was.
             gone = cached or {"kind": kind, "metadata": {"name": name, "namespace": namespace}}
@@ -321,6 +323,14 @@ def _without_status(obj: Obj) -> Obj:
     if isinstance(meta, dict) and "managedFields" in meta:
         rest["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
     return rest
+
+
+def delete_options(grace_period_seconds: int | None) -> dict[str, Any] | None:
+    """A DELETE's body: DeleteOptions with gracePeriodSeconds (what the official client's V1DeleteOptions(
+    grace_period_seconds=...) serializes to), or none, the object's own grace period then applying."""
+    if grace_period_seconds is None:
+        return None
+    return {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": grace_period_seconds}
 
 
 def _graceful(pod: Obj) -> bool:

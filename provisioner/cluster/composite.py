@@ -100,8 +100,8 @@ class CompositeCluster:
     def patch(self, kind: str, name: str, namespace: str, patch: Mapping[str, Any]) -> Obj:
         return self._writing(kind, "patch").patch(kind, name, namespace, patch)
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> Obj:
-        return self._writing(kind, "delete").delete(kind, name, namespace)
+    def delete(self, kind: str, name: str, namespace: str = "", *, grace_period_seconds: int | None = None) -> Obj:
+        return self._writing(kind, "delete").delete(kind, name, namespace, grace_period_seconds=grace_period_seconds)
 
     def remove_finalizer(self, obj: Obj, finalizer: str) -> None:
         self._writing(obj["kind"], "update").remove_finalizer(obj, finalizer)

@@ -376,9 +376,12 @@ class ObjectStore:
             return existing, "unchanged"
         return self.update(merged, spec_changed=desired(merged) != desired(existing)), "configured"
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> Obj:
-        """Delete, or mark for deletion while finalizers remain (as the API server does)."""
+    def delete(self, kind: str, name: str, namespace: str = "", *, grace_period_seconds: int | None = None) -> Obj:
+        """Delete, or mark for deletion while finalizers remain (as the API server does). A grace period given is
+        kept as the API server keeps it (deletionGracePeriodSeconds); the store's pods stop at once all the same."""
         obj = self.must_get(kind, name, namespace)
+        if grace_period_seconds is not None and not obj["metadata"].get("deletionTimestamp"):
+            obj["metadata"]["deletionGracePeriodSeconds"] = grace_period_seconds
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
                 obj["metadata"]["deletionTimestamp"] = timestamp(self._clock())

@@ -66,8 +66,9 @@ class DisruptionController:
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.next_poll: float | None = state.get("next_poll")
-        # Where the last pass's single-node consolidation stopped at its bound: the next pass starts there.
-        self.resume: str | None = state.get("resume")
+        # Karpenter's PreviouslyUnseenNodePools: the NodePools the last single-node walk had not reached when it
+        # stopped at its bound; their candidates go first in the next pass over new inputs.
+        self.unseen_nodepools: frozenset[str] = frozenset(state.get("unseenNodePools") or ())
         self.last_result: PassResult | None = None
         self._consolidated: tuple[tuple[Any, ...], float] | None = None  # what the last empty pass read, and when
         self._last_pass: _Pass | None = None
@@ -80,7 +81,7 @@ class DisruptionController:
     def to_state(self) -> dict[str, Any]:
         return {
             "next_poll": self.next_poll,
-            **({"resume": self.resume} if self.resume else {}),
+            **({"unseenNodePools": sorted(self.unseen_nodepools)} if self.unseen_nodepools else {}),
             **({"explained": self.explained} if self.explained else {}),
             **({"starting": self.starting} if self.starting else {}),
         }
@@ -177,13 +178,14 @@ class DisruptionController:
                 result = disruption_pass(
                     view,
                     nodepools,
-                    resume=self.resume,
+                    unseen_nodepools=self.unseen_nodepools,
                     problems=ctx.nodepool_problems,
                     static_counts=counts,
                     declined=declined(ctx),
                     after=after,
                 )
-            self.resume = result.resume
+            if result.unseen_nodepools is not None:
+                self.unseen_nodepools = result.unseen_nodepools
             if after is None:
                 self._last_pass = _Pass(inputs, ctx.now, result, claimed)
         self.last_result = result

@@ -238,7 +238,14 @@ class TerminationController:
                     # DisruptPodDelete's DedupeValues: the pod's name (terminator/events/events.go:44-52).
                     message = _deleting_message(deadline, ctx.now, grace)
                     ctx.publish(pod, "Normal", "Disrupted", message, dedupe_values=[pod["metadata"]["name"]])
-                    ctx.api.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+                    # The pod's grace clamped to what is left of the node's, at least 1 s: 0 would remove it from
+                    # etcd before its containers stop (eviction.go:332-340).
+                    ctx.api.delete(
+                        "Pod",
+                        pod["metadata"]["name"],
+                        pod["metadata"]["namespace"],
+                        grace_period_seconds=granted_grace(deadline, ctx.now),
+                    )
                     pods.remove(pod)
                     evicted = True
             if not pods:
@@ -313,9 +320,15 @@ def eviction_reason(claim: Obj) -> str:
     return held["reason"] if held is not None and held.get("status") == "True" else FORCEFUL_TERMINATION
 
 
+def granted_grace(deadline: float, now: float) -> int:
+    """forceDelete's gracePeriodSeconds (eviction.go:335): the whole seconds left until the node's deadline, at
+    least 1."""
+    return max(int(deadline - now), 1)
+
+
 def _deleting_message(deadline: float, now: float, grace: int) -> str:
     """DisruptPodDelete's words: the node's deadline as Go prints a time, and the grace the pod is deleted with."""
-    granted = max(int(deadline - now), 1)
+    granted = granted_grace(deadline, now)
     at = datetime.fromtimestamp(deadline, UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
     return (
         f"Deleting the pod to accommodate the terminationTime {at} of the node. The pod was granted {granted} seconds "

@@ -224,9 +224,12 @@ def destinations(result: SchedulingResult, candidates: Sequence[Candidate]) -> d
 
 
 def launch_limit_problems(replacements: Sequence[NodeClaimPlan], view: ClusterView) -> list[str]:
-    """Replacements launch while the nodes they replace still run, so their NodePool must hold both: a launch that
-    would take a pool past a limit (counting the nodes and NodeClaims it has now, the ones being replaced and the
-    replacements before it) is refused, as the provisioner refuses one for pending pods."""
+    """Karpenter creates each replacement through Provisioner.Create, which refuses it when its NodePool's usage
+    already exceeds a limit (provisioner.go:485, Limits.ExceededBy): the usage of the pool's nodes not marked for
+    deletion, the nodes being replaced among them (they are marked only after their replacements launch, queue.go:
+    414-425), and of the replacements created before it. The launch itself may take the pool past a limit while the
+    nodes it replaces still run: the simulation held its instance types to what the limits leave without the
+    candidates (helpers.go:70-72, scheduler.go:738-745), as `simulate` does."""
     added: dict[str, Resources] = {}
     problems = []
     limits = {offer.nodepool.name: offer.nodepool.limits for offer in view.pools}
@@ -234,9 +237,7 @@ def launch_limit_problems(replacements: Sequence[NodeClaimPlan], view: ClusterVi
         pool_limits = limits.get(plan.nodepool)
         if not pool_limits or not plan.options:
             continue
-        capacity = add(plan.cheapest.instance_type.capacity, {"nodes": MILLI})
-        added[plan.nodepool] = add(added.get(plan.nodepool, {}), capacity)
-        used = add(pool_usage(plan.nodepool, view.nodes), added[plan.nodepool])
+        used = add(pool_usage(plan.nodepool, view.nodes), added.get(plan.nodepool, {}))
         over = [
             f"{name} {format_quantity(used.get(name, 0), name)} of its limit {format_quantity(limit, name)}"
             for name, limit in sorted(pool_limits.items())
@@ -244,9 +245,10 @@ def launch_limit_problems(replacements: Sequence[NodeClaimPlan], view: ClusterVi
         ]
         if over:
             problems.append(
-                f'replacement would take NodePool "{plan.nodepool}" to {", ".join(over)} while the nodes it replaces '
-                "still run"
+                f'NodePool "{plan.nodepool}" is already over its limits ({", ".join(over)}): the replacement cannot '
+                "be created"
             )
+        added[plan.nodepool] = add(added.get(plan.nodepool, {}), plan.cheapest.instance_type.capacity, {"nodes": MILLI})
     return problems
 
 

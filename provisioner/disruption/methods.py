@@ -30,20 +30,22 @@ from provisioner.scheduling.static import static_plan
 MAX_MULTI_CANDIDATES = 100
 # Karpenter's methods in the order its disruption controller tries them, named as a Command's `method`.
 METHOD_ORDER = ("empty", "static-drift", "drift", "multi", "single")
-# Karpenter stops single-node consolidation after 3 minutes and starts the next pass where it stopped. The lab
-# must be deterministic, so its bound is a count: this many candidates simulated per pass (about 10-16 ms each in
-# memory at 1,819 nodes, bench/README.md), then the next pass resumes with the candidate after the last one tried.
+# Karpenter stops single-node consolidation after 3 minutes and puts the NodePools it had not reached first in the
+# next pass (singlenodeconsolidation.go:63-75). The lab must be deterministic, so its bound is a count: this many
+# candidates simulated per pass (about 10-16 ms each in memory at 1,819 nodes, bench/README.md). Over the same inputs
+# the walk goes on where it stopped (continue_pass), as Karpenter's one pass would have; a pass over new inputs
+# starts a walk afresh, the NodePools the stopped one had not reached first.
 MAX_SINGLE_SIMULATIONS = 20
 
 
 @dataclass(frozen=True)
 class Walk:
     """One single-node consolidation walk over every candidate, spread over passes by MAX_SINGLE_SIMULATIONS: the
-    candidates, the notes of the methods before it, and the candidate it began with (where it ends)."""
+    candidates, the notes of the methods before it, and the NodePools it put first (its order)."""
 
     candidates: Sequence[Candidate]
     notes: Mapping[str, tuple[str, ...]]
-    begin: str | None
+    first: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -56,9 +58,13 @@ class PassResult:
     # node -> why drift could not replace it: drift.go tells it as DisruptionBlocked, not Unconsolidatable
     drift_blocked: dict[str, list[str]] = field(default_factory=dict)
     budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (nodepool, reason) -> allowed
-    # Single-node consolidation stopped at its bound: the candidate the next pass starts with (None: it went through
+    # Single-node consolidation stopped at its bound: the candidate its walk goes on with (None: it went through
     # every candidate, so a pass that found nothing is a whole pass).
     resume: str | None = None
+    # Karpenter's PreviouslyUnseenNodePools as the pass leaves it: the NodePools single-node consolidation had not
+    # reached when it stopped at its bound, none once it went through every candidate; None when it did not run or
+    # returned a command (Karpenter's is then left as it was).
+    unseen_nodepools: frozenset[str] | None = None
     # a candidate's NodeClaim -> consolidation_blockers' answer, as the first consolidation method to ask got it
     unconsolidatable: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
     # Set when the pass reached single-node consolidation: what `continue_pass` goes on from.
@@ -78,14 +84,15 @@ def disruption_pass(
     view: ClusterView,
     nodepools: Mapping[str, NodePool],
     *,
+    unseen_nodepools: Collection[str] = (),
     resume: str | None = None,
     problems: Mapping[str, str] | None = None,
     static_counts: Mapping[str, tuple[int, int, int]] | None = None,
     declined: Mapping[str, Collection[tuple[str, str]]] | None = None,
     after: str | None = None,
 ) -> PassResult:
-    """One pass; `resume` names the candidate where the previous pass's single-node consolidation stopped;
-    `problems` the NodePools left out of `nodepools` as they cannot be evaluated, with why; `declined` the nodes
+    """One pass; `unseen_nodepools` the NodePools the last single-node walk had not reached when it stopped (their
+    candidates go first in this one); `resume` a candidate of a walk to go on with, as continue_pass does; `problems` the NodePools left out of `nodepools` as they cannot be evaluated, with why; `declined` the nodes
     people denied disrupting for a reason, in the state they denied it (PassResult); `after` the method whose
     command validation has just rejected: the pass goes on with the methods after it, as Karpenter's does."""
     result = PassResult(declined=declined or {})
@@ -105,7 +112,7 @@ def disruption_pass(
         lambda: _static_drift(eventual, result, static_counts or {}),
         lambda: _drift(eventual, view, result),
         lambda: _multi_node(candidates, view, result),
-        lambda: _single_node(candidates, view, result, resume),
+        lambda: _single_node(candidates, view, result, frozenset(unseen_nodepools), resume),
     )
     first = 0 if after is None else METHOD_ORDER.index(after) + 1
     for method in methods[first:]:
@@ -119,7 +126,7 @@ def disruption_pass(
 def continue_pass(previous: PassResult, view: ClusterView) -> PassResult:
     """The next pass over the same inputs as `previous`, which stopped at its single-node bound. Emptiness, drift and
     multi-node consolidation are functions of those inputs and found nothing then, so they would find nothing now:
-    only the single-node walk goes on, from `previous.resume`, and ends where it began. Karpenter's single-node
+    only the single-node walk goes on, from `previous.resume`, to its last candidate. Karpenter's single-node
     consolidation goes through every candidate in one pass unless its 3-minute timeout stops it, and a pass that went
     through them all and found nothing is "consolidated" (no pass until something changes or five minutes pass); a
     walk that always restarted would never get there. At 20,000 pods the methods before the walk (six multi-node
@@ -137,7 +144,7 @@ def continue_pass(previous: PassResult, view: ClusterView) -> PassResult:
         walk=walk,
         totals=previous.totals,
     )
-    result.commands = _single_node(walk.candidates, view, result, previous.resume, walk)
+    result.commands = _single_node(walk.candidates, view, result, walk.first, previous.resume, walk)
     return result
 
 
@@ -328,26 +335,28 @@ def _single_node(
     candidates: Sequence[Candidate],
     view: ClusterView,
     result: PassResult,
+    unseen: frozenset[str] = frozenset(),
     resume: str | None = None,
     walk: Walk | None = None,
 ) -> list[Command]:
-    """The first candidate that can go; one command at most, so trying a candidate spends no budget. At most
-    MAX_SINGLE_SIMULATIONS are simulated, starting at `resume` if it is still a candidate; going on with an earlier
-    pass's `walk`, the walk ends where it began."""
+    """The first candidate that can go; one command at most, so trying a candidate spends no budget. The candidates
+    of the NodePools in `unseen` go first (SortCandidates); at most MAX_SINGLE_SIMULATIONS are simulated, starting
+    at `resume` if it is still a candidate, and going on with an earlier pass's `walk` in its order."""
     before = {name: tuple(notes) for name, notes in result.notes.items()} if walk is None else {}
     eligible = _not_declined(candidates, result, UNDERUTILIZED)
-    ordered = single_node_order(_consolidatable(eligible, result, empty=False))
-    start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
-    ordered = ordered[start:] + ordered[:start]
     if walk is None:
-        walk = Walk(candidates, before, ordered[0].name if ordered else None)
-    else:
-        ordered = ordered[: next((i for i, c in enumerate(ordered) if i and c.name == walk.begin), len(ordered))]
+        walk = Walk(candidates, before, unseen)
+    ordered = single_node_order(_consolidatable(eligible, result, empty=False), walk.first)
+    start = next((i for i, c in enumerate(ordered) if c.name == resume), 0)
     result.walk = walk
     simulated = 0
-    for candidate in ordered:
+    for index in range(start, len(ordered)):
+        candidate = ordered[index]
         if simulated == MAX_SINGLE_SIMULATIONS:
+            # The timeout: the NodePools with no candidate reached yet go first in the next walk.
             result.resume = candidate.name
+            reached = {c.claimed.nodepool for c in ordered[:index]}
+            result.unseen_nodepools = frozenset(c.claimed.nodepool for c in ordered[index:]) - reached
             return []
         pool = candidate.claimed.nodepool
         if _out_of_budget(candidate, result, UNDERUTILIZED):
@@ -369,22 +378,26 @@ def _single_node(
             result.balanced_notes.setdefault(candidate.name, []).extend(refusals(scores, "this move"))
             continue
         result.notes.setdefault(candidate.name, []).extend(outcome)
+    result.unseen_nodepools = frozenset()  # every NodePool reached
     return []
 
 
-def single_node_order(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """SortCandidates (singlenodeconsolidation.go:139-142): by savings ratio, then interwoven by NodePool."""
-    return _interleaved(consolidation_order(candidates))
+def single_node_order(candidates: Sequence[Candidate], first: Collection[str] = ()) -> list[Candidate]:
+    """SortCandidates (singlenodeconsolidation.go:139-172): by savings ratio, then interwoven by NodePool, the
+    NodePools in `first` (PreviouslyUnseenNodePools) before the others."""
+    return _interleaved(consolidation_order(candidates), first)
 
 
-def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Round-robin over NodePools (first of each pool, then second, ...), as single-node consolidation does."""
+def _interleaved(candidates: Sequence[Candidate], first: Collection[str] = ()) -> list[Candidate]:
+    """Round-robin over NodePools (first of each pool, then second, ...), as single-node consolidation does, the
+    pools in `first` leading each round. Go's map and set order is random; here each group is in name order."""
     by_pool: dict[str, list[Candidate]] = {}
     for candidate in candidates:
         by_pool.setdefault(candidate.claimed.nodepool, []).append(candidate)
+    pools = sorted(by_pool, key=lambda name: (name not in first, name))
     result = []
     for index in range(max((len(v) for v in by_pool.values()), default=0)):
-        for pool in sorted(by_pool):
+        for pool in pools:
             if index < len(by_pool[pool]):
                 result.append(by_pool[pool][index])
     return result

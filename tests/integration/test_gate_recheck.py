@@ -50,8 +50,8 @@ def pool_cpu(pool):
     )
 
 
-def capped(template_labels=None):
-    text = manifests.nodepool("capped", annotations=MANUAL, requirements=C_ON_DEMAND, limits={"cpu": "24"})
+def capped(template_labels=None, cpu="24"):
+    text = manifests.nodepool("capped", annotations=MANUAL, requirements=C_ON_DEMAND, limits={"cpu": cpu})
     if template_labels:
         body = json.loads(text.split("---\n")[1])
         body["spec"]["template"]["metadata"] = {"labels": template_labels}
@@ -83,7 +83,11 @@ def drifted_node_awaiting_approval():
 
 
 def use_up_the_limit():
-    ok("apply", "-f", "-", stdin=manifests.deployment("other", 15, "1", nodepool="capped"))
+    """The pool's cpu limit lowered to 4, below the drifted node's 8: a 4-cpu node takes some of its pods, the rest
+    fit nowhere. (Other pods taking the pool to its limit would not stop it: as Karpenter's, a replacement reuses the
+    share of the node it replaces, the simulation leaving the candidate out, and launches in a pool not over its
+    limits.)"""
+    ok("apply", "-f", "-", stdin=capped({"team": "blue"}, cpu="4"))
 
 
 def test_a_limit_used_up_between_preview_and_approval_stops_the_drift_replacement(lab):
@@ -92,19 +96,16 @@ def test_a_limit_used_up_between_preview_and_approval_stops_the_drift_replacemen
     use_up_the_limit()
     for _ in range(6):
         ok("advance", "5s")
-        assert pool_cpu("capped") <= 24
-    assert pool_cpu("capped") == 24
+        assert pool_cpu("capped") == 8
     drift = command(name)
     assert drift["status"]["phase"] == "Expired"
-    assert drift["status"]["message"] == (
-        'expired: scheduling (replacement would take NodePool "capped" to cpu 32 of its limit 24 while the nodes it '
-        "replaces still run)"
-    )
+    assert drift["status"]["message"].startswith("expired: scheduling (Not all pods would schedule, default/app-")
+    assert "all available instance types exceed limits for nodepool (remaining cpu=0)" in drift["status"]["message"]
     code, _, err = karp("approve", name, "--as", "alice")
     assert code == 1 and "is Expired, not awaiting approval" in err
     # Nor is it proposed again while the pool is full: the node says why it stays.
     ok("advance", "2m")
-    assert commands("AwaitingApproval") == [] and pool_cpu("capped") == 24
+    assert commands("AwaitingApproval") == [] and pool_cpu("capped") == 8
     assert alice.pk
 
 
@@ -122,10 +123,8 @@ def test_an_approved_drift_held_by_a_pause_is_rechecked_when_it_may_start(lab):
     ok("advance", "5s")
     status = command(name)["status"]
     assert status["phase"] == "Expired"
-    assert status["message"].startswith(
-        'expired after approval: scheduling (replacement would take NodePool "capped" to cpu 32 of its limit 24'
-    )
-    assert pool_cpu("capped") == 24
+    assert status["message"].startswith("expired after approval: scheduling (Not all pods would schedule, ")
+    assert pool_cpu("capped") == 8
     assert status["checks"][-1]["result"] == "invalid"
 
 

@@ -369,9 +369,10 @@ def test_pending_pods_may_still_land_on_a_node_inside_its_consolidate_after_wind
     assert list(result.placements) == ["fresh"]
 
 
-def test_single_node_consolidation_stops_at_its_bound_and_the_next_pass_resumes_where_it_stopped():
-    """Karpenter's single-node pass has a 3-minute timeout and starts the next pass where it stopped; the lab's
-    bound is MAX_SINGLE_SIMULATIONS candidates, so a pass over thousands of nodes never blocks a tick for minutes."""
+def test_single_node_consolidation_stops_at_its_bound_and_its_walk_goes_on_where_it_stopped():
+    """Karpenter's single-node pass has a 3-minute timeout; the lab's bound is MAX_SINGLE_SIMULATIONS candidates, so
+    a pass over thousands of nodes never blocks a tick for minutes, and over the same inputs the walk goes on at the
+    candidate where it stopped (`resume`), as Karpenter's pass would have."""
     from provisioner.disruption import methods
 
     types = [instance_type("only", "4", "4Gi", zones=[("test-zone-1", "on-demand")], price=0.50)]
@@ -451,7 +452,7 @@ def test_a_pass_that_goes_on_with_its_walk_finds_what_a_whole_pass_over_the_same
         methods.continue_pass(went_on, view)  # a pass that found a command has nothing to go on with
 
 
-def test_a_walk_that_went_through_every_candidate_ends_where_it_began():
+def test_a_walk_that_went_through_every_candidate_ends():
     """Karpenter's single-node consolidation tries every candidate in one pass (unless 3 minutes pass); the lab's
     walk is spread over passes of MAX_SINGLE_SIMULATIONS, and ends once it has tried each candidate once, so a
     cluster where nothing can go is "consolidated" after one walk instead of being walked for ever."""
@@ -469,13 +470,14 @@ def test_a_walk_that_went_through_every_candidate_ends_where_it_began():
     def tried(result):
         return sorted(n for n, notes in result.notes.items() if any("cheaper" in r for r in notes))
 
-    first = methods.disruption_pass(view, {pool.name: pool}, resume="n045")  # a walk that begins mid-way
-    assert tried(first) == sorted(f"n{i:03}" for i in (*range(45, 50), *range(15))) and first.resume == "n015"
+    first = methods.disruption_pass(view, {pool.name: pool})
+    assert tried(first) == [f"n{i:03}" for i in range(20)] and first.resume == "n020"
+    assert first.unseen_nodepools == frozenset()  # its one NodePool was reached
     second = methods.continue_pass(first, view)
-    assert tried(second) == [f"n{i:03}" for i in range(15, 35)] and second.resume == "n035"
+    assert tried(second) == [f"n{i:03}" for i in range(20, 40)] and second.resume == "n040"
     third = methods.continue_pass(second, view)
-    assert tried(third) == [f"n{i:03}" for i in range(35, 45)]  # ten left: the walk is back at n045
-    assert third.resume is None and third.commands == []
+    assert tried(third) == [f"n{i:03}" for i in range(40, 50)]  # ten left: the walk is through
+    assert (third.resume, third.commands, third.unseen_nodepools) == (None, [], frozenset())
 
 
 # Costs (Karpenter's pkg/utils/disruption) ----------------------------------------------------------------------------

@@ -118,10 +118,10 @@ def test_a_walk_over_more_candidates_than_one_pass_simulates_goes_on_over_the_sa
     running.advance(10)  # the pass at 20 s: the first with consolidatable nodes, stopped at its bound
     nodes = sorted(n["metadata"]["name"] for n in running.store.list("Node"))
     assert (len(nodes), len(passes), len(went_on), len(single)) == (30, 1, 0, methods.MAX_SINGLE_SIMULATIONS)
-    assert running.manager.disruption.resume is not None
+    assert running.manager.disruption.last_result.resume is not None
     running.advance(10)  # the walk goes on with the other ten, without emptiness, drift or multi-node again
     assert (len(passes), len(went_on), sorted(single)) == (1, 1, nodes)
-    assert running.manager.disruption.resume is None
+    assert running.manager.disruption.last_result.resume is None
     running.advance(120)  # the walk is whole: a budget held multi-node back, so the whole pass is replayed
     assert (len(passes), len(went_on), len(single)) == (1, 1, 30)
     told = [e["message"] for e in running.store.list("Event") if e["reason"] == "Unconsolidatable"]

@@ -4,8 +4,9 @@ Describe "SingleNodeConsolidation" / Context "Candidate Shuffling") ported onto 
 createCandidates makes, in each of nodepool-1..3 (WhenEmptyOrUnderutilized, consolidateAfter 0s), NodeClaims of the
 least expensive type (allocatable cpu 32) with one pod each. Karpenter bounds a walk by a 3-minute timeout and, when
 it hits it, puts the NodePools it did not reach first in the next walk (PreviouslyUnseenNodePools); karpui bounds it
-by MAX_SINGLE_SIMULATIONS simulations and starts the next pass at the candidate where it stopped (`resume`), so the
-NodePools not reached are the next ones tried. A negative timeout (nothing evaluated) is a bound of 0.
+by MAX_SINGLE_SIMULATIONS simulations, and a pass's `unseen_nodepools` is that set as the pass leaves it (the next
+pass's `unseen_nodepools` argument). A negative timeout (nothing evaluated) is a bound of 0. Go orders the NodePools
+of each group (first those not reached, then the others) at random; karpui by name.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ def as_candidates(nodes, nodepools: dict[str, NodePool]) -> list[Candidate]:
     return [Candidate.with_costs(n, nodepools[n.nodepool], n.node.pods, 1.0) for n in nodes]
 
 
-def single_node_pass(nodes, nodepools: dict[str, NodePool], resume: str | None = None) -> PassResult:
-    """ComputeCommands of single-node consolidation alone: the pass goes on after multi-node consolidation."""
+def single_node_pass(nodes, nodepools: dict[str, NodePool], unseen: frozenset[str] = frozenset()) -> PassResult:
+    """ComputeCommands of single-node consolidation alone (the pass goes on after multi-node consolidation), with
+    PreviouslyUnseenNodePools `unseen`."""
     view = ClusterView(
         claimed=list(nodes),
         nodes=[n.node for n in nodes],
@@ -69,7 +71,7 @@ def single_node_pass(nodes, nodepools: dict[str, NodePool], resume: str | None =
         pools=[PoolOffer(p, assorted_catalog()) for p in nodepools.values()],
         now=NOW,
     )
-    return disruption_pass(view, nodepools, resume=resume, after="multi")
+    return disruption_pass(view, nodepools, unseen_nodepools=unseen, after="multi")
 
 
 def simulated(result: PassResult) -> list[str]:
@@ -88,16 +90,33 @@ def test_candidates_are_sorted_by_savings_ratio_descending():
     assert [c.name for c in ordered] == [f"{p}-{i}" for i in range(3) for p in POOLS]
 
 
-def test_nodepools_not_reached_when_the_walk_stopped_go_first_in_the_next(monkeypatch):
+def test_nodepools_that_timed_out_in_previous_runs_go_first():
     """SingleNodeConsolidation / Candidate Shuffling / should prioritize nodepools that timed out in previous runs:
-    the walk stopped after nodepool-1's first candidate, and the next pass starts with nodepool-2's"""
+    with nodepool-2 in PreviouslyUnseenNodePools, its candidates lead each round of the interweave"""
+    candidates = as_candidates(create_candidates(3), pools())
+    ordered = single_node_order(candidates, {"nodepool-2"})
+    assert len(ordered) == 9
+    assert ordered[0].claimed.nodepool == "nodepool-2"
+    assert [c.name for c in ordered] == [
+        f"{p}-{i}" for i in range(3) for p in ("nodepool-2", "nodepool-1", "nodepool-3")
+    ]
+
+
+def test_a_walk_stopped_by_its_bound_puts_the_nodepools_it_did_not_reach_first_in_the_next(monkeypatch):
+    """singlenodeconsolidation.go:63-75 and 145-172: the walk stopped after nodepool-1's first candidate; nodepool-2
+    and nodepool-3 were not reached, so the next pass (over new inputs: it walks afresh) starts with them."""
     nodes, nodepools = create_candidates(3, cpu="20"), pools()
     monkeypatch.setattr(methods, "MAX_SINGLE_SIMULATIONS", 1)
     first = single_node_pass(nodes, nodepools)
-    assert (first.commands, simulated(first), first.resume) == ([], ["nodepool-1-0"], "nodepool-2-0")
-    second = single_node_pass(nodes, nodepools, resume=first.resume)
+    assert (first.commands, simulated(first)) == ([], ["nodepool-1-0"])
+    assert first.unseen_nodepools == frozenset({"nodepool-2", "nodepool-3"})
+    second = single_node_pass(nodes, nodepools, first.unseen_nodepools)
     assert simulated(second) == ["nodepool-2-0"]
-    assert second.resume == "nodepool-3-0"
+    assert second.unseen_nodepools == frozenset({"nodepool-3", "nodepool-1"})
+    monkeypatch.setattr(methods, "MAX_SINGLE_SIMULATIONS", 3)
+    third = single_node_pass(nodes, nodepools, frozenset({"nodepool-3"}))
+    assert simulated(third) == ["nodepool-3-0", "nodepool-1-0", "nodepool-2-0"]
+    assert third.unseen_nodepools == frozenset()  # stopped, but after a candidate of each
 
 
 def test_candidates_are_sorted_by_savings_ratio_with_different_disruption_costs():
@@ -114,21 +133,30 @@ def test_candidates_are_sorted_by_savings_ratio_with_different_disruption_costs(
 
 def test_a_walk_through_every_nodepool_leaves_none_to_go_first():
     """SingleNodeConsolidation / Candidate Shuffling / should reset timed out nodepools when all nodepools are
-    evaluated: a walk that began at nodepool-2's candidate (it was not reached before) tries all three, and the
-    next pass starts from the beginning"""
+    evaluated: a walk with nodepool-2 marked timed out (it goes first) tries all three, and leaves none marked"""
     nodes = create_candidates(1, cpu="20")  # no node can take another's pod, and no cheaper type holds it
-    result = single_node_pass(nodes, pools(1), resume="nodepool-2-0")
+    result = single_node_pass(nodes, pools(1), frozenset({"nodepool-2"}))
     assert result.commands == []
-    assert simulated(result) == ["nodepool-2-0", "nodepool-3-0", "nodepool-1-0"]
-    assert result.resume is None
+    assert simulated(result) == ["nodepool-2-0", "nodepool-1-0", "nodepool-3-0"]
+    assert result.unseen_nodepools == frozenset()
 
 
 @pytest.mark.parametrize("movable", [True, False])
-def test_a_walk_stopped_before_any_candidate_leaves_every_nodepool_for_the_next(monkeypatch, movable):
+def test_a_walk_stopped_before_any_candidate_marks_every_nodepool_timed_out(monkeypatch, movable):
     """SingleNodeConsolidation / Candidate Shuffling / should mark nodepools as timed out when timeout occurs: a
-    timeout before the first candidate evaluates none, movable pods or not, and the next pass starts with the
-    first NodePool's first candidate"""
+    timeout before the first candidate evaluates none, movable pods or not, and marks all three NodePools"""
     monkeypatch.setattr(methods, "MAX_SINGLE_SIMULATIONS", 0)
     nodes = create_candidates(10, cpu=None if movable else "20")
     result = single_node_pass(nodes, pools(30))
-    assert (result.commands, simulated(result), result.resume) == ([], [], "nodepool-1-0")
+    assert (result.commands, simulated(result)) == ([], [])
+    assert result.unseen_nodepools == frozenset(POOLS)
+
+
+def test_a_walk_that_finds_a_command_leaves_the_nodepools_timed_out_as_they_were():
+    """singlenodeconsolidation.go:104-110: ComputeCommands returns the command before it sets
+    PreviouslyUnseenNodePools, so the set stays as the last timed-out walk left it (None: unchanged)."""
+    nodes = create_candidates(1, cpu="100m")  # each pod fits beside another's: the first candidate goes
+    result = single_node_pass(nodes, pools(1), frozenset({"nodepool-3"}))
+    [command] = result.commands
+    assert [c.name for c in command.candidates] == ["nodepool-3-0"]
+    assert result.unseen_nodepools is None
