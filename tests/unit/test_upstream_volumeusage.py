@@ -49,7 +49,6 @@ EBS = "ebs.csi.aws.com"  # plugins.AWSEBSDriverName
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 NODEPOOL = "karpenter.sh/nodepool"
 
-EXISTING = pytest.mark.xfail(strict=True, reason="existing and in-flight nodes ignore volume attachment limits")
 NEW = pytest.mark.xfail(strict=True, reason="new NodeClaims ignore their instance types' VolumeAttachmentLimits")
 STATE = pytest.mark.xfail(strict=True, reason="the cluster's nodes read no CSINode, nor their pods' PVCs by driver")
 
@@ -146,7 +145,6 @@ def test_volume_usage_counts_a_shared_pvc_once_and_forgets_only_the_deleted_pods
 # scheduling/suite_test.go, Describe("VolumeUsage") ----------------------------------------------------------------
 
 
-@EXISTING
 def test_should_launch_multiple_nodes_if_required_due_to_volume_limits() -> None:
     """Describe("VolumeUsage") It("should launch multiple nodes if required due to volume limits")"""
     cluster = Cluster(types=[fake_type()])
@@ -211,7 +209,6 @@ def test_should_launch_enough_nodes_for_all_pods_in_a_single_scheduling_loop() -
     assert len(cluster.nodes) == 10
 
 
-@EXISTING
 @pytest.mark.parametrize("registered", [False, True], ids=["before node registration", "after node registration"])
 def test_should_use_instance_type_limits_until_the_csinode_driver_is_published(registered: bool) -> None:
     """DescribeTable("should use instance type limits until the CSINode driver is published"): an in-flight
@@ -325,7 +322,6 @@ def test_should_filter_out_instance_types_which_cannot_support_all_volumes_acros
 IN_TREE_CLASS = my_storage_class("in-tree-storage-class", "kubernetes.io/aws-ebs")
 
 
-@EXISTING
 def test_should_launch_nodes_for_pods_with_non_dynamic_pvc_using_a_migrated_pvc_pv() -> None:
     """Context("CSIMigration") It("should launch nodes for pods with non-dynamic PVC using a migrated PVC/PV"): the
     in-tree aws-ebs class is counted as the EBS CSI driver, whose CSINode limit of 1 the first pod's PVC fills."""
@@ -348,7 +344,6 @@ def test_should_launch_nodes_for_pods_with_non_dynamic_pvc_using_a_migrated_pvc_
     assert placed.name != first.name
 
 
-@EXISTING
 def test_should_launch_nodes_for_pods_with_ephemeral_volume_using_a_migrated_pvc_pv() -> None:
     """Context("CSIMigration") It("should launch nodes for pods with ephemeral volume using a migrated PVC/PV"): each
     pod's ephemeral PVC (given the default in-tree class, as kube-apiserver's DefaultStorageClass admission does)."""
@@ -478,7 +473,6 @@ def test_should_ignore_the_volume_usage_limits_breach_if_the_pod_update_is_for_a
 # Focused: what the ported cases leave unpinned ---------------------------------------------------------------------
 
 
-@EXISTING
 def test_a_node_already_past_its_limit_takes_no_pod_even_without_volumes() -> None:
     """ExistingNode.CanAdd checks the node's usage united with the pod's (existingnode.go:93), so a node whose
     CSINode publishes a limit below what its pods attach is refused to a pod without volumes too."""
@@ -494,7 +488,6 @@ def test_a_node_already_past_its_limit_takes_no_pod_even_without_volumes() -> No
     assert [len(c.pods) for c in result.new_nodeclaims] == [1]
 
 
-@EXISTING
 def test_a_consolidation_simulation_respects_the_destinations_volume_limits() -> None:
     """SimulateScheduling reuses the scheduler: a candidate's pod with a PVC does not move onto a node whose CSINode
     limit its pods already fill, and a node is planned instead."""
