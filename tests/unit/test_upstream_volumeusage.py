@@ -49,7 +49,6 @@ EBS = "ebs.csi.aws.com"  # plugins.AWSEBSDriverName
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 NODEPOOL = "karpenter.sh/nodepool"
 
-NEW = pytest.mark.xfail(strict=True, reason="new NodeClaims ignore their instance types' VolumeAttachmentLimits")
 STATE = pytest.mark.xfail(strict=True, reason="the cluster's nodes read no CSINode, nor their pods' PVCs by driver")
 
 
@@ -197,7 +196,6 @@ def pvcs(count: int, prefix: str = "my-claim", storage: str = "my-storage-class"
     return [claim(f"{prefix}-{i}", storage_class_name=storage) for i in range(count)]
 
 
-@NEW
 def test_should_launch_enough_nodes_for_all_pods_in_a_single_scheduling_loop() -> None:
     """Context("InstanceType VolumeAttachmentLimits") It("should launch enough nodes for all pods in a single
     scheduling loop")"""
@@ -236,7 +234,6 @@ def test_should_use_instance_type_limits_until_the_csinode_driver_is_published(r
     assert [len(c.pods) for c in result.new_nodeclaims] == [1]
 
 
-@NEW
 def test_should_account_for_pods_with_multiple_volumes() -> None:
     """Context("InstanceType VolumeAttachmentLimits") It("should account for pods with multiple volumes")"""
     store = store_of(my_storage_class(), *pvcs(6, "my-claim-a"), *pvcs(6, "my-claim-b"))
@@ -263,7 +260,6 @@ def test_should_not_limit_volumes_for_drivers_without_a_declared_limit() -> None
     assert [len(c.pods) for c in result.new_nodeclaims] == [20]
 
 
-@NEW
 def test_should_not_schedule_pods_which_exceed_the_volume_limits_of_every_instance_type() -> None:
     """Context("InstanceType VolumeAttachmentLimits") It("should not schedule pods which exceed the volume limits of
     every instance type")"""
@@ -281,7 +277,6 @@ def test_should_not_schedule_pods_which_exceed_the_volume_limits_of_every_instan
     )
 
 
-@NEW
 def test_should_filter_out_instance_types_which_cannot_support_the_pods_volumes() -> None:
     """Context("InstanceType VolumeAttachmentLimits") It("should filter out instance types which cannot support the
     pod's volumes")"""
@@ -295,7 +290,6 @@ def test_should_filter_out_instance_types_which_cannot_support_the_pods_volumes(
     assert placed.labels[INSTANCE_TYPE] == "large-limit"
 
 
-@NEW
 def test_should_filter_out_instance_types_which_cannot_support_all_volumes_across_multiple_csi_drivers() -> None:
     """Context("InstanceType VolumeAttachmentLimits") It("should filter out instance types which cannot support all
     of the pod's volumes across multiple CSI drivers")"""
