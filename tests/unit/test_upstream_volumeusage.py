@@ -49,8 +49,6 @@ EBS = "ebs.csi.aws.com"  # plugins.AWSEBSDriverName
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 NODEPOOL = "karpenter.sh/nodepool"
 
-STATE = pytest.mark.xfail(strict=True, reason="the cluster's nodes read no CSINode, nor their pods' PVCs by driver")
-
 
 # Builders ------------------------------------------------------------------------------------------------------------
 
@@ -425,7 +423,6 @@ def exceeds(n: Node, volumes: dict[str, frozenset[str]], fallback: dict[str, int
 SC = storage_class("my-storage-class", {ZONE: ["test-zone-1"]}, provisioner=CSI, binding="Immediate")
 
 
-@STATE
 def test_should_hydrate_the_volume_usage_on_a_node_update() -> None:
     """Describe("Volume Usage/Limits") It("should hydrate the volume usage on a Node update")"""
     n = state_node(SC, node_doc(), csi_node("node-1", {"count": 10}), *bound_pods(10))
@@ -435,7 +432,6 @@ def test_should_hydrate_the_volume_usage_on_a_node_update() -> None:
     )
 
 
-@STATE
 @pytest.mark.parametrize("allocatable", [None, {}], ids=["without allocatable data", "without an allocatable count"])
 def test_should_treat_a_published_driver_without_an_attachment_limit_as_unbounded(
     allocatable: dict[str, Any] | None,
@@ -446,7 +442,6 @@ def test_should_treat_a_published_driver_without_an_attachment_limit_as_unbounde
     assert exceeds(n, {CSI: frozenset({"volume-a", "volume-b"})}, fallback={CSI: 1}) is None
 
 
-@STATE
 def test_should_maintain_the_volume_usage_state_when_receiving_nodeclaim_updates() -> None:
     """Describe("Volume Usage/Limits") It("should maintain the volume usage state when receiving NodeClaim updates"):
     the node read with its NodeClaim keeps its CSINode's limit and its pods' PVCs, read again too."""
@@ -500,7 +495,6 @@ def test_a_consolidation_simulation_respects_the_destinations_volume_limits() ->
     assert [[p.name for p in c.pods] for c in result.new_nodeclaims] == [["web"]]
 
 
-@STATE
 def test_a_lab_node_whose_csinode_is_full_gets_no_more_volumes() -> None:
     """End to end through the provisioning controller's reads: the node's CSINode (cluster_nodes) and the pending
     pod's PVC by driver (with_volume_requirements), so the pod whose PVC would exceed the CSINode's limit needs a
@@ -537,7 +531,6 @@ def test_a_lab_node_whose_csinode_is_full_gets_no_more_volumes() -> None:
     assert [[p.name for p in c.pods] for c in result.new_nodeclaims] == [["second"]]
 
 
-@STATE
 def test_the_disruption_snapshot_reads_csinode_limits_and_the_pods_pvcs() -> None:
     """The lab end to end: disruption's view has the node's CSINode drivers and its pod's PVCs by driver."""
     made = lab(
