@@ -587,7 +587,9 @@ def attached_volumes(ctx: ClusterContext) -> dict[str, volumes.VolumeItems]:
     kinds = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 
     def read() -> dict[str, volumes.VolumeItems]:
-        found = {}
+        found: dict[str, volumes.VolumeItems] = {}
+        if not ctx.api.scan("PersistentVolumeClaim"):
+            return found  # a pod whose PVC does not exist attaches nothing: no pod need be looked at
         for obj in ctx.api.scan("Pod"):
             spec = obj.get("spec") or {}
             if not spec.get("nodeName") or all(volumes.claim_name(obj, v) is None for v in spec.get("volumes") or ()):
