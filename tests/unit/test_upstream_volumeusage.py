@@ -531,6 +531,42 @@ def test_a_lab_node_whose_csinode_is_full_gets_no_more_volumes() -> None:
     assert [[p.name for p in c.pods] for c in result.new_nodeclaims] == [["second"]]
 
 
+def test_a_lab_node_without_its_csinode_holds_what_its_instance_type_allows() -> None:
+    """End to end: before its CSINode is published a lab node's limit is its instance type's, found by the node's
+    NodePool and instance-type labels among the NodePool's types, and the CSINode's own limit replaces it."""
+    made = lab(
+        nodepool_doc(),
+        storage_class("my-storage-class", provisioner=CSI),
+        *pvcs(3, "data"),
+        unschedulable_pod("first", "100m", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data-0"}}]),
+        types=[limited(fake_type(), {CSI: 1})],
+    )
+    made.advance(30)
+    [first_claim] = made.store.list("NodeClaim")
+    node_name = first_claim["status"]["nodeName"]
+    assert made.store.get("Pod", "first", "default")["spec"].get("nodeName") == node_name
+    ctx = made.ctx
+    pools = [PoolOffer(np, ctx.instance_types_for(np) or []) for np in ctx.nodepools]
+    more = [
+        unschedulable_pod(f"p{i}", "100m", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": f"data-{i}"}}])
+        for i in (1, 2)
+    ]
+    pending = [with_volume_requirements(ctx, ctx.views.pod(made.store.create(doc))) for doc in more]
+    assert [p.csi_volumes if p else None for p in pending] == [
+        ((CSI, frozenset({"default/data-1"})),),
+        ((CSI, frozenset({"default/data-2"})),),
+    ]
+
+    def simulated() -> SchedulingResult:
+        return solve(SchedulingInput(pods=[p for p in pending if p], pools=pools, nodes=cluster_nodes(ctx)))
+
+    result = simulated()
+    assert node_name not in result.placements
+    assert sorted(len(c.pods) for c in result.new_nodeclaims) == [1, 1]
+    made.store.create(csi_node(node_name, {"count": 3}))
+    assert sorted(p.name for p in simulated().placements[node_name]) == ["p1", "p2"]
+
+
 def test_the_disruption_snapshot_reads_csinode_limits_and_the_pods_pvcs() -> None:
     """The lab end to end: disruption's view has the node's CSINode drivers and its pod's PVCs by driver."""
     made = lab(
