@@ -32,6 +32,8 @@ class Node:
     under_consolidate_after: bool = False
     # An in-flight NodeClaim's name while no Node stands for it (Karpenter's state node made from a NodeClaim alone).
     nodeclaim: str = ""
+    # The drivers its CSINode publishes, each with its attachment limit (None: unbounded); () before the CSINode is.
+    csi_drivers: tuple[tuple[str, int | None], ...] = ()
 
     @property
     def hostname(self) -> str:
@@ -42,6 +44,17 @@ class Node:
         """Its pods with required pod anti-affinity, which keep matching pods out of their domains. Kept: every
         simulation asks every node, and single-node consolidation runs one per candidate (20,000 pods each time)."""
         return tuple(p for p in self.pods if p.anti_affinity)
+
+    @cached_property
+    def csi_volumes(self) -> dict[str, frozenset[str]]:
+        """The PVCs per CSI driver its pods attach, a shared one once; a terminal pod's are released (Karpenter's
+        cluster state forgets a pod once it is terminal). Kept, as every simulation over the node asks."""
+        used: dict[str, frozenset[str]] = {}
+        for pod in self.pods:
+            if pod.csi_volumes and not pod.is_terminal():
+                for driver, claims in pod.csi_volumes:
+                    used[driver] = used[driver] | claims if driver in used else claims
+        return used
 
 
 @dataclass(frozen=True)

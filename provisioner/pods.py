@@ -145,6 +145,9 @@ class Pod:
     # Where the pod's volumes let its node be, as alternatives (provisioner.volumes): they narrow the node's
     # requirements only, never the pod's own, so topology spread counts the pod as before.
     volume_requirements: tuple[Requirements, ...] = ()
+    # Its PVCs by the CSI driver attaching them, sorted (provisioner.volumes.pod_volumes): what counts against a
+    # node's volume attachment limits.
+    csi_volumes: tuple[tuple[str, frozenset[str]], ...] = ()
 
     @property
     def key(self) -> str:

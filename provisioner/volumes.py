@@ -4,6 +4,7 @@ and which node labels (zones, mostly) each volume allows its node as alternative
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from provisioner import labels as wk
@@ -217,3 +218,148 @@ def _volume_node_affinity(volume: Obj) -> list[Requirements]:
         elif kept:
             alternatives.append(Requirements.from_specs(kept))
     return alternatives
+
+
+# Volume attachment limits ------------------------------------------------------------------------------------------
+
+# A pod's (or a node's) attachable volumes: CSI driver -> the PVCs (namespace/name) it attaches (Karpenter's Volumes).
+Volumes = Mapping[str, frozenset[str]]
+# As a Pod or Node carries them: sorted, hashable.
+VolumeItems = tuple[tuple[str, frozenset[str]], ...]
+
+# csi-translation-lib's in-tree plugins (translate.go:30, v0.35.0): a StorageClass naming one provisions through
+# its CSI driver since CSIMigration, and the node's CSINode publishes that driver's limit.
+IN_TREE_DRIVERS = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/azure-file": "file.csi.azure.com",
+    "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+}
+AWS_EBS_DRIVER = IN_TREE_DRIVERS["kubernetes.io/aws-ebs"]
+
+
+def union(a: Volumes, b: Volumes) -> dict[str, frozenset[str]]:
+    """Volumes.Union: each driver's PVCs of both, a PVC two pods share counted once."""
+    merged = dict(a)
+    for driver, claims in b.items():
+        merged[driver] = merged[driver] | claims if driver in merged else claims
+    return merged
+
+
+def limit_exceeded(volumes: Volumes, limits: Mapping[str, int]) -> str | None:
+    """VolumeUsage.ExceedsLimits over volumes already united: NewVolumeLimitExceededError's text for the first driver
+    (by name; Go's map order is random) holding more PVCs than its limit, None when every limited driver has room."""
+    for driver in sorted(volumes):
+        limit = limits.get(driver)
+        if limit is not None and len(volumes[driver]) > limit:
+            return limit_error("would exceed volume limit", driver, len(volumes[driver]), limit)
+    return None
+
+
+def limit_error(message: str, driver: str, count: int, limit: int) -> str:
+    """NewVolumeLimitExceededError (volumeusage.go:46): the message with the driver, its PVC count and its limit."""
+    return _wrapped(message, provisioner=driver, **{"volume-count": str(count), "volume-limit": str(limit)})
+
+
+def items(volumes: Volumes) -> VolumeItems:
+    return tuple(sorted(volumes.items()))
+
+
+@dataclass(frozen=True)
+class VolumeUsage:
+    """Karpenter's VolumeUsage (pkg/scheduling/volumeusage.go), immutable: the PVCs per driver that a node's pods
+    attach, and the drivers' limits. A driver its CSINode publishes (with a count, or without one: unbounded)
+    overrides any fallback limit, which its instance type declares for the time before the CSINode is published."""
+
+    volumes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    pod_volumes: Mapping[str, Volumes] = field(default_factory=dict)  # pod namespace/name -> its volumes
+    limits: Mapping[str, int] = field(default_factory=dict)
+    published: frozenset[str] = frozenset()
+
+    def exceeds_limits(self, volumes: Volumes) -> str | None:
+        return limit_exceeded(union(self.volumes, volumes), self.limits)
+
+    def add_limit(self, driver: str, value: int) -> VolumeUsage:
+        return replace(self, published=self.published | {driver}, limits={**self.limits, driver: value})
+
+    def add_unbounded(self, driver: str) -> VolumeUsage:
+        limits = {k: v for k, v in self.limits.items() if k != driver}
+        return replace(self, published=self.published | {driver}, limits=limits)
+
+    def add_fallback_limit(self, driver: str, value: int) -> VolumeUsage:
+        return self if driver in self.published else replace(self, limits={**self.limits, driver: value})
+
+    def add(self, pod: str, volumes: Volumes) -> VolumeUsage:
+        return replace(self, pod_volumes={**self.pod_volumes, pod: volumes}, volumes=union(self.volumes, volumes))
+
+    def delete_pod(self, pod: str) -> VolumeUsage:
+        # Two pods may share a PVC, so what is left is built again from the pods that stay.
+        kept = {key: v for key, v in self.pod_volumes.items() if key != pod}
+        volumes: dict[str, frozenset[str]] = {}
+        for v in kept.values():
+            volumes = union(volumes, v)
+        return replace(self, pod_volumes=kept, volumes=volumes)
+
+
+def csi_drivers(csi_node: Obj) -> tuple[tuple[str, int | None], ...]:
+    """populateVolumeLimits (state/cluster.go:917): each driver a node's CSINode publishes, with its allocatable
+    count, or None when it publishes none (unbounded)."""
+    drivers = []
+    for driver in (csi_node.get("spec") or {}).get("drivers") or ():
+        count = (driver.get("allocatable") or {}).get("count")
+        drivers.append((str(driver.get("name") or ""), None if count is None else int(count)))
+    return tuple(drivers)
+
+
+def node_usage(drivers: Sequence[tuple[str, int | None]], fallback: Mapping[str, int] | None = None) -> VolumeUsage:
+    """A node's limits: its CSINode's drivers, then its instance type's VolumeAttachmentLimits for the drivers the
+    CSINode has not published (NewExistingNode, existingnode.go:48)."""
+    usage = VolumeUsage()
+    for driver, count in drivers:
+        usage = usage.add_unbounded(driver) if count is None else usage.add_limit(driver, count)
+    for driver, limit in (fallback or {}).items():
+        usage = usage.add_fallback_limit(driver, limit)
+    return usage
+
+
+def pod_volumes(api: ClusterReader, pod: Obj) -> VolumeItems:
+    """GetVolumes (volumeusage.go:94): the pod's PVCs by the CSI driver that attaches them. A missing PVC, one with no
+    driver Karpenter can name (NFS, a PV of no CSI driver, no StorageClass) is not counted."""
+    found: dict[str, frozenset[str]] = {}
+    for volume in _volumes(pod):
+        name = claim_name(pod, volume)
+        if name is None:
+            continue
+        namespace = pod["metadata"].get("namespace") or "default"
+        claim = api.get("PersistentVolumeClaim", name, namespace)
+        if claim is None:
+            continue
+        driver = _driver(api, claim)
+        if driver:
+            found = union(found, {driver: frozenset({f"{namespace}/{name}"})})
+    return items(found)
+
+
+def _driver(api: ClusterReader, claim: Obj) -> str:
+    """ResolveDriver (volumeusage.go:124): a bound PVC's PV's CSI driver (an in-tree EBS volume's migrated one); an
+    unbound one's StorageClass provisioner, an in-tree plugin's named as its CSI driver; "" when there is none."""
+    spec = claim.get("spec") or {}
+    volume_name = str(spec.get("volumeName") or "")
+    if volume_name:
+        volume = api.get("PersistentVolume", volume_name)
+        volume_spec = (volume or {}).get("spec") or {}
+        if volume_spec.get("csi") is not None:
+            return str(volume_spec["csi"].get("driver") or "")
+        if volume_spec.get("awsElasticBlockStore") is not None:
+            return AWS_EBS_DRIVER
+        return ""
+    storage_class = (
+        api.get("StorageClass", str(spec.get("storageClassName") or "")) if spec.get("storageClassName") else None
+    )
+    if storage_class is None:
+        return ""
+    provisioner = str(storage_class.get("provisioner") or "")
+    return IN_TREE_DRIVERS.get(provisioner, provisioner)

@@ -24,6 +24,7 @@ FIXES = {
     "volumes": "create the PVC (or its WaitForFirstConsumer StorageClass), or bind it to a PersistentVolume that exists",
     "topology": "relax the spread/affinity constraint, or let the NodePool offer more domains",
     "host-ports": "drop the hostPort, or let pods spread to more nodes",
+    "volume-limits": "let pods spread to more nodes, or allow instance types whose CSI drivers attach more volumes",
     "min-values": "lower minValues, or widen the NodePool's instance types",
     "no-instance-types": "widen the NodePool's requirements: no instance type satisfies them",
     "no-nodepool": "create a NodePool (karp apply -f examples/provisioning/nodepool.yaml)",

@@ -746,6 +746,17 @@ LAB_RESOURCES: Sequence[Resource] = (
         ),
     ),
     Resource(
+        "CSINode",
+        "csinodes",
+        "storage.k8s.io",
+        columns=(
+            _NAME,
+            # printCSINode: how many drivers the node publishes.
+            Column("Drivers", lambda m, now: str(len((m.get("spec") or {}).get("drivers") or [])), type="integer"),
+            _AGE,
+        ),
+    ),
+    Resource(
         "DRAConfig",
         "draconfigs",
         "test.karpenter.sh",

@@ -41,6 +41,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("PersistentVolumeClaim", "", "persistentvolumeclaims", True, ("v1",), True),
     Kind("PersistentVolume", "", "persistentvolumes", False, ("v1",), True),
     Kind("StorageClass", "storage.k8s.io", "storageclasses", False, ("v1",), False),
+    # A node's CSI drivers and how many volumes each can attach (Karpenter's volume attachment limits).
+    Kind("CSINode", "storage.k8s.io", "csinodes", False, ("v1",), False),
     # DRA objects are read in resource.k8s.io/v1's shape (Kubernetes 1.34 and later).
     Kind("DeviceClass", "resource.k8s.io", "deviceclasses", False, ("v1",), False),
     Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, ("v1",), True),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -95,6 +95,9 @@ class InstanceType:
     devices: tuple[dict[str, object], ...] = ()  # DRA declarations: {driver, pool, devices: [...]}
     capacity_overlaid: bool = False  # a NodeOverlay added capacity
     extra_requirements: tuple[Requirement, ...] = ()  # In or DoesNotExist only; intersected with the labels'
+    # How many volumes of each CSI driver a node of the type can attach (cloudprovider/types.go:182); a driver not
+    # named is unlimited. A node's CSINode, once published, overrides these.
+    volume_attachment_limits: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def price_overlaid(self) -> bool:

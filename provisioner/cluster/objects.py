@@ -23,6 +23,7 @@ CLUSTER_SCOPED = frozenset(
         "EC2NodeClass",
         "PersistentVolume",
         "StorageClass",
+        "CSINode",
     }
 )
 

@@ -439,7 +439,11 @@ def with_volume_requirements(ctx: ClusterContext, pod: Pod, obj: Obj | None = No
         if not ctx.observe:
             ctx.log(logs.volume_requirements_failed(pod, str(error)))
         return None
-    return replace(pod, volume_requirements=alternatives) if alternatives else pod
+    # And the PVCs it would attach, by driver: what counts against volume attachment limits (scheduler.go:623).
+    attached = volumes.pod_volumes(ctx.api, obj)
+    if not alternatives and not attached:
+        return pod
+    return replace(pod, volume_requirements=alternatives or pod.volume_requirements, csi_volumes=attached)
 
 
 def nomination_seconds(ctx: ClusterContext) -> float:
@@ -507,6 +511,14 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
     """Nodes, plus NodeClaims still waiting for their Node, which count as capacity being launched; those named in
     `fresh` are under their NodePool's consolidateAfter (disruption's simulations only move pods onto them)."""
     by_node = ctx.views.pods_by_node(ctx.api)
+    attached = attached_volumes(ctx)
+    if attached:
+        by_node = {
+            name: [replace(p, csi_volumes=attached[p.uid]) if p.uid in attached else p for p in pods]
+            for name, pods in by_node.items()
+        }
+    # Read, never changed: one CSINode per node, which `list` would copy every batch.
+    csi_nodes = {obj["metadata"]["name"]: obj for obj in ctx.api.scan("CSINode")}
     claims = {c["metadata"]["name"]: c for c in ctx.api.list("NodeClaim")}
     claim_by_node = {
         (c.get("status") or {}).get("nodeName"): c for c in claims.values() if (c.get("status") or {}).get("nodeName")
@@ -525,7 +537,11 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
         claim = claim_by_node.get(name) or claim_by_provider.get((obj.get("spec") or {}).get("providerID") or "")
         if claim is not None:
             matched.add(claim["metadata"]["name"])
-        nodes.append(node_view(obj, by_node.get(name, []), claim, under_consolidate_after=name in fresh))
+        view = node_view(obj, by_node.get(name, []), claim, under_consolidate_after=name in fresh)
+        if name in csi_nodes:
+            # Karpenter's populateVolumeLimits reads the node's CSINode as it hydrates the state node.
+            view = replace(view, csi_drivers=volumes.csi_drivers(csi_nodes[name]))
+        nodes.append(view)
     seen = {node.name for node in nodes}
     for claim in claims.values():
         status = claim.get("status") or {}
@@ -563,6 +579,27 @@ def cluster_nodes(ctx: ClusterContext, fresh: Collection[str] = frozenset()) -> 
             )
         )
     return nodes
+
+
+def attached_volumes(ctx: ClusterContext) -> dict[str, volumes.VolumeItems]:
+    """Pod uid -> the PVCs by CSI driver of each bound pod that has any (Karpenter's StateNode.updateForPod tracks
+    them per node), read again only when pods or storage objects change."""
+    kinds = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass")
+
+    def read() -> dict[str, volumes.VolumeItems]:
+        found: dict[str, volumes.VolumeItems] = {}
+        if not ctx.api.scan("PersistentVolumeClaim"):
+            return found  # a pod whose PVC does not exist attaches nothing: no pod need be looked at
+        for obj in ctx.api.scan("Pod"):
+            spec = obj.get("spec") or {}
+            if not spec.get("nodeName") or all(volumes.claim_name(obj, v) is None for v in spec.get("volumes") or ()):
+                continue
+            attached = volumes.pod_volumes(ctx.api, obj)
+            if attached:
+                found[obj["metadata"].get("uid", "")] = attached
+        return found
+
+    return ctx.memo("provisioning/attached-volumes", tuple(ctx.api.kind_version(k) for k in kinds), read)
 
 
 def has_dra_requirements(spec: Mapping[str, Any]) -> bool:

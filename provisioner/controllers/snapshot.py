@@ -49,6 +49,7 @@ SNAPSHOT_KINDS = (
     "PersistentVolumeClaim",  # with PVs and StorageClasses: where a pod with volumes may move
     "PersistentVolume",
     "StorageClass",
+    "CSINode",  # its drivers' volume attachment limits
 )
 
 
@@ -144,7 +145,7 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
     ]
     # As Karpenter's GetPendingPods: a pod whose PVC kube-scheduler would refuse is no pod to leave room for.
     pending = [
-        pod
+        _with_attached(ctx, obj, pod)
         for obj, pod in ctx.views.readable(ctx.api.list("Pod", fields={"spec.nodeName": ""}))
         if pod.is_provisionable() and volumes.validation_error(ctx.api, obj) is None
     ]
@@ -169,6 +170,14 @@ def _cluster_view(ctx: ClusterContext) -> tuple[ClusterView, list[ClaimedNode]]:
         default_spread=_default_spread(ctx, [*(p for n in nodes for p in n.pods), *pending]),
     )
     return view, claimed
+
+
+def _with_attached(ctx: ClusterContext, obj: Obj, pod: Pod) -> Pod:
+    """A pending pod with the PVCs it would attach by driver: the room a simulation keeps for it counts them."""
+    if not (obj.get("spec") or {}).get("volumes"):
+        return pod
+    attached = volumes.pod_volumes(ctx.api, obj)
+    return replace(pod, csi_volumes=attached) if attached else pod
 
 
 def _default_spread(ctx: ClusterContext, pods: list[Pod]) -> dict[str, tuple[TopologySpreadConstraint, ...]]:

@@ -164,6 +164,8 @@ VALIDATORS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None]]] 
     "PersistentVolumeClaim": (("v1",), _top_level(storage.persistent_volume_claim)),
     "PersistentVolume": (("v1",), _top_level(storage.persistent_volume)),
     "StorageClass": (("storage.k8s.io/v1",), storage.storage_class),
+    # Written by a node's kubelet on a real cluster; in the lab, by hand, to give a node volume attachment limits.
+    "CSINode": (("storage.k8s.io/v1",), _opaque),
 }
 
 

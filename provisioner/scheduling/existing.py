@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from provisioner.dra.cel import Device
 from provisioner.dra.claims import DeviceClass, DeviceKey, DeviceRequest, allocate, key
@@ -17,6 +17,7 @@ from provisioner.scheduling.poddata import PodData, PodState
 from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologygroup import TopologyGroup
 from provisioner.taints import Taint, is_known_ephemeral, untolerated
+from provisioner.volumes import limit_exceeded, node_usage, union
 
 # Requirements, taints, free capacity, host ports in use, and the pod classes (PodData.class_key) known not to fit
 # the node as derived: filled in as simulations find them, for the next simulation over the same node to skip.
@@ -70,6 +71,8 @@ class ExistingNode:
         "claimed",
         "devices",
         "hostname",
+        "limits",
+        "limits_of",
         "name",
         "never",
         "node",
@@ -80,9 +83,17 @@ class ExistingNode:
         "seq",
         "taints",
         "taken",
+        "volumes",
     )
 
-    def __init__(self, seq: int, node: Node, daemonsets: Sequence[DaemonSet], devices: Sequence[Device] = ()) -> None:
+    def __init__(
+        self,
+        seq: int,
+        node: Node,
+        daemonsets: Sequence[DaemonSet],
+        devices: Sequence[Device] = (),
+        limits_of: Callable[[Node], Mapping[str, int]] | None = None,
+    ) -> None:
         self.seq = seq
         self.node = node
         self.name = node.name
@@ -97,6 +108,11 @@ class ExistingNode:
         # (claim, request) allocated here this round: a later pod of the same claim is served by that allocation
         # (allocator.go ClassifyClaims, in-memory allocated claims).
         self.claimed: frozenset[tuple[str, str]] = frozenset()
+        # PVCs per CSI driver its pods attach, and the drivers' limits, read only once a pod with volumes (or a node
+        # with them) gets here: the scheduler resolves the fallback limits from the node's instance type.
+        self.volumes: Mapping[str, frozenset[str]] = node.csi_volumes
+        self.limits: Mapping[str, int] | None = None
+        self.limits_of = limits_of
 
     def fit(
         self,
@@ -115,6 +131,10 @@ class ExistingNode:
         blocking = untolerated(self.taints, data.tolerations)
         if blocking:
             raise Unfit(r.TAINTS, f"did not tolerate taint {blocking[0]}")
+        if pod.csi_volumes or self.volumes:
+            # Karpenter checks the node's usage united with the pod's even for a pod without volumes: a node already
+            # past a limit (its CSINode published a lower one) takes no pod (existingnode.go:93).
+            self._check_volume_limits(pod)
         conflict = self.ports.conflict(pod.host_ports)
         if conflict is not None:
             raise Unfit(r.HOST_PORTS, f"host port {conflict.port}/{conflict.protocol} is already in use")
@@ -133,6 +153,18 @@ class ExistingNode:
         return first_fitting(
             data.volumes, lambda volume: self._with_topology(pod, data, topology, groups, requirements, volume)
         )
+
+    def _check_volume_limits(self, pod: Pod) -> None:
+        limits = self.limits
+        if limits is None:
+            limits = self.limits = (
+                self.limits_of(self.node) if self.limits_of is not None else node_usage(self.node.csi_drivers).limits
+            )
+        if not limits:
+            return
+        error = limit_exceeded(union(self.volumes, dict(pod.csi_volumes)), limits)
+        if error is not None:
+            raise Unfit(r.VOLUME_LIMITS, f"checking volume usage, {error}")
 
     def _unclaimed(self, requests: tuple[DeviceRequest, ...]) -> tuple[DeviceRequest, ...]:
         return tuple(r for r in requests if (r.claim, r.name) not in self.claimed) if self.claimed else requests
@@ -180,6 +212,8 @@ class ExistingNode:
         self.requests = add(self.requests, data.requests)
         self.requirements = requirements
         self.ports = self.ports.added(state.pod.host_ports)
+        if state.pod.csi_volumes:
+            self.volumes = union(self.volumes, dict(state.pod.csi_volumes))
         topology.record(state.pod, requirements, self.taints)
 
 

@@ -31,6 +31,7 @@ from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologygroup import TopologyGroup
 from provisioner.scheduling.typeindex import TypeIndex, declared_devices
 from provisioner.taints import PREFER_NO_SCHEDULE, TOLERATE_PREFER_NO_SCHEDULE, untolerated
+from provisioner.volumes import Volumes, limit_error, union
 
 
 class Unfit(Exception):
@@ -275,6 +276,7 @@ class PlannedNodeClaim:
         self.reservations = reservations
         self.reservation_mode = reservation_mode
         self.reserved: tuple[Offering, ...] = ()  # the reserved offerings it holds
+        self.volumes: Volumes = {}  # PVCs per CSI driver its pods attach
 
     def copy(self) -> PlannedNodeClaim:
         """A copy to try more pods on, leaving this one as it is (its reservation manager is shared)."""
@@ -294,9 +296,25 @@ class PlannedNodeClaim:
     ) -> Fit:
         """Check the pod against this NodeClaim; the new requirements, options, minValues flag and the reserved
         offerings it would hold, or Unfit."""
+        mask, limited = self._volume_mask(state.pod) if state.pod.csi_volumes else (self.mask, None)
         return first_fitting(
-            data.volumes, lambda volume: self._fit(state, data, topology, groups, min_values, classes, volume)
+            data.volumes,
+            lambda volume: self._fit(state, data, topology, groups, min_values, classes, volume, mask, limited),
         )
+
+    def _volume_mask(self, pod: Pod) -> tuple[int, Unfit | None]:
+        """The options that can attach the pod's volumes besides those of the pods already here
+        (filterInstanceTypesByVolumeAttachmentLimits, nodeclaim.go:699), or why none can."""
+        prospective = union(self.volumes, dict(pod.csi_volumes))
+        index = self.template.index
+        mask = 0
+        for position in index.positions(self.mask):
+            limits = index.types[position].volume_attachment_limits
+            if not any(len(claims) > limits.get(driver, len(claims)) for driver, claims in prospective.items()):
+                mask |= 1 << position
+        if mask:
+            return mask, None
+        return 0, Unfit(r.VOLUME_LIMITS, _volume_limit_error(index.members(self.mask), prospective))
 
     def _fit(
         self,
@@ -307,11 +325,15 @@ class PlannedNodeClaim:
         min_values: str,
         classes: Mapping[str, DeviceClass] | None,
         volume: Requirements,
+        options: int,
+        limited: Unfit | None,
     ) -> Fit:
         pod, template = state.pod, self.template
         blocking = untolerated(template.nodepool.taints, data.tolerations)
         if blocking:
             raise Unfit(r.TAINTS, f"did not tolerate taint {blocking[0]}", {"taint": str(blocking[0])})
+        if limited is not None:
+            raise limited
         conflict = self.ports.conflict(pod.host_ports)
         if conflict is not None:
             raise Unfit(r.HOST_PORTS, f"host port {conflict.port}/{conflict.protocol} is already in use")
@@ -346,7 +368,7 @@ class PlannedNodeClaim:
             requirements = requirements.merged(added)
         index = template.index
         needed = add(self.requests, data.requests)
-        compatible = self.mask & index.compatible(requirements) if requirements is not self.requirements else self.mask
+        compatible = options & index.compatible(requirements) if requirements is not self.requirements else options
         if not compatible:
             raise Unfit(r.REQUIREMENTS, lambda: "no instance type satisfied the requirements " + _summary(requirements))
         mask = compatible & template.fitting(needed, pod.host_ports)
@@ -451,7 +473,21 @@ class PlannedNodeClaim:
         self.mask = mask
         self.min_values_relaxed = relaxed
         self.ports = self.ports.added(state.pod.host_ports)
+        if state.pod.csi_volumes:
+            self.volumes = union(self.volumes, dict(state.pod.csi_volumes))
         topology.record(state.pod, requirements, self.template.nodepool.taints)
+
+
+def _volume_limit_error(types: Sequence[InstanceType], volumes: Volumes) -> str:
+    """volumeAttachmentLimitError (nodeclaim.go:712): the first driver (by name) whose PVCs exceed the limit of
+    every option, with the largest of those limits."""
+    message = "would exceed volume limit for all instance type options"
+    for driver in sorted(volumes):
+        count = len(volumes[driver])
+        limits = [it.volume_attachment_limits.get(driver) for it in types]
+        if all(limit is not None and count > limit for limit in limits):
+            return limit_error(message, driver, count, max((v for v in limits if v is not None), default=-1))
+    return message
 
 
 def _device_reason(

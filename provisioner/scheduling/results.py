@@ -30,6 +30,9 @@ DEVICES = "devices"
 # A PVC kube-scheduler would refuse (missing, deleting, unbound without a WaitForFirstConsumer StorageClass): the pod is
 # left out of provisioning, as Karpenter's Validate leaves it.
 VOLUMES = "volumes"
+# The pod's volumes would exceed a CSI driver's attachment limit on a node, or on every instance type a NodeClaim may
+# still launch as: never permanent for a pod class, as which PVCs a pod uses is not part of it.
+VOLUME_LIMITS = "volume-limits"
 # Reserved capacity that exists but is held by other NodeClaims: the pod waits for the next simulation (never relaxed,
 # never a FailedScheduling, as Karpenter's ReservedOfferingError).
 RESERVED = "reserved-capacity"

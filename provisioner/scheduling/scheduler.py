@@ -37,6 +37,7 @@ from provisioner.scheduling.topology import Topology, TopologyError
 from provisioner.scheduling.topologydomains import DomainGroup
 from provisioner.scheduling.topologygroup import TopologyGroup
 from provisioner.taints import PREFER_NO_SCHEDULE
+from provisioner.volumes import node_usage
 
 MAX_INSTANCE_TYPES = 600
 
@@ -290,7 +291,9 @@ class Scheduler:
                 continue
             if node is None:
                 devices = self.request.node_devices.get(existing.name, ())
-                node = self.places[seq] = ExistingNode(seq, existing, self.request.daemonsets, devices)
+                node = self.places[seq] = ExistingNode(
+                    seq, existing, self.request.daemonsets, devices, self._volume_limits
+                )
             try:
                 requirements = node.fit(state, data, self.topology, groups, self.request.device_classes)
             except Unfit as unfit:
@@ -321,6 +324,18 @@ class Scheduler:
             return None
 
         return self._new_nodeclaim(state, data, groups, class_key)
+
+    def _volume_limits(self, node: Node) -> Mapping[str, int]:
+        """A node's volume attachment limits: its CSINode's drivers, and for those it has not published (an in-flight
+        node's CSINode comes after it registers) its instance type's limits, the type found by name among its
+        NodePool's (instanceTypeForNode, dra.go:130; NewExistingNode, existingnode.go:48)."""
+        name, pool = node.labels.get(wk.INSTANCE_TYPE, ""), node.labels.get(wk.NODEPOOL, "")
+        fallback = None
+        if name and pool:
+            offer = next((o for o in self.request.pools if o.nodepool.name == pool), None)
+            it = next((t for t in offer.instance_types if t.name == name), None) if offer is not None else None
+            fallback = it.volume_attachment_limits if it is not None else None
+        return node_usage(node.csi_drivers, fallback).limits
 
     def _claim_home(self, pod: Pod) -> PlannedNodeClaim | None:
         """The planned NodeClaim a ResourceClaim of the pod was allocated on this round, from its instance types'

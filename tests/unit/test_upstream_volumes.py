@@ -22,7 +22,7 @@ from provisioner.disruption.types import Candidate
 from provisioner.pods import Pod
 from provisioner.requirements import Requirements
 from provisioner.scheduling.scheduler import PoolOffer
-from provisioner.volumes import merge_alternatives, requirement_alternatives, validation_error
+from provisioner.volumes import merge_alternatives, pod_volumes, requirement_alternatives, validation_error
 from tests.builders import CAPACITY_TYPE, HOSTNAME, ZONE, fake_catalog, instance_type, node, nodepool, pod, r, req
 from tests.lab_builders import lab, nodepool_doc
 from tests.unit.test_upstream_disruption import nc
@@ -95,7 +95,8 @@ def claim(name: str = "test-pvc", *, storage_class_name: str | None = None, volu
 
 def with_claims(p: Pod, objects: list[dict[str, Any]], *claims: str, ephemeral: bool = False) -> Pod:
     """The pod using `claims` (or, `ephemeral`, one ephemeral volume whose PVC is <pod>-tmp-ephemeral), its volume
-    alternatives read from `objects` as the provisioning controller reads them; it must pass validation."""
+    alternatives and its PVCs by CSI driver read from `objects` as the provisioning controller reads them; it must
+    pass validation."""
     volumes: list[dict[str, Any]] = [
         {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)
     ]
@@ -106,7 +107,9 @@ def with_claims(p: Pod, objects: list[dict[str, Any]], *claims: str, ephemeral: 
         store.create(obj)
     manifest = {"metadata": {"name": p.name, "namespace": p.namespace}, "spec": {"volumes": volumes}}
     assert validation_error(store, manifest) is None
-    return replace(p, volume_requirements=requirement_alternatives(store, manifest))
+    return replace(
+        p, volume_requirements=requirement_alternatives(store, manifest), csi_volumes=pod_volumes(store, manifest)
+    )
 
 
 def scheduled_zone(cluster: Cluster, p: Pod) -> str | None:
