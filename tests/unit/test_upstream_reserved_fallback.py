@@ -14,8 +14,6 @@ disruption has no terminate-first pass, so its scheduler takes no reservation cr
 
 from __future__ import annotations
 
-import pytest
-
 from provisioner import labels as wk
 from provisioner.catalog import InstanceType, Offering
 from provisioner.scheduling.reservations import RESERVATION_FALLBACK, RESERVATION_STRICT
@@ -76,7 +74,6 @@ def solve(pods, pools, types, mode: str) -> SchedulingResult:
     return schedule(pods, pools=pools, types=types, reserved_capacity=True, reservation_mode=mode)
 
 
-@pytest.mark.xfail(strict=True, reason="a full reservation is still a reservable candidate")
 def test_fallback_a_full_reservation_with_no_fallback_yields_no_nodeclaim():
     """It("fallback: a full reservation with no fallback yields no NodeClaim (pod falls through / pends, not a phantom
     reserved NodeClaim)"): a plain error, not a ReservedOfferingError."""
@@ -106,7 +103,6 @@ def test_a_reservation_marked_unavailable_is_skipped_even_when_it_reports_capaci
     assert p.id in result.failures
 
 
-@pytest.mark.xfail(strict=True, reason="a full reservation is still a reservable candidate")
 def test_strict_a_full_but_available_reservation_does_not_block_scheduling_and_holds_no_reservation():
     """It("strict (provisioning): a full-but-available reservation does not block scheduling and holds no
     reservation")."""
@@ -118,7 +114,6 @@ def test_strict_a_full_but_available_reservation_does_not_block_scheduling_and_h
     assert "on-demand" in claim.requirements[CAPACITY_TYPE].values
 
 
-@pytest.mark.xfail(strict=True, reason="a full reservation is still a reservable candidate")
 def test_strict_a_reserved_only_pool_with_a_full_reservation_defers_instead_of_launching_on_demand():
     """It("strict (provisioning): a reserved-only pool with a full reservation defers instead of launching
     on-demand")."""
@@ -139,7 +134,6 @@ def test_strict_a_reservation_with_capacity_is_preferred_over_on_demand():
     assert claim.options[0].instance_type.name == "reserved-type"
 
 
-@pytest.mark.xfail(strict=True, reason="a full reservation is still a reservable candidate")
 def test_fallback_falls_through_to_a_lower_weight_on_demand_nodepool_when_the_reservation_is_full():
     """Context("fallback: full reservation falls through across NodePools") It("falls through to a lower-weight
     on-demand NodePool when the higher-weight reserved NodePool's reservation is full")."""
