@@ -1270,6 +1270,44 @@ def test_failure_isolation_recovers_when_a_failing_nodepool_becomes_healthy():
     assert only_offering_price(run.types(BROKEN)) == 7.0
 
 
+# controller.go Reconcile: the store is swapped in only after every status is written -------------------------------
+
+
+def failing_status_writes(run: Run, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every NodeOverlay status write fails (the API server refuses the patch); the names it was tried for."""
+    tried: list[str] = []
+    update = run.store.update
+
+    def refuse(obj: dict, **kwargs: Any) -> dict:
+        if obj["kind"] == "NodeOverlay":
+            tried.append(obj["metadata"]["name"])
+            raise RuntimeError("the server is currently unable to handle the request")
+        return update(obj, **kwargs)
+
+    monkeypatch.setattr(run.store, "update", refuse)
+    return tried
+
+
+def test_a_failed_status_write_keeps_the_last_store(monkeypatch):
+    """updateOverlayStatuses failing returns before UpdateStore (controller.go:120-128): the new overlay's price is
+    not applied, the last evaluation's is; once the write succeeds, the new store is swapped in."""
+    run = reconcile(overlay_doc("overlay", req(INSTANCE_TYPE, "In", "default-instance-type"), price="7"))
+    assert only_offering_price(run.types(POOL)) == 7.0
+    kept = run.ctx.overlays
+    run.store.create(overlay_doc("heavier", req(INSTANCE_TYPE, "In", "default-instance-type"), weight=20, price="3"))
+    tried = failing_status_writes(run, monkeypatch)
+    run.controller.reconcile(run.ctx)
+    assert tried == ["heavier"]
+    assert run.ctx.overlays is kept
+    assert only_offering_price(run.types(POOL)) == 7.0
+    assert run.verdict("heavier") is None
+    monkeypatch.undo()
+    run.ctx.now = 1.0  # past the failed write's backoff
+    run.controller.reconcile(run.ctx)
+    assert only_offering_price(run.types(POOL)) == 3.0
+    assert run.verdict("heavier") == SUCCEEDED
+
+
 # store_test.go ------------------------------------------------------------------------------------------------------
 
 M5_LARGE = fake_type("m5.large", Offering("us-west-2a", "on-demand", 0.096), Offering("us-west-2b", "on-demand", 0.096))
