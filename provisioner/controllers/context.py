@@ -109,6 +109,11 @@ class ClusterContext:
     nominations: dict[str, float] = field(default_factory=dict)  # node -> until when a pending pod is headed there
     # node -> how many CapacityBuffer virtual pods the last provisioning pass put there (Karpenter's bufferPodCounts)
     buffer_nodes: dict[str, int] = field(default_factory=dict)
+    # CapacityBuffer "namespace/name" -> (the buffer's identity and replicas, its pod template) as its last successful
+    # reconcile left it ready: Karpenter's virtual pod cache entry, which a reconcile failing with a retryable error
+    # leaves in place (capacitybuffer/controller.go:110-113). Such buffers are in `buffers_failing`.
+    buffer_cache: dict[str, tuple[Obj, Mapping[str, Any]]] = field(default_factory=dict)
+    buffers_failing: set[str] = field(default_factory=set)
     nominated_events: TokenBucket = field(
         default_factory=lambda: TokenBucket(NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST)
     )
