@@ -106,6 +106,10 @@ class Lab:
         self._options_from: tuple[int, KarpenterOptions] | None = None
         self._use_options()
         self.manager = Manager(state)
+        if state:
+            # A lab going on from its saved state is the same Karpenter going on: its InstanceTypeStore holds the
+            # last evaluation of the NodeOverlays (what is read before the next step sees their overlaid types).
+            self.manager.overlays.reconcile(self.ctx, write=False)
         # Called with the lab each time it has settled at a moment of virtual time (e.g. to sample costs as they
         # were then, not only when the run ends).
         self.observers: list[Callable[[Lab], None]] = []

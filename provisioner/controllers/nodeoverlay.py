@@ -30,7 +30,8 @@ class NodeOverlayController:
             self._seen = None
             return False
         pools = [(np, types) for np in ctx.nodepools if (types := ctx.cloud.instance_types(np)) is not None]
-        inputs = (ctx.api.kind_version("NodeOverlay"), repr(ctx.nodepools), tuple(id(t) for _, t in pools))
+        # With `write`: an evaluation made without writing statuses is made again by the first one that writes.
+        inputs = (ctx.api.kind_version("NodeOverlay"), write, repr(ctx.nodepools), tuple(id(t) for _, t in pools))
         if inputs == self._seen and self._result is not None:
             ctx.overlays = self._result
             return False

@@ -6,9 +6,12 @@ suite_test.go (Describe "Validation": Runtime Validation, Pricing Updates, Capac
 Controller") and pkg/cloudprovider/types.go's AdjustedPrice.
 """
 
+import copy
+
 import pytest
 
 from provisioner.controllers.nodeoverlay import NodeOverlayController
+from provisioner.lab import Lab
 from provisioner.manifests import ManifestError
 from provisioner.manifests.nodeoverlay import parse_nodeoverlay
 from provisioner.objects import NodeSelectorRequirement
@@ -16,7 +19,7 @@ from provisioner.options import KarpenterOptions, parse_feature_gates
 from provisioner.overlays import NodeOverlay, adjusted_price, evaluate
 from provisioner.quantity import parse_resources
 from tests.builders import fake_catalog, nodepool
-from tests.lab_builders import condition, deployment, lab, nodepool_doc
+from tests.lab_builders import KWOK_CLASS, condition, config_of, deployment, lab, nodepool_doc
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ON = KarpenterOptions(feature_gates=parse_feature_gates("NodeOverlay=true"))
@@ -393,3 +396,22 @@ def test_disruption_leaves_the_nodes_of_a_nodepool_the_overlays_have_not_evaluat
     monkeypatch.undo()
     made.advance(300)
     assert made.store.list("NodeClaim") == []
+
+
+def test_a_lab_loaded_from_its_state_has_the_last_evaluation_in_force():
+    """A lab restored from its saved state is the same Karpenter going on, not one starting: its NodePools are
+    evaluated before any step (the first step that writes statuses evaluates again), with the overlays' prices."""
+    made = lab(nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64}), CHEAP_M, options=ON)
+    made.advance(1)
+    [pool] = made.ctx.nodepools
+    loaded = Lab(
+        copy.deepcopy(made.store.all_objects()),
+        config_of([KWOK_CLASS, nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64})], ON),
+        made.to_state(),
+        now=made.now,
+    )
+    assert not loaded.ctx.awaiting_overlays(pool)
+    m2x = next(it for it in loaded.ctx.instance_types_for(pool) or [] if it.name == "m-2x-amd64-linux")
+    assert all(o.price_overlaid for o in m2x.offerings)
+    fresh = lab(nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64}), CHEAP_M, options=ON)
+    assert fresh.ctx.awaiting_overlays(pool)  # a Karpenter starting: nothing evaluated before its first reconcile
