@@ -437,11 +437,7 @@ class PlannedNodeClaim:
             if strict and with_capacity and not chosen:
                 raise Unfit(r.RESERVED, CANNOT_RESERVE)
             # Only full reservations, and no on-demand or spot offering of any surviving type to fall back to.
-            if (
-                len(with_capacity) < len(offered)
-                and not with_capacity
-                and not self._unreserved_fallback(mask, zone, capacity, reservation)
-            ):
+            if offered and not with_capacity and not self._unreserved_fallback(mask, zone, capacity, reservation):
                 if strict:
                     raise Unfit(r.RESERVED, ALL_FULL)
                 raise Unfit(r.RESERVATION_FULL, FALLING_THROUGH)
