@@ -84,6 +84,8 @@ class Lab:
             paused_until=config.paused_until,
             nominations=dict(state.get("nominations") or {}),
             buffer_nodes=dict(state.get("buffer_nodes") or {}),
+            buffer_cache={k: (v["buffer"], v["template"]) for k, v in (state.get("buffer_cache") or {}).items()},
+            buffers_failing=set(state.get("buffers_failing") or ()),
             nominated_events=TokenBucket.from_state(
                 NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, state.get("nominated_events")
             ),
@@ -104,6 +106,10 @@ class Lab:
         self._options_from: tuple[int, KarpenterOptions] | None = None
         self._use_options()
         self.manager = Manager(state)
+        if state:
+            # A lab going on from its saved state is the same Karpenter going on: its InstanceTypeStore holds the
+            # last evaluation of the NodeOverlays (what is read before the next step sees their overlaid types).
+            self.manager.overlays.reconcile(self.ctx, write=False)
         # Called with the lab each time it has settled at a moment of virtual time (e.g. to sample costs as they
         # were then, not only when the run ends).
         self.observers: list[Callable[[Lab], None]] = []
@@ -296,6 +302,8 @@ class Lab:
             **self.cluster.to_state(),
             "nominations": {node: until for node, until in self.ctx.nominations.items() if until > self.now},
             "buffer_nodes": dict(self.ctx.buffer_nodes),
+            "buffer_cache": {k: {"buffer": b, "template": t} for k, (b, t) in self.ctx.buffer_cache.items()},
+            "buffers_failing": sorted(self.ctx.buffers_failing),
             "nominated_events": self.ctx.nominated_events.to_state(),
             "published": self.ctx.published_state(),
             "nodeclaim_pods": dict(self.ctx.nodeclaim_pods),

@@ -193,6 +193,9 @@ class OverlayResult:
     conflicts: list[str] = field(default_factory=list)
     # overlay -> NodePool -> types it changes (for the dashboard)
     reach: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # The NodePools whose types were evaluated (Karpenter's evaluatedNodePools): one left out (its provider failed,
+    # or it came after this evaluation) gets no instance types until an evaluation includes it.
+    evaluated: frozenset[str] = frozenset()
 
     def apply(self, nodepool: str, types: Sequence[InstanceType]) -> list[InstanceType]:
         """The NodePool's types with the overlays' prices and capacities (types no overlay reaches are kept)."""
@@ -223,7 +226,7 @@ def ordered(overlays: Iterable[NodeOverlay]) -> list[NodeOverlay]:
 def evaluate(
     overlays: Iterable[NodeOverlay], pools: Sequence[tuple[NodePool, Sequence[InstanceType]]]
 ) -> OverlayResult:
-    result = OverlayResult()
+    result = OverlayResult(evaluated=frozenset(pool.name for pool, _ in pools))
     for overlay in ordered(overlays):
         problem = runtime_problems(overlay)
         if problem is not None:

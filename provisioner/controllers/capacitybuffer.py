@@ -77,6 +77,11 @@ def _resolve_status(buffer: Obj, get: cb.Getter, now: float) -> tuple[Mapping[st
     return resolution.template, None
 
 
+def buffer_key(buffer: Obj) -> str:
+    meta = buffer["metadata"]
+    return f"{meta.get('namespace') or 'default'}/{meta['name']}"
+
+
 class CapacityBufferController:
     def reconcile(self, ctx: ClusterContext) -> bool:
         """Each buffer's status as its template and workload stand now; True if one was written."""
@@ -84,20 +89,43 @@ class CapacityBufferController:
             return False  # observing, the cluster's own Karpenter writes their status
         changed = False
         get = _getter(ctx)
-        for buffer in ctx.api.list(cb.KIND):
+        buffers = ctx.api.list(cb.KIND)
+        for buffer in buffers:
             if ctx.backing_off("capacitybuffer", buffer):
                 continue
             with ctx.guard("capacitybuffer", buffer):
+                key = buffer_key(buffer)
                 before = repr(buffer.get("status"))
-                _, unresolved = _resolve_status(buffer, get, ctx.now)
+                template, unresolved = _resolve_status(buffer, get, ctx.now)
                 if repr(buffer.get("status")) != before:
                     ctx.api.update(buffer)
                     changed = True
                 if unresolved is not None and unresolved.retry:
                     # Karpenter patches the status first, then fails the reconcile (logged, retried with backoff)
-                    # for anything but a missing object, which is the user's to create.
+                    # for anything but a missing object, which is the user's to create. It returns before the
+                    # cache and the trigger (controller.go:110-113): the buffer keeps its last virtual pods, and no
+                    # provisioning pass is asked for.
+                    ctx.buffers_failing.add(key)
                     raise unresolved
+                ctx.buffers_failing.discard(key)
+                if template is not None and cb.ready(buffer):
+                    ctx.buffer_cache[key] = (_identity(buffer), template)  # UpdateEntry
+                else:
+                    ctx.buffer_cache.pop(key, None)  # RemoveEntry: not ready, or not resolved
+        present = {buffer_key(b) for b in buffers}
+        for key in [k for k in ctx.buffer_cache if k not in present]:
+            del ctx.buffer_cache[key]  # a deleted buffer's RemoveEntry
+        ctx.buffers_failing &= present
         return changed
+
+
+def _identity(buffer: Obj) -> Obj:
+    """What BuildVirtualPods reads of a buffer: its name, namespace, uid and chunk count."""
+    meta = buffer["metadata"]
+    return {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid") if k in meta},
+        "status": {"replicas": (buffer.get("status") or {}).get("replicas")},
+    }
 
 
 TRIGGER = "capacitybuffer/"
@@ -105,23 +133,39 @@ REQUEUE_SECONDS = 30.0  # the buffer controller's RequeueAfter (controller.go:13
 
 
 def triggers(ctx: ClusterContext) -> list[str]:
-    """The provisioner's triggers by the buffer controller (Trigger(cb.UID) at each reconcile, ready or not): one per
-    buffer, keyed by its version too, since any change to a buffer (its status included) reconciles it at once."""
+    """The provisioner's triggers by the buffer controller (Trigger(cb.UID) at each reconcile that succeeds, ready
+    or not): one per buffer, keyed by its version too, since any change to a buffer (its status included) reconciles
+    it at once. A buffer whose reconcile fails with a retryable error triggers nothing (controller.go:110-113)."""
     if not ctx.gate(CAPACITY_BUFFER):
         return []
-    return [
-        f"{TRIGGER}{b['metadata'].get('uid', '')}@{b['metadata'].get('resourceVersion', '')}"
-        for b in ctx.api.list(cb.KIND)
-    ]
+    return [trigger_key(b) for b in ctx.api.list(cb.KIND) if buffer_key(b) not in ctx.buffers_failing]
+
+
+def trigger_key(buffer: Obj) -> str:
+    meta = buffer["metadata"]
+    return f"{TRIGGER}{meta.get('uid', '')}@{meta.get('resourceVersion', '')}"
+
+
+def present(ctx: ClusterContext) -> set[str]:
+    """The buffers that exist, by their trigger key's uid part (what a deleted buffer's trigger is told by)."""
+    if not ctx.gate(CAPACITY_BUFFER):
+        return set()
+    return {trigger_key(b).partition("@")[0] for b in ctx.api.list(cb.KIND)}
 
 
 def virtual_pods(ctx: ClusterContext) -> list[Pod]:
-    """The virtual pods of every ready buffer (the provisioner's GetAll), none with the gate off."""
+    """The virtual pods of every ready buffer (the provisioner's GetAll), none with the gate off; a buffer whose
+    reconcile is failing with a retryable error keeps those of its last successful one."""
     if not ctx.gate(CAPACITY_BUFFER):
         return []
     get = _getter(ctx)
     pods: list[Pod] = []
     for buffer in ctx.api.list(cb.KIND):
+        if ctx.buffers_failing and buffer_key(buffer) in ctx.buffers_failing:
+            kept = ctx.buffer_cache.get(buffer_key(buffer))
+            if kept is not None:
+                pods.extend(cb.virtual_pods(kept[0], kept[1], ctx.now))  # the cache entry it last had
+            continue
         if not cb.ready(buffer):
             continue
         try:

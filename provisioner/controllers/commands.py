@@ -827,7 +827,12 @@ def _plan_from_spec(ctx: ClusterContext, spec: dict[str, Any]) -> NodeClaimPlan:
     pool = next(np for np in ctx.nodepools if np.name == spec["nodepool"])
     if spec.get("static"):
         return static_plan(pool)  # a static NodePool's NodeClaim as its template is now
-    by_name = {it.name: it for it in ctx.instance_types_for(pool) or []}
+    types = ctx.instance_types_for(pool)
+    if types is None:
+        # Karpenter's queue holds the replacement NodeClaims it was given: NodeOverlays awaiting evaluation for the
+        # NodePool do not take their types away.
+        types = ctx.cloud.instance_types(pool)
+    by_name = {it.name: it for it in types or []}
     options = tuple(
         InstanceTypeOption(by_name[name], price)
         for name, price in zip(spec["instanceTypes"], spec["prices"], strict=True)

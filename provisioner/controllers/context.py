@@ -18,7 +18,7 @@ from provisioner.cluster.views import Views
 from provisioner.disruption import budgets
 from provisioner.disruption.holds import HoldOptions
 from provisioner.objects import NodeClass, NodePool
-from provisioner.options import KarpenterOptions
+from provisioner.options import NODE_OVERLAY, KarpenterOptions
 from provisioner.overlays import OverlayResult
 from provisioner.scheduling.logs import LogRecord
 
@@ -109,6 +109,11 @@ class ClusterContext:
     nominations: dict[str, float] = field(default_factory=dict)  # node -> until when a pending pod is headed there
     # node -> how many CapacityBuffer virtual pods the last provisioning pass put there (Karpenter's bufferPodCounts)
     buffer_nodes: dict[str, int] = field(default_factory=dict)
+    # CapacityBuffer "namespace/name" -> (the buffer's identity and replicas, its pod template) as its last successful
+    # reconcile left it ready: Karpenter's virtual pod cache entry, which a reconcile failing with a retryable error
+    # leaves in place (capacitybuffer/controller.go:110-113). Such buffers are in `buffers_failing`.
+    buffer_cache: dict[str, tuple[Obj, Mapping[str, Any]]] = field(default_factory=dict)
+    buffers_failing: set[str] = field(default_factory=set)
     nominated_events: TokenBucket = field(
         default_factory=lambda: TokenBucket(NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST)
     )
@@ -232,18 +237,30 @@ class ClusterContext:
             self.on_log(entry)
 
     def instance_types_for(self, nodepool: NodePool) -> list[InstanceType] | None:
-        """The pool's instance types, or None when its node class does not exist (the NodePool is not Ready), with
-        the NodeOverlays' prices and capacities when the NodeOverlay gate is on (Karpenter's overlay-decorated cloud
-        provider). The same list comes back while nothing changed, so what is keyed on it stays warm."""
+        """The pool's instance types, or None when its node class does not exist (the NodePool is not Ready) or the
+        NodeOverlays have not been evaluated for it yet, with the NodeOverlays' prices and capacities when the
+        NodeOverlay gate is on (Karpenter's overlay-decorated cloud provider). The same list comes back while nothing
+        changed, so what is keyed on it stays warm."""
         types = self.cloud.instance_types(nodepool)
-        if types is None or self.overlays is None or nodepool.name not in self.overlays.updates:
+        if types is None or not self.gate(NODE_OVERLAY):
+            return types
+        overlays = self.overlays
+        if overlays is None or nodepool.name not in overlays.evaluated:
+            return None  # awaiting_overlays
+        if nodepool.name not in overlays.updates:
             return types
         key = (nodepool.name, id(types))
         cached = self._overlaid.get(key)
-        if cached is None or cached[0] is not types or cached[1] is not self.overlays:
-            cached = (types, self.overlays, self.overlays.apply(nodepool.name, types))
+        if cached is None or cached[0] is not types or cached[1] is not overlays:
+            cached = (types, overlays, overlays.apply(nodepool.name, types))
             self._overlaid[key] = cached
         return cached[2]
+
+    def awaiting_overlays(self, nodepool: NodePool) -> bool:
+        """Whether the NodeOverlay gate is on and the overlays in force were not evaluated for this NodePool: Karpenter's
+        store answers UnevaluatedNodePoolError (nodeoverlay/store.go:64), and the provisioner and disruption skip the
+        NodePool meanwhile (provisioning/provisioner.go:305, disruption/helpers.go:324)."""
+        return self.gate(NODE_OVERLAY) and (self.overlays is None or nodepool.name not in self.overlays.evaluated)
 
     def nodepool(self, name: str) -> NodePool | None:
         return next((np for np in self.nodepools if np.name == name), None)

@@ -172,7 +172,9 @@ class DisruptionController:
                 nodepools = {
                     np.name: np
                     for np in ctx.disruptable_nodepools()
-                    if not ctx.observe or np.name in {c.nodepool for c in claimed}
+                    if (not ctx.observe or np.name in {c.nodepool for c in claimed})
+                    # BuildNodePoolMap skips a NodePool awaiting NodeOverlays: its nodes are no candidates.
+                    and not ctx.awaiting_overlays(np)
                 }
                 counts = {name: astuple(node_counts(ctx, name)) for name, pool in nodepools.items() if pool.static}
                 result = disruption_pass(

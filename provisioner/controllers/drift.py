@@ -81,7 +81,9 @@ class DriftController:
                 static = drift_reason(
                     pool, hashes[name], annotations, labels, types[name], HASH_VERSION, check_types=False
                 )
-                judged[key] = (static, None if static else instance_type_not_found(labels, types[name]))
+                # Awaiting NodeOverlays, Karpenter's GetInstanceTypes fails and only the static checks answer.
+                skip = static or ctx.awaiting_overlays(pool)
+                judged[key] = (static, None if skip else instance_type_not_found(labels, types[name]))
             static, gone = judged[key]
             reason = static
             if reason is None and gone is not None:

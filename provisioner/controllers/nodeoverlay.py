@@ -30,7 +30,8 @@ class NodeOverlayController:
             self._seen = None
             return False
         pools = [(np, types) for np in ctx.nodepools if (types := ctx.cloud.instance_types(np)) is not None]
-        inputs = (ctx.api.kind_version("NodeOverlay"), repr(ctx.nodepools), tuple(id(t) for _, t in pools))
+        # With `write`: an evaluation made without writing statuses is made again by the first one that writes.
+        inputs = (ctx.api.kind_version("NodeOverlay"), write, repr(ctx.nodepools), tuple(id(t) for _, t in pools))
         if inputs == self._seen and self._result is not None:
             ctx.overlays = self._result
             return False
@@ -44,14 +45,23 @@ class NodeOverlayController:
                 unreadable[obj["metadata"]["name"]] = f"{error.field}: {error.message}"
         result = evaluate(overlays, pools)
         result.invalid.update(unreadable)
-        ctx.overlays = self._result = result
-        changed = False
+        changed, applied = False, True
         if write:
             for obj in objects:
                 if ctx.backing_off("nodeoverlay", obj):
+                    applied = False  # its failed write is retried first
                     continue
+                written = False
                 with ctx.guard("nodeoverlay", obj):
                     changed |= _write_status(ctx, obj, result)
+                    written = True
+                applied &= written
+        if not applied:
+            # Karpenter swaps in the new store only once every status is written (controller.go:120-128): until
+            # then the last one stands, and a NodePool it did not evaluate has no instance types.
+            ctx.overlays = self._result
+            return changed
+        ctx.overlays = self._result = result
         self._seen = (ctx.api.kind_version("NodeOverlay"), *inputs[1:])
         return changed
 
@@ -70,6 +80,6 @@ def _write_status(ctx: ClusterContext, obj: dict[str, Any], result: OverlayResul
     set_with_root(conditions, VALIDATION_SUCCEEDED, *verdict, ctx.now, generation, (VALIDATION_SUCCEEDED,))
     if conditions == before:
         return False
-    obj.setdefault("status", {})["conditions"] = conditions
-    ctx.api.update(obj)
+    # A copy: a write the API server refuses leaves the stored overlay (and the next reconcile's view of it) as it was.
+    ctx.api.update({**obj, "status": {**(obj.get("status") or {}), "conditions": conditions}})
     return True

@@ -132,7 +132,8 @@ class NodePoolController:
             pool = self.pools[ctx.nodepool_uids.get(nodepool.name, "")]
             now, generation = ctx.now, nodepool.generation
             node_class = ctx.nodeclasses.get((nodepool.node_class_ref.kind, nodepool.node_class_ref.name))
-            if node_class is None or ctx.instance_types_for(nodepool) is None:
+            # The provider's types: NodeOverlays awaiting evaluation leave a NodePool's readiness alone.
+            if node_class is None or ctx.cloud.instance_types(nodepool) is None:
                 pool.set(
                     NODE_CLASS_READY, "False", "NodeClassNotFound", "NodeClass not found on cluster", now, generation
                 )

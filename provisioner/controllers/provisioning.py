@@ -157,12 +157,13 @@ class ProvisioningController:
                 self.batcher.trigger(uid, ctx.now)
                 again = capacitybuffer.REQUEUE_SECONDS if uid.startswith(capacitybuffer.TRIGGER) else REQUEUE_SECONDS
                 self.triggers[uid] = ctx.now + again
+        existing = capacitybuffer.present(ctx)
         for uid in list(self.triggers):
             if uid not in live:
                 del self.triggers[uid]
                 self.verdicts.pop(uid, None)
                 self.buffer_failures.pop(uid, None)
-                if uid.startswith(capacitybuffer.TRIGGER):
+                if uid.startswith(capacitybuffer.TRIGGER) and uid.partition("@")[0] not in existing:
                     self.batcher.trigger(uid, ctx.now)  # a deleted buffer's TriggerReconcile (controller.go:91)
         self.warned = {uid: until for uid, until in self.warned.items() if uid in live and until > ctx.now}
         if not self._due(ctx.now):

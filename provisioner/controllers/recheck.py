@@ -79,7 +79,7 @@ def recheck(ctx: ClusterContext, command: Obj, departing: Collection[str] = ()) 
     names = [c["node"] for c in spec["candidates"]]
     if command["status"].get("held"):
         view = _own(view, names)
-    nodepools = {np.name: np for np in ctx.disruptable_nodepools()}
+    nodepools = {np.name: np for np in ctx.disruptable_nodepools() if not ctx.awaiting_overlays(np)}
     candidates, blocked = build_candidates(
         view.claimed, nodepools, view.pdbs, ctx.now, eventual=reason == DRIFTED, problems=ctx.nodepool_problems
     )

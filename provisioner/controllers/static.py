@@ -45,7 +45,7 @@ class StaticProvisioningController:
             return False
         changed = False
         for nodepool in ctx.nodepools:
-            if not nodepool.static or ctx.instance_types_for(nodepool) is None:
+            if not nodepool.static or ctx.cloud.instance_types(nodepool) is None:
                 continue  # only a Ready NodePool (its node class exists) is provisioned
             with ctx.guard("static.provisioning"):
                 changed |= self._provision(ctx, nodepool)

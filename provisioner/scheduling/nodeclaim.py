@@ -20,7 +20,9 @@ from provisioner.scheduling import results as r
 from provisioner.scheduling.hostports import HostPortUsage
 from provisioner.scheduling.poddata import PodData, PodState
 from provisioner.scheduling.reservations import (
+    ALL_FULL,
     CANNOT_RESERVE,
+    FALLING_THROUGH,
     RESERVATION_FALLBACK,
     RESERVATION_STRICT,
     WOULD_REMOVE,
@@ -434,14 +436,16 @@ class PlannedNodeClaim:
         )
 
     def _offerings_to_reserve(self, mask: int, requirements: Requirements) -> tuple[Offering, ...]:
-        """Karpenter's offeringsToReserve: every compatible reserved offering of the surviving types that a
-        reservation still has an instance for. Strict (provisioning) refuses the pod when such offerings exist but
-        none can be held, or when the pod would take away every reservation this NodeClaim held."""
+        """Karpenter's offeringsToReserve (scheduling/nodeclaim.go:321): every compatible reserved offering of the
+        surviving types that a reservation still has an instance for. A full reservation (Available, capacity 0) is
+        no such offering: it has nothing to wait for. Strict (provisioning) refuses the pod when reservations with
+        capacity exist but none can be held, when the pod's only option is a full reservation, or when the pod
+        would take away every reservation this NodeClaim held; Fallback (disruption) fails only the pod's only
+        option being full, with a plain error so the pod falls through to a lower-weight NodePool."""
         index = self.template.index
-        if self.reservations is None or not mask & index.reserved:
-            chosen: tuple[Offering, ...] = ()
-            compatible = False
-        else:
+        strict = self.reservation_mode == RESERVATION_STRICT
+        chosen: tuple[Offering, ...] = ()
+        if self.reservations is not None and mask & index.reserved:
             zone, capacity = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
             reservation = requirements.get(wk.RESERVATION_ID)
             offered = [
@@ -450,14 +454,28 @@ class PlannedNodeClaim:
                 for o in it.offerings
                 if o.reserved and o.available and o.compatible(zone, capacity, reservation)
             ]
-            compatible = bool(offered)
-            chosen = tuple(o for o in offered if self.reservations.can_reserve(self.hostname, o))
-        if self.reservation_mode == RESERVATION_STRICT:
-            if compatible and not chosen:
+            with_capacity = [o for o in offered if o.reservation_capacity > 0]
+            chosen = tuple(o for o in with_capacity if self.reservations.can_reserve(self.hostname, o))
+            if strict and with_capacity and not chosen:
                 raise Unfit(r.RESERVED, CANNOT_RESERVE)
-            if self.reserved and not chosen:
-                raise Unfit(r.RESERVED, WOULD_REMOVE)
+            # Only full reservations, and no on-demand or spot offering of any surviving type to fall back to.
+            if offered and not with_capacity and not self._unreserved_fallback(mask, zone, capacity, reservation):
+                if strict:
+                    raise Unfit(r.RESERVED, ALL_FULL)
+                raise Unfit(r.RESERVATION_FULL, FALLING_THROUGH)
+        if strict and self.reserved and not chosen:
+            raise Unfit(r.RESERVED, WOULD_REMOVE)
         return chosen
+
+    def _unreserved_fallback(
+        self, mask: int, zone: Requirement | None, capacity: Requirement | None, reservation: Requirement | None
+    ) -> bool:
+        """Whether a surviving type has an available on-demand or spot offering the requirements allow."""
+        return any(
+            not o.reserved and o.available and o.compatible(zone, capacity, reservation)
+            for it in self.template.index.members(mask)
+            for o in it.offerings
+        )
 
     def commit(self, state: PodState, data: PodData, fit: Fit, topology: Topology) -> None:
         requirements, mask, relaxed, offerings = fit

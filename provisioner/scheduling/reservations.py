@@ -14,6 +14,8 @@ RESERVATION_STRICT, RESERVATION_FALLBACK = "Strict", "Fallback"
 CANNOT_RESERVE = (
     "one or more instance types with compatible reserved offerings are available, but could not be reserved"
 )
+ALL_FULL = "all compatible reserved offerings are full and no on-demand or spot fallback is available"
+FALLING_THROUGH = "the only compatible reserved offering is full; falling through to other NodePools"
 WOULD_REMOVE = "satisfying updated nodeclaim constraints would remove all compatible reserved offering options"
 
 

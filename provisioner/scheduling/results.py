@@ -36,6 +36,9 @@ VOLUME_LIMITS = "volume-limits"
 # Reserved capacity that exists but is held by other NodeClaims: the pod waits for the next simulation (never relaxed,
 # never a FailedScheduling, as Karpenter's ReservedOfferingError).
 RESERVED = "reserved-capacity"
+# The pod's only option in a NodePool is a reservation that is full (Available, no instance left) and the simulation
+# may fall back (disruption's): a plain error, so the pod falls through to a lower-weight NodePool.
+RESERVATION_FULL = "reservation-full"
 
 
 def min_values_unmet(keys: Sequence[str]) -> str:

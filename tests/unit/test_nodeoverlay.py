@@ -6,8 +6,12 @@ suite_test.go (Describe "Validation": Runtime Validation, Pricing Updates, Capac
 Controller") and pkg/cloudprovider/types.go's AdjustedPrice.
 """
 
+import copy
+
 import pytest
 
+from provisioner.controllers.nodeoverlay import NodeOverlayController
+from provisioner.lab import Lab
 from provisioner.manifests import ManifestError
 from provisioner.manifests.nodeoverlay import parse_nodeoverlay
 from provisioner.objects import NodeSelectorRequirement
@@ -15,7 +19,7 @@ from provisioner.options import KarpenterOptions, parse_feature_gates
 from provisioner.overlays import NodeOverlay, adjusted_price, evaluate
 from provisioner.quantity import parse_resources
 from tests.builders import fake_catalog, nodepool
-from tests.lab_builders import condition, deployment, lab, nodepool_doc
+from tests.lab_builders import KWOK_CLASS, condition, config_of, deployment, lab, nodepool_doc
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ON = KarpenterOptions(feature_gates=parse_feature_gates("NodeOverlay=true"))
@@ -338,3 +342,76 @@ def test_a_capacity_overlay_lets_pods_asking_for_an_extended_resource_run():
     assert claim["metadata"]["annotations"]["karpenter.sh/capacity-overlay-applied"] == "true"
     assert claim["status"]["capacity"]["smarter-devices/fuse"] == "1"
     assert [p["status"]["phase"] for p in made.store.list("Pod")] == ["Running"]
+
+
+def _refuse_overlay_status(made, monkeypatch) -> None:
+    """Every NodeOverlay status write fails from now on (the API server refuses the patch)."""
+    update = made.store.update
+
+    def refuse(obj, **kwargs):
+        if obj["kind"] == "NodeOverlay":
+            raise RuntimeError("the server is currently unable to handle the request")
+        return update(obj, **kwargs)
+
+    monkeypatch.setattr(made.store, "update", refuse)
+
+
+def test_nothing_is_provisioned_for_a_nodepool_the_overlays_have_not_evaluated(monkeypatch):
+    """Until the overlay controller's statuses are written it swaps in no store (controller.go:120-128), so every
+    NodePool awaits evaluation and the provisioner skips it ("skipping, awaiting nodeoverlay evaluation",
+    provisioner.go:305): the pod pends. Once the write goes through, the pod gets its node (launched, as the other
+    tests here say, by the kwok provider's own prices)."""
+    made = lab(
+        nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64}), deployment(replicas=1), CHEAP_M, options=ON
+    )
+    _refuse_overlay_status(made, monkeypatch)
+    made.advance(30)
+    assert made.store.list("NodeClaim") == []
+    assert [p["status"].get("phase") for p in made.store.list("Pod")] == ["Pending"]
+    monkeypatch.undo()
+    made.advance(30)
+    [claim] = made.store.list("NodeClaim")
+    assert claim["metadata"]["labels"][INSTANCE_TYPE] == "c-2x-amd64-linux"  # the kwok provider's cheapest
+
+
+def test_disruption_leaves_the_nodes_of_a_nodepool_the_overlays_have_not_evaluated(monkeypatch):
+    """BuildNodePoolMap skips a NodePool awaiting evaluation (disruption/helpers.go:324), so its nodes are no
+    candidates ("NodePool not found"): an empty node stays while the overlay controller, restarted with an empty
+    store, cannot write a new overlay's status, and goes once it can."""
+    made = lab(
+        nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64}), deployment(replicas=1), CHEAP_M, options=ON
+    )
+    made.advance(5)
+    [claim] = made.store.list("NodeClaim")
+    made.store.delete("Deployment", "inflate", "default")
+    for obj in made.store.list("Pod"):
+        made.store.delete("Pod", obj["metadata"]["name"], "default")
+    made.manager.overlays = NodeOverlayController()  # a restart: the store is empty
+    made.ctx.overlays = None
+    made.store.create({**CHEAP_M, "metadata": {"name": "second"}, "spec": {**CHEAP_M["spec"], "weight": 5}})
+    _refuse_overlay_status(made, monkeypatch)
+    made.advance(300)
+    assert [c["metadata"]["name"] for c in made.store.list("NodeClaim")] == [claim["metadata"]["name"]]
+    assert made.store.list("DisruptionCommand") == []  # not even proposed, then refused at validation
+    monkeypatch.undo()
+    made.advance(300)
+    assert made.store.list("NodeClaim") == []
+
+
+def test_a_lab_loaded_from_its_state_has_the_last_evaluation_in_force():
+    """A lab restored from its saved state is the same Karpenter going on, not one starting: its NodePools are
+    evaluated before any step (the first step that writes statuses evaluates again), with the overlays' prices."""
+    made = lab(nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64}), CHEAP_M, options=ON)
+    made.advance(1)
+    [pool] = made.ctx.nodepools
+    loaded = Lab(
+        copy.deepcopy(made.store.all_objects()),
+        config_of([KWOK_CLASS, nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64})], ON),
+        made.to_state(),
+        now=made.now,
+    )
+    assert not loaded.ctx.awaiting_overlays(pool)
+    m2x = next(it for it in loaded.ctx.instance_types_for(pool) or [] if it.name == "m-2x-amd64-linux")
+    assert all(o.price_overlaid for o in m2x.offerings)
+    fresh = lab(nodepool_doc(template_spec={"requirements": ON_DEMAND_AMD64}), CHEAP_M, options=ON)
+    assert fresh.ctx.awaiting_overlays(pool)  # a Karpenter starting: nothing evaluated before its first reconcile

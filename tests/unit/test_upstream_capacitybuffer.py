@@ -19,6 +19,7 @@ from typing import Any
 from provisioner import capacitybuffers as cb
 from provisioner.controllers import capacitybuffer
 from provisioner.controllers.capacitybuffer import CapacityBufferController, set_condition
+from provisioner.controllers.context import RETRY_MAX_SECONDS
 from provisioner.controllers.provisioning import ProvisioningController
 from provisioner.lab import Lab
 from provisioner.options import KarpenterOptions, parse_feature_gates
@@ -324,6 +325,69 @@ def test_a_buffer_that_stops_resolving_is_told_not_ready_and_frees_its_node():
     made.advance(120)
     assert condition(stored(made, "gone-buffer"), cb.PROVISIONING)[:2] == ("False", "NotReadyForProvisioning")
     assert (made.ctx.buffer_nodes, made.store.list("NodeClaim")) == ({}, [])
+
+
+# controller.go Reconcile: a retryable resolution error returns before the cache and the trigger (controller.go:110-113)
+
+
+def _breaking(made: Lab, name: str) -> None:
+    """The buffer's scalableRef turned to a Job: resolution fails with a retryable error (not a NotFound)."""
+    changed = copy.deepcopy(stored(made, name))
+    changed["spec"]["scalableRef"] = {"apiGroup": "batch", "kind": "Job", "name": "my-job"}
+    made.store.apply(changed)
+
+
+def test_a_buffer_failing_with_a_retryable_error_keeps_its_last_virtual_pods():
+    """The status says ReadyForProvisioning=False, but the cache keeps the entry the last successful reconcile made,
+    so the provisioner's GetAll still has its virtual pods; a reconcile that succeeds again refreshes them."""
+    deploy = workload("Deployment", "web", 10, cpu="500m")
+    made = cluster(deploy, buffer("kept", scalableRef=deployment_ref("web"), percentage=20))
+    reconcile(made)
+    names = [p.name for p in virtual(made)]
+    assert names == ["capacity-buffer-kept-1", "capacity-buffer-kept-2"]
+    _breaking(made, "kept")
+    reconcile(made)
+    assert condition(stored(made, "kept"), cb.READY_FOR_PROVISIONING)[:2] == ("False", "ResolutionFailed")
+    assert [p.name for p in virtual(made)] == names
+    assert [p.requests["cpu"] for p in virtual(made)] == [500, 500]
+    fixed = copy.deepcopy(stored(made, "kept"))
+    fixed["spec"]["scalableRef"] = deployment_ref("web")
+    fixed["spec"]["percentage"] = 10
+    made.store.apply(fixed)
+    made.ctx.now += RETRY_MAX_SECONDS  # past the failed reconcile's backoff
+    reconcile(made)
+    assert [p.name for p in virtual(made)] == ["capacity-buffer-kept-1"]
+
+
+def test_a_buffer_failing_with_a_retryable_error_is_dropped_once_deleted():
+    """A deleted buffer's cache entry is removed (RemoveEntry), even one kept through a failing reconcile."""
+    made = cluster(workload("Deployment", "web", 10), buffer("kept", scalableRef=deployment_ref("web"), percentage=20))
+    reconcile(made)
+    _breaking(made, "kept")
+    reconcile(made)
+    assert len(virtual(made)) == 2
+    made.store.delete(cb.KIND, "kept", "default")
+    reconcile(made)
+    assert (virtual(made), made.ctx.buffer_cache, made.ctx.buffers_failing) == ([], {}, set())
+
+
+def test_a_buffer_failing_with_a_retryable_error_triggers_no_provisioning_pass():
+    """Its reconcile fails before c.trigger.Trigger(cb.UID): the status it wrote asks for no pass, and its last
+    trigger is not taken for a deleted buffer's."""
+    made = cluster(workload("Deployment", "web", 10), buffer("kept", scalableRef=deployment_ref("web"), percentage=20))
+    reconcile(made)
+    provisioner = ProvisioningController({})
+    provisioner.reconcile(made.ctx)
+    made.ctx.now += 5  # the batch closes and its pass runs
+    provisioner.reconcile(made.ctx)
+    assert provisioner.batcher.opened_at is None
+    _breaking(made, "kept")
+    reconcile(made)
+    assert capacitybuffer.triggers(made.ctx) == []
+    made.ctx.now += 1  # before the virtual pods' own requeue
+    provisioner.reconcile(made.ctx)
+    assert provisioner.batcher.opened_at is None
+    assert [k for k in provisioner.triggers if k.startswith(capacitybuffer.TRIGGER)] == []
 
 
 # suite_test.go: Virtual pod cache ------------------------------------------------------------------------------------

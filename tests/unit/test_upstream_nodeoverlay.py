@@ -1270,6 +1270,92 @@ def test_failure_isolation_recovers_when_a_failing_nodepool_becomes_healthy():
     assert only_offering_price(run.types(BROKEN)) == 7.0
 
 
+def test_failure_isolation_a_nodepool_is_unevaluated_before_the_first_reconcile():
+    """It("should update the store even when one NodePool fails") (its first half, after store.Reset(): "Before
+    reconcile, healthy pool should be unevaluated"): ApplyAll answers UnevaluatedNodePoolError, so no types."""
+    store = ObjectStore(clock=lambda: 0.0)
+    ctx = ClusterContext(store, FakeCloud([DEFAULT_TYPE]), 0.0, random.Random(0), [POOL], {}, {}, {}, options=ON)  # type: ignore[arg-type]
+    assert ctx.awaiting_overlays(POOL)
+    assert ctx.instance_types_for(POOL) is None
+    NodeOverlayController().reconcile(ctx)
+    assert not ctx.awaiting_overlays(POOL)
+    assert ctx.instance_types_for(POOL) == [DEFAULT_TYPE]
+
+
+def test_failure_isolation_a_failing_nodepool_is_not_evaluated():
+    """It("should evaluate healthy NodePools when one NodePool fails GetInstanceTypes"): "The broken NodePool should
+    NOT be in evaluatedNodePools", while the healthy one is."""
+    run = broken_run()
+    assert run.ctx.overlays is not None
+    assert run.ctx.overlays.evaluated == frozenset({"default"})
+    assert run.ctx.awaiting_overlays(BROKEN) and not run.ctx.awaiting_overlays(POOL)
+
+
+def test_without_the_gate_no_nodepool_awaits_overlays():
+    """The undecorated provider (options.FeatureGates.NodeOverlay false, overlay/cloudprovider.go:50): the store is
+    never asked, so no NodePool waits for an evaluation."""
+    store = ObjectStore(clock=lambda: 0.0)
+    off = KarpenterOptions(feature_gates=parse_feature_gates("NodeOverlay=false"))
+    ctx = ClusterContext(store, FakeCloud([DEFAULT_TYPE]), 0.0, random.Random(0), [POOL], {}, {}, {}, options=off)  # type: ignore[arg-type]
+    assert not ctx.awaiting_overlays(POOL)
+    assert ctx.instance_types_for(POOL) == [DEFAULT_TYPE]
+
+
+# controller.go Reconcile: the store is swapped in only after every status is written -------------------------------
+
+
+def failing_status_writes(run: Run, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every NodeOverlay status write fails (the API server refuses the patch); the names it was tried for."""
+    tried: list[str] = []
+    update = run.store.update
+
+    def refuse(obj: dict, **kwargs: Any) -> dict:
+        if obj["kind"] == "NodeOverlay":
+            tried.append(obj["metadata"]["name"])
+            raise RuntimeError("the server is currently unable to handle the request")
+        return update(obj, **kwargs)
+
+    monkeypatch.setattr(run.store, "update", refuse)
+    return tried
+
+
+def test_a_failed_status_write_keeps_the_last_store(monkeypatch):
+    """updateOverlayStatuses failing returns before UpdateStore (controller.go:120-128): the new overlay's price is
+    not applied, the last evaluation's is; once the write succeeds, the new store is swapped in."""
+    run = reconcile(overlay_doc("overlay", req(INSTANCE_TYPE, "In", "default-instance-type"), price="7"))
+    assert only_offering_price(run.types(POOL)) == 7.0
+    kept = run.ctx.overlays
+    run.store.create(overlay_doc("heavier", req(INSTANCE_TYPE, "In", "default-instance-type"), weight=20, price="3"))
+    tried = failing_status_writes(run, monkeypatch)
+    run.controller.reconcile(run.ctx)
+    assert tried == ["heavier"]
+    assert run.ctx.overlays is kept
+    assert only_offering_price(run.types(POOL)) == 7.0
+    assert run.verdict("heavier") is None
+    monkeypatch.undo()
+    run.ctx.now = 1.0  # past the failed write's backoff
+    run.controller.reconcile(run.ctx)
+    assert only_offering_price(run.types(POOL)) == 3.0
+    assert run.verdict("heavier") == SUCCEEDED
+
+
+def test_a_nodepool_added_while_status_writes_fail_stays_unevaluated(monkeypatch):
+    """A NodePool the store in force did not evaluate has no instance types (UnevaluatedNodePoolError) until a
+    reconcile's statuses are all written; the evaluated one keeps its overlaid types meanwhile."""
+    run = reconcile(overlay_doc("overlay", req(INSTANCE_TYPE, "In", "default-instance-type"), price="7"))
+    run.store.create(overlay_doc("other", req(INSTANCE_TYPE, "In", "default-instance-type"), weight=20, price="3"))
+    run.ctx.nodepools = [POOL, POOL_TWO]
+    failing_status_writes(run, monkeypatch)
+    run.controller.reconcile(run.ctx)
+    assert run.ctx.awaiting_overlays(POOL_TWO)
+    assert run.types(POOL_TWO) is None
+    assert only_offering_price(run.types(POOL)) == 7.0
+    monkeypatch.undo()
+    run.ctx.now = 1.0
+    run.controller.reconcile(run.ctx)
+    assert only_offering_price(run.types(POOL_TWO)) == 3.0
+
+
 # store_test.go ------------------------------------------------------------------------------------------------------
 
 M5_LARGE = fake_type("m5.large", Offering("us-west-2a", "on-demand", 0.096), Offering("us-west-2b", "on-demand", 0.096))
