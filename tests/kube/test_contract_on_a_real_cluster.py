@@ -24,5 +24,5 @@ def test_the_contract_suites_pass_against_the_cluster_kubeconfig_names_and_leave
     passed = run_contract_suites(kubeconfig)
     # The reads of objects others wrote, which need `seed`, ran too (they were skipped on a real cluster).
     assert passed.count("PASSED tests/contract/test_cluster_reads.py") == 5
-    assert passed.count("PASSED tests/contract/test_cluster_api.py") == 11
+    assert passed.count("PASSED tests/contract/test_cluster_api.py") == 12
     assert {kind: len(cluster.list(kind)) for kind in before} == before

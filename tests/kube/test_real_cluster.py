@@ -56,7 +56,7 @@ def test_the_contract_suites_pass_against_the_real_api_server_and_leave_it_clean
     before = {kind: len(client.list(kind)) for kind in ("Namespace", "Node", "Pod", "PodDisruptionBudget")}
     passed = run_contract_suites(real.kubeconfig)
     assert passed.count("PASSED tests/contract/test_cluster_reads.py") == 5
-    assert passed.count("PASSED tests/contract/test_cluster_api.py") == 11
+    assert passed.count("PASSED tests/contract/test_cluster_api.py") == 12
     assert {kind: len(client.list(kind)) for kind in before} == before
 
 
