@@ -93,29 +93,14 @@ def test_affinity_counts_pods_in_the_namespaces_the_term_names():
     follower = pod(labels={"app": "web"}, affinity=[term(HOSTNAME, app="db")])
     assert len(schedule([other_ns, follower]).failures) == 1  # the term defaults to the follower's namespace
     cross = pod(labels={"app": "web"}, affinity=[term(HOSTNAME, app="db")])
-    cross_term = cross.affinity[0]
-    cross = type(cross)(
-        **{
-            **cross.__dict__,
-            "affinity": (
-                type(cross_term)(
-                    **{
-                        **{f: getattr(cross_term, f) for f in cross_term.__dataclass_fields__},
-                        "namespaces": frozenset({"data"}),
-                    }
-                ),
-            ),
-        }
-    )
+    cross = replace(cross, affinity=(replace(cross.affinity[0], namespaces=frozenset({"data"})),))
     result = schedule([pod(labels={"app": "db"}, namespace="data"), cross])
     assert len(result.failures) == 0 and len(result.new_nodeclaims) == 1
 
 
 def test_match_label_keys_spreads_each_revision_on_its_own():
     constraint = spread(HOSTNAME, 1, app="web")
-    constraint = type(constraint)(
-        **{**{f: getattr(constraint, f) for f in constraint.__dataclass_fields__}, "match_label_keys": ("rev",)}
-    )
+    constraint = replace(constraint, match_label_keys=("rev",))
     pods = [pod(labels={"app": "web", "rev": rev}, spread=[constraint]) for rev in ("1", "1", "2", "2")]
     # Without matchLabelKeys four pods would need four nodes; per revision, two pods of different revisions may share.
     assert len(schedule(pods).new_nodeclaims) == 2
