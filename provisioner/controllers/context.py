@@ -13,7 +13,7 @@ from provisioner.catalog import InstanceType
 from provisioner.cloudprovider.types import CloudProvider
 from provisioner.cluster import events
 from provisioner.cluster.api import ClusterAPI
-from provisioner.cluster.objects import NotLeading, Obj, timestamp
+from provisioner.cluster.objects import Conflict, NotLeading, Obj, timestamp
 from provisioner.cluster.views import Views
 from provisioner.disruption import budgets
 from provisioner.disruption.holds import HoldOptions
@@ -342,17 +342,20 @@ class ClusterContext:
         """Run one controller's (or one object's) reconcile so that an error in it is logged as Karpenter's
         "Reconciler error", recorded as a Warning Event on the object, and skipped: one bad object never stops
         the loop for the other objects, the other controllers or the other clusters. A failure holds the reconcile
-        back (`backing_off`) for a delay that doubles with each failure in a row; a success forgets them."""
+        back (`backing_off`) for a delay that doubles with each failure in a row; a success forgets them.
+
+        A write that lost an optimistic-lock race (409 Conflict) is held back the same way but is no error: Karpenter's
+        controllers answer errors.IsConflict with `Requeue: true` (registration.go:108-110, lifecycle/controller.go:
+        157-159, and ten more), which controller-runtime rate-limits like a failure but does not log."""
         key = _backoff_key(controller, obj)
         try:
             yield
         except NotLeading:
             raise  # not this controller's error: the step ends, whatever runs it
+        except Conflict:
+            self._hold(key, obj)
         except Exception as error:
-            self.errors += 1
-            failures = self.backoffs[key].failures + 1 if key in self.backoffs else 1
-            retry_at = self.now + doubling_delay(RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, failures)
-            self.backoffs[key] = Backoff(failures, _version(obj), retry_at)
+            self._hold(key, obj)
             fields: dict[str, object] = {"controller": controller, "error": f"{type(error).__name__}: {error}"}
             if obj is not None:
                 fields[obj["kind"]] = {
@@ -366,6 +369,13 @@ class ClusterContext:
                     self.event(obj, "Warning", "ReconcileError", f"{controller}: {error}", dedupe_seconds=ERROR_DEDUPE)
         else:
             self.backoffs.pop(key, None)
+
+    def _hold(self, key: tuple[str, str], obj: Obj | None) -> None:
+        """Hold a reconcile back after another failure in a row: 5 ms, doubling, at most 1000 s."""
+        self.errors += 1
+        failures = self.backoffs[key].failures + 1 if key in self.backoffs else 1
+        retry_at = self.now + doubling_delay(RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, failures)
+        self.backoffs[key] = Backoff(failures, _version(obj), retry_at)
 
 
 def _backoff_key(controller: str, obj: Obj | None) -> tuple[str, str]:

@@ -11,8 +11,8 @@ from typing import Any
 from provisioner.cloudprovider.kwok import KwokCloudProvider
 from provisioner.cluster.api import evict_each
 from provisioner.cluster.memory import ObjectStore
-from provisioner.cluster.objects import APIError, Obj, TooManyRequests
-from provisioner.controllers.context import ClusterContext
+from provisioner.cluster.objects import APIError, Conflict, Obj, TooManyRequests
+from provisioner.controllers.context import Backoff, ClusterContext
 from provisioner.controllers.provisioning import ProvisioningController
 from provisioner.controllers.termination import TerminationController
 
@@ -195,3 +195,16 @@ def test_a_nodes_pods_are_evicted_in_one_batch_and_a_server_error_fails_the_reco
     assert [(t.record.message, t.record.fields["error"]) for t in ctx.logs if t.record.level == "ERROR"] == [
         ("Reconciler error", "APIError: Internal error occurred: etcdserver: request timed out")
     ]
+
+
+def test_a_conflict_is_held_back_5_ms_doubling_and_never_logged() -> None:
+    store = ObjectStore(clock=lambda: 0.0)
+    claim = store.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c"}, "spec": {}})
+    assert claim is not None
+    version = claim["metadata"]["resourceVersion"]
+    ctx = context(store, 100.0)
+    for _ in range(3):
+        with ctx.guard("nodeclaim.lifecycle", claim):
+            raise Conflict('Operation cannot be fulfilled on nodes "n"')
+    assert ctx.backoffs[("nodeclaim.lifecycle", "NodeClaim//c")] == Backoff(3, version, 100.02)
+    assert (ctx.errors, list(ctx.logs), store.list("Event")) == (3, [], [])

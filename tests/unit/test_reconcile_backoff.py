@@ -3,9 +3,12 @@ after 5 ms, doubling with each failure in a row up to 1000 s, at once when the o
 it succeeds. Before, an object that kept failing was retried, and logged, at every step: about four lines a second
 per NodeClaim in kwok mode while the API server was down."""
 
+from typing import Any
+
+from provisioner.cluster.objects import Conflict
 from provisioner.controllers.context import Backoff
 from provisioner.lab import Lab
-from tests.lab_builders import START, lab, nodepool_doc
+from tests.lab_builders import START, condition, deployment, lab, nodepool_doc
 
 KEY = ("nodeclaim.lifecycle", "NodeClaim//poison")
 
@@ -82,3 +85,31 @@ def test_a_success_forgets_the_failures():
     assert error_times(made)[-1] == 81.915
     assert KEY not in made.ctx.backoffs
     assert made.store.get("NodeClaim", "poison")["status"]["providerID"].startswith("kwok://")
+
+
+def test_a_conflict_is_retried_after_5_ms_without_an_error_or_an_event() -> None:
+    """registration.go:108-110: a Node patch that lost the optimistic-lock race (kwok wrote the Node's status in
+    between) requeues the NodeClaim; controller-runtime logs nothing for a requeue."""
+    made = lab(nodepool_doc(), deployment(replicas=1))
+    update, conflicts = made.store.update, list[float]()
+
+    def racing_kwok(obj: Any, **kwargs: Any) -> Any:
+        registering = obj["kind"] == "Node" and "karpenter.sh/registered" in obj["metadata"].get("labels", {})
+        if registering and not conflicts:
+            conflicts.append(made.now)
+            raise Conflict(f'Operation cannot be fulfilled on nodes "{obj["metadata"]["name"]}"')
+        return update(obj, **kwargs)
+
+    made.store.update = racing_kwok  # type: ignore[method-assign]
+    made.advance(60)
+    [claim] = made.store.list("NodeClaim")
+    name = claim["metadata"]["name"]
+    assert len(conflicts) == 1
+    assert condition(claim, "Registered") == ("True", "Registered", "")
+    assert error_times(made) == []
+    assert [e["reason"] for e in made.store.list("Event") if e["reason"] == "ReconcileError"] == []
+    [registered] = [t for t in made.ctx.logs if t.record.message == "registered nodeclaim"]
+    # Retried in the same step: the consistency controller's status write changed the NodeClaim, which retries it
+    # at once, as the watch event enqueues it in controller-runtime.
+    assert registered.time == conflicts[0]
+    assert ("nodeclaim.lifecycle", f"NodeClaim//{name}") not in made.ctx.backoffs
