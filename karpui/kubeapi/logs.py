@@ -191,7 +191,8 @@ def log_line(entry: models.LogEntry, *, timestamps: bool = False) -> str:
         "time": f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z",
         "logger": entry.logger,
         "message": entry.text,
-        **entry.fields,
+        # A field never overwrites the line's own four keys (zap would write the key twice).
+        **{key: value for key, value in entry.fields.items() if key not in ("level", "time", "logger", "message")},
     }
     line = json.dumps(record, separators=(",", ":"))
     if timestamps:

@@ -757,13 +757,11 @@ def _finish(ctx: ClusterContext, command: Obj, phase: str, message: str, *, rele
     ctx.api.update(command)
     ctx.memos.pop(f"validate/{command['metadata']['uid']}", None)  # finished: never validated again
     if phase in ("Rejected", "Expired", "Failed", "Denied"):
-        ctx.log(
-            LogRecord(
-                f"disruption command {phase.lower()}",
-                {"command": command["spec"]["text"], "message": message},
-                logger="controller.disruption",
-            )
-        )
+        # The fields of its "disrupting node(s)" line (the nodes' and replacements' instance types, the pods), so a
+        # rejected proposal says what it would have done; the status message under a key of its own, never the
+        # line's `message`.
+        fields = {"command": command["spec"]["text"], "status-message": message, **_log_fields(command)}
+        ctx.log(LogRecord(f"disruption command {phase.lower()}", fields, logger="controller.disruption"))
     return True
 
 

@@ -21,7 +21,9 @@ class LogRecord:
     logger: str = PROVISIONER
 
     def as_dict(self) -> dict[str, object]:
-        return {"level": self.level, "logger": self.logger, "message": self.message, **self.fields}
+        own = {"level": self.level, "logger": self.logger, "message": self.message}
+        # A field never overwrites the line's own keys (zap would write the key twice).
+        return {**own, **{key: value for key, value in self.fields.items() if key not in own}}
 
 
 def first_and_others(items: Sequence[str], shown: int = 5) -> str:

@@ -186,3 +186,24 @@ def test_a_command_validation_refuses_is_told_as_consolidation_rejected():
     assert command["status"]["phase"] == "Rejected"
     message = f"Consolidation rejected: {command['spec']['text']}, reason: churn (savings: $0.38)"
     assert events_of(made, "ConsolidationRejected") == [("Node", message), ("NodeClaim", message)]
+    # karpui's own line for it names what the command would have done, its status message under a key of its own.
+    [line] = [t.record.as_dict() for t in made.ctx.logs if t.record.message == "disruption command rejected"]
+    candidate = command["spec"]["candidates"][0]
+    assert {
+        k: line[k] for k in ("message", "command", "decision", "disrupted-node-count", "replacement-node-count")
+    } == {
+        "message": "disruption command rejected",
+        "command": command["spec"]["text"],
+        "decision": "replace",
+        "disrupted-node-count": 1,
+        "replacement-node-count": 1,
+    }
+    assert line["status-message"].startswith(f"Consolidation rejected: {command['spec']['text']}, reason: churn (")
+    assert line["disrupted-nodes"] == [
+        {
+            "Node": {"name": candidate["node"]},
+            "NodeClaim": {"name": candidate["nodeclaim"]},
+            "instance-type": candidate["instanceType"],
+            "capacity-type": "on-demand",
+        }
+    ]

@@ -5,6 +5,7 @@ from dataclasses import replace
 from provisioner.pods import OwnerReference, effective_requests
 from provisioner.quantity import format_resources, parse_resources
 from provisioner.scheduling.logs import (
+    LogRecord,
     computed_new_nodeclaims,
     computed_unready_nodes,
     created_nodeclaim,
@@ -119,3 +120,13 @@ def test_a_pool_at_its_limits_blames_the_taint_the_pod_does_not_tolerate_not_the
         ("open", "requirements", 'incompatible requirements, label "team" does not have known values'),
         ("gpu", "taints", "did not tolerate taint dedicated=gpu:NoSchedule"),
     ]
+
+
+def test_a_field_never_overwrites_the_lines_own_keys():
+    record = LogRecord("disruption command rejected", {"message": "other", "level": "x", "command": "c"}, "WARN", "l")
+    assert record.as_dict() == {
+        "level": "WARN",
+        "logger": "l",
+        "message": "disruption command rejected",
+        "command": "c",
+    }
