@@ -21,6 +21,7 @@ from karpui.kubeapi import watch
 from karpui.kubeapi.errors import Status, bad_request, invalid
 from karpui.kubeapi.requests import Context
 from provisioner.cluster.objects import Obj, parse_timestamp
+from provisioner.scheduling.logs import line_fields
 from provisioner.sim import karpenter as face
 
 FOLLOW_POLL_SECONDS = 0.5
@@ -191,8 +192,7 @@ def log_line(entry: models.LogEntry, *, timestamps: bool = False) -> str:
         "time": f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z",
         "logger": entry.logger,
         "message": entry.text,
-        # A field never overwrites the line's own four keys (zap would write the key twice).
-        **{key: value for key, value in entry.fields.items() if key not in ("level", "time", "logger", "message")},
+        **line_fields(entry.fields),
     }
     line = json.dumps(record, separators=(",", ":"))
     if timestamps:

@@ -21,9 +21,16 @@ class LogRecord:
     logger: str = PROVISIONER
 
     def as_dict(self) -> dict[str, object]:
-        own = {"level": self.level, "logger": self.logger, "message": self.message}
-        # A field never overwrites the line's own keys (zap would write the key twice).
-        return {**own, **{key: value for key, value in self.fields.items() if key not in own}}
+        return {"level": self.level, "logger": self.logger, "message": self.message, **line_fields(self.fields)}
+
+
+# A JSON log line's own keys, which no field may overwrite (zap would write the key twice).
+LINE_KEYS = frozenset({"level", "time", "logger", "message"})
+
+
+def line_fields(fields: Mapping[str, object]) -> dict[str, object]:
+    """A record's fields as a line carries them: all but those named as the line's own keys."""
+    return {key: value for key, value in fields.items() if key not in LINE_KEYS}
 
 
 def first_and_others(items: Sequence[str], shown: int = 5) -> str:
